@@ -1,0 +1,34 @@
+"""simbodyx: Simbody's multibody dynamics on JAX.
+
+Build a system with the Simbody-shaped API, freeze it with
+``realize_topology()``, then use the pure functions of the Model and its
+States under ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
+
+Numbers follow JAX's default float type: float32 unless
+``jax.config.update("jax_enable_x64", True)`` is set *before* the system is
+frozen (``Model.astype`` converts an existing model). simbodyx never changes
+JAX's global configuration itself.
+"""
+
+from simbodyx import mobilizers as mobilizers, spatial as spatial, tree as tree
+from simbodyx.build import (
+    Body as Body,
+    MobilizedBody as MobilizedBody,
+    Mobod as Mobod,
+    MultibodySystem as MultibodySystem,
+    SimbodyMatterSubsystem as SimbodyMatterSubsystem,
+)
+from simbodyx.matter import Matter as Matter
+from simbodyx.model import Model as Model
+from simbodyx.spatial import (
+    Inertia as Inertia,
+    MassProperties as MassProperties,
+    Rotation as Rotation,
+    SpatialInertia as SpatialInertia,
+    Transform as Transform,
+    UnitInertia as UnitInertia,
+)
+from simbodyx.stage import Stage as Stage
+from simbodyx.state import State as State
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""One algorithm per module, each written against :mod:`simbodyx.tree`."""

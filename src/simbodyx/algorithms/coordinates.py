@@ -1,0 +1,80 @@
+"""The kinematic differential equations qdot = N(q) u and their relatives.
+
+N is block diagonal, one (nq_b, nu_b) block per mobilizer, so every product
+here is O(n): kinds with qdot = u copy, the others apply their blocks
+vmapped per kind group. qdotdot = N udot + NDot u (spec/conventions.md).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from simbodyx.topology import Topology
+
+
+def _apply_blocks(topology: Topology, q, x, block, rows_are_q: bool, transpose: bool, qdot=None):
+    """out = B x (or B^T x) for the block-diagonal B whose block per body is
+    ``block(kind, q_b, qdot_b)``, with rows indexed by q (``rows_are_q``) or u."""
+    rows_q = rows_are_q != transpose
+    x = jnp.asarray(x, dtype=q.dtype)
+    expected = topology.nu if rows_q else topology.nq
+    if x.shape != (expected,):
+        raise ValueError(f"input vector has shape {x.shape}, expected ({expected},)")
+    out = jnp.zeros(topology.nq if rows_q else topology.nu, x.dtype)
+    for group in topology.groups:
+        out_idx, in_idx = (group.q_array, group.u_array) if rows_q else (group.u_array, group.q_array)
+        x_g = x[in_idx]
+        if group.kind.qdot_is_u:
+            y_g = jnp.zeros_like(x_g) if block is _n_dot else x_g
+        else:
+            extra = q[group.q_array] if qdot is None else qdot[group.q_array]
+            B = jax.vmap(lambda qb, eb, k=group.kind: block(k, qb, eb))(q[group.q_array], extra)
+            y_g = jnp.einsum("nji,nj->ni" if transpose else "nij,nj->ni", B, x_g)
+        out = out.at[out_idx.reshape(-1)].set(y_g.reshape(-1))
+    return out
+
+
+def _n(kind, q, _):
+    return kind.N(q)
+
+
+def _n_inv(kind, q, _):
+    return kind.N_inv(q)
+
+
+def _n_dot(kind, q, qdot):
+    return kind.N_dot(q, qdot)
+
+
+def multiply_by_n(topology: Topology, q, u, transpose: bool = False):
+    """N(q) u (nq,), or N^T f_q (nu,) with ``transpose`` (f_u = N^T f_q)."""
+    return _apply_blocks(topology, q, u, _n, rows_are_q=True, transpose=transpose)
+
+
+def multiply_by_n_inv(topology: Topology, q, qdot, transpose: bool = False):
+    """NInv(q) qdot (nu,), or NInv^T x (nq,) with ``transpose``."""
+    return _apply_blocks(topology, q, qdot, _n_inv, rows_are_q=False, transpose=transpose)
+
+
+def multiply_by_n_dot(topology: Topology, q, u, x, transpose: bool = False):
+    """NDot(q, u) x (nq,), or NDot^T x (nu,), with NDot = dN/dt along qdot = N u."""
+    qdot = multiply_by_n(topology, q, u)
+    return _apply_blocks(topology, q, x, _n_dot, rows_are_q=True, transpose=transpose, qdot=qdot)
+
+
+def calc_qdotdot(topology: Topology, q, u, udot):
+    """qdotdot = N udot + NDot u."""
+    return multiply_by_n(topology, q, udot) + multiply_by_n_dot(topology, q, u, u)
+
+
+def normalize_quaternions(topology: Topology, q):
+    """q with every quaternion in use scaled to unit length."""
+    for group in topology.groups:
+        at = group.kind.quaternion_at
+        if at is None:
+            continue
+        idx = group.q_array[:, at:at + 4]
+        quat = q[idx]
+        q = q.at[idx].set(quat / jnp.linalg.norm(quat, axis=-1, keepdims=True))
+    return q

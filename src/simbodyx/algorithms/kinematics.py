@@ -1,0 +1,76 @@
+"""Position and velocity kinematics: X_FM, X_GB, H_FM, H_PB_G, V_FM, V_GB.
+
+Pose chain (spec/conventions.md): X_GB = X_GP X_PF X_FM(q) X_BM^-1.
+Velocity (Jain; Simbody's theory manual): V_GB = shift(V_GP, p_PoBo) + V_PB,
+with V_PB = H_PB_G u the body's velocity relative to its parent, at Bo, in G.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx import tree
+from simbodyx.algorithms.coordinates import multiply_by_n
+from simbodyx.parameters import Parameters
+from simbodyx.spatial.transform import Transform
+from simbodyx.spatial.vectors import rotate_spatial, shift_velocity
+from simbodyx.state import PositionCache, VelocityCache
+from simbodyx.topology import Topology
+
+
+def evaluate_mobilizers(topology: Topology, params: Parameters, q):
+    """X_FM for every body (identity for Ground and Welds) and H_FM (nu, 6),
+    one vmapped kernel call per kind group."""
+    nb, dtype = topology.num_bodies, q.dtype
+    R = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nb, 3, 3))
+    p = jnp.zeros((nb, 3), dtype)
+    H = jnp.zeros((topology.nu, 6), dtype)
+    for group, jp in zip(topology.groups, params.joint_params):
+        q_g = q[group.q_array]
+        R_g, p_g = jax.vmap(group.kind.X_FM)(q_g, jp)
+        H_g = jax.vmap(group.kind.H_FM)(q_g, jp)
+        R = R.at[group.body_array].set(R_g)
+        p = p.at[group.body_array].set(p_g)
+        H = H.at[group.u_array.reshape(-1)].set(H_g.reshape(-1, 6))
+    return Transform(R, p), H
+
+
+def realize_position(topology: Topology, params: Parameters, q) -> PositionCache:
+    with jax.named_scope("realize_position"):
+        X_FM, H_FM = evaluate_mobilizers(topology, params, q)
+        X_MB = params.X_BM.inverse()
+        X_PB = params.X_PF.compose(X_FM).compose(X_MB)
+        root = Transform(jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype))
+        X_GB = tree.outward(topology.schedule, Transform.compose, root, X_PB)
+        # H_PB_G = rotate(R_GF, shift(H_FM, p_MoBo in F)).
+        parent = np.asarray(topology.parent)
+        u_body = np.asarray(topology.u_body, dtype=np.int32)
+        R_GF = X_GB.R[parent] @ params.X_PF.R
+        p_MB_F = X_FM.rotate(X_MB.p)
+        H_PB_G = rotate_spatial(R_GF[u_body], shift_velocity(H_FM, p_MB_F[u_body]))
+        return PositionCache(X_FM=X_FM, X_GB=X_GB, H_FM=H_FM, H_PB_G=H_PB_G)
+
+
+def sum_per_body(topology: Topology, rows, u):
+    """(nb, 6): sum over each body's mobilities of rows[k] * u[k]."""
+    u_body = np.asarray(topology.u_body, dtype=np.int32)
+    return jnp.zeros((topology.num_bodies, 6), rows.dtype).at[u_body].add(rows * u[:, None])
+
+
+def realize_velocity(topology: Topology, position: PositionCache, q, u) -> VelocityCache:
+    """V_FM, V_GB and qdot = N(q) u."""
+    with jax.named_scope("realize_velocity"):
+        V_FM = sum_per_body(topology, position.H_FM, u)
+        V_PB = sum_per_body(topology, position.H_PB_G, u)
+        p_GB = position.X_GB.p
+        p_PB = p_GB - p_GB[np.asarray(topology.parent)]
+
+        def step(V_GP, inputs):
+            r, V_rel = inputs
+            return shift_velocity(V_GP, r) + V_rel
+
+        V_GB = tree.outward(topology.schedule, step, jnp.zeros(6, u.dtype), (p_PB, V_PB))
+        qdot = multiply_by_n(topology, q, u)
+        return VelocityCache(V_FM=V_FM, V_GB=V_GB, qdot=qdot)

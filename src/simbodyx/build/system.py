@@ -1,0 +1,148 @@
+"""MultibodySystem and SimbodyMatterSubsystem: the mutable, Simbody-shaped
+construction API that ends in ``realize_topology() -> (Model, State)``."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.model import Model
+from simbodyx.parameters import Parameters
+from simbodyx.spatial.transform import Transform
+from simbodyx.state import State
+from simbodyx.topology import Topology
+
+_system_uids = itertools.count(1)
+
+
+class MultibodySystem:
+    """A system: one matter subsystem (and, later, force subsystems).
+
+    Build it, then call :meth:`realize_topology` once; after that the system
+    is frozen and further building is an error.
+    """
+
+    def __init__(self):
+        self.uid = next(_system_uids)
+        self._matter = None
+        self._realized: tuple[Model, State] | None = None
+
+    def get_matter_subsystem(self):
+        if self._matter is None:
+            raise ValueError("this MultibodySystem has no SimbodyMatterSubsystem yet")
+        return self._matter
+
+    @property
+    def is_frozen(self) -> bool:
+        return self._realized is not None
+
+    def check_not_frozen(self, action: str) -> None:
+        if self.is_frozen:
+            raise RuntimeError(
+                f"cannot {action}: this MultibodySystem was frozen by realize_topology(); "
+                "build a new system to change the model"
+            )
+
+    def realize_topology(self) -> tuple[Model, State]:
+        """Freeze the system: return the Model and its default State (stage Model).
+
+        Called again, it returns the same pair.
+        """
+        if self._realized is None:
+            matter = self.get_matter_subsystem()
+            topology = matter.topology()
+            model = Model(topology, matter.parameters())
+            self._realized = (model, model.default_state())
+        return self._realized
+
+
+class SimbodyMatterSubsystem:
+    """The tree of mobilized bodies; ``Ground()`` is body 0."""
+
+    def __init__(self, system: MultibodySystem):
+        from simbodyx.build.mobilized_body import MobilizedBody
+
+        if not isinstance(system, MultibodySystem):
+            raise TypeError(f"SimbodyMatterSubsystem needs a MultibodySystem, got {type(system).__name__}")
+        system.check_not_frozen("add a matter subsystem")
+        if system._matter is not None:
+            raise ValueError("this MultibodySystem already has a SimbodyMatterSubsystem")
+        system._matter = self
+        self.system = system
+        self._use_euler_angles = False
+        self._bodies = []
+        self._topology_cache: Topology | None = None
+        self._ground = MobilizedBody.Ground._create(self)
+
+    # -- building --------------------------------------------------------------------
+    def Ground(self):
+        """The Ground mobilized body (index 0)."""
+        return self._ground
+
+    get_ground = Ground
+
+    def set_use_euler_angles(self, use_euler_angles: bool) -> None:
+        """Model-stage option: replace every quaternion by body-fixed X-Y-Z angles."""
+        self.system.check_not_frozen("change the Euler-angle option")
+        self._use_euler_angles = bool(use_euler_angles)
+        self._invalidate()
+
+    def get_use_euler_angles(self) -> bool:
+        return self._use_euler_angles
+
+    def get_num_bodies(self) -> int:
+        """Number of mobilized bodies, Ground included."""
+        return len(self._bodies)
+
+    def get_mobilized_body(self, index: int):
+        if not 0 <= int(index) < len(self._bodies):
+            raise IndexError(f"no mobilized body {index}; this subsystem has {len(self._bodies)}")
+        return self._bodies[int(index)]
+
+    def _add(self, body) -> int:
+        self.system.check_not_frozen(f"add {type(body).__name__}")
+        self._bodies.append(body)
+        self._invalidate()
+        return len(self._bodies) - 1
+
+    def _invalidate(self) -> None:
+        self._topology_cache = None
+
+    # -- freezing --------------------------------------------------------------------
+    def topology(self) -> Topology:
+        """The static tree as currently built (cached until the next change)."""
+        if self.system.is_frozen:
+            return self.system._realized[0].topology
+        if self._topology_cache is None:
+            specs = tuple(b._spec() for b in self._bodies)
+            self._topology_cache = Topology(specs, self.system.uid, self._use_euler_angles)
+        return self._topology_cache
+
+    def parameters(self) -> Parameters:
+        """Every body's numbers stacked into the Model's array leaves."""
+        dtype = jnp.result_type(float)
+        bodies = self._bodies
+        mp = [b._mass_properties for b in bodies]
+
+        def stack(values):
+            return jnp.asarray(np.stack([np.asarray(v, dtype=np.float64) for v in values]), dtype)
+
+        def frames(xs):
+            return Transform(stack([x.R for x in xs]), stack([x.p for x in xs]))
+
+        joint_params = tuple(
+            stack([bodies[b]._joint_params for b in group.bodies]).reshape(
+                len(group.bodies), group.kind.num_params
+            )
+            for group in self.topology().groups
+        )
+        return Parameters(
+            mass=stack([m.mass for m in mp]),
+            com=stack([m.com for m in mp]),
+            inertia=stack([m.inertia.matrix for m in mp]),
+            X_PF=frames([b._X_PF for b in bodies]),
+            X_BM=frames([b._X_BM for b in bodies]),
+            joint_params=joint_params,
+        )

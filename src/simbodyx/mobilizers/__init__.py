@@ -1,0 +1,12 @@
+"""Joint kinds: X_FM(q), H_FM, N, NInv and NDot for each mobilizer family.
+
+One module per family; every kind follows :class:`Mobilizer`'s protocol.
+"""
+
+from simbodyx.mobilizers.axial import Cylinder as Cylinder, Pin as Pin, Screw as Screw, Slider as Slider
+from simbodyx.mobilizers.base import Mobilizer as Mobilizer
+from simbodyx.mobilizers.euler import Gimbal as Gimbal, Universal as Universal
+from simbodyx.mobilizers.fixed import Ground as Ground, Weld as Weld
+from simbodyx.mobilizers.orientation import Ball as Ball, Free as Free
+from simbodyx.mobilizers.planar import Planar as Planar
+from simbodyx.mobilizers.translation import Translation as Translation

@@ -1,0 +1,23 @@
+"""Planar: q = [angle about the common z, x along Fx, y along Fy]; the
+translation is measured in F (not rotated). H = [z;0], [0;x], [0;y]."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from simbodyx.mobilizers.base import Mobilizer, rows, unit
+from simbodyx.spatial.rotation import rot_z
+
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class Planar(Mobilizer):
+    nq = 3
+    nu = 3
+
+    def X_FM(self, q, params):
+        return rot_z(q[0]), jnp.stack([q[1], q[2], 0 * q[0]])
+
+    def H_FM(self, q, params):
+        return rows(unit(2, q.dtype), unit(0, q.dtype, True), unit(1, q.dtype, True))

@@ -1,0 +1,63 @@
+"""The frozen Model: static topology plus differentiable array parameters."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from simbodyx.matter import Matter
+from simbodyx.parameters import Parameters
+from simbodyx.stage import Stage
+from simbodyx.state import State
+from simbodyx.system import realize
+from simbodyx.topology import Topology
+
+
+class Model(eqx.Module):
+    """What ``system.realize_topology()`` returns (with a default State).
+
+    ``topology`` is static (part of jit's cache key, hashed once); ``params``
+    holds every number as an array leaf, so ``jax.grad`` with respect to a
+    Model gives gradients for masses, inertias and frames. Models are
+    immutable: change a parameter with ``eqx.tree_at``.
+    """
+
+    topology: Topology = eqx.field(static=True)
+    params: Parameters
+
+    @property
+    def matter(self):
+        """The SimbodyMatterSubsystem operators, as pure methods."""
+        return Matter(self)
+
+    @property
+    def dtype(self):
+        return self.params.mass.dtype
+
+    def realize(self, state: State, stage: Stage = Stage.Position) -> State:
+        """A new State realized through ``stage``; see :func:`simbodyx.system.realize`."""
+        return realize(self, state, stage)
+
+    def default_state(self) -> State:
+        """t = 0, default q and u, realized to Stage.Model (no caches)."""
+        dtype, top = self.dtype, self.topology
+        return State(
+            t=jnp.zeros((), dtype),
+            q=jnp.asarray(top.default_q, dtype).reshape(top.nq),
+            u=jnp.asarray(top.default_u, dtype).reshape(top.nu),
+            z=jnp.zeros((0,), dtype),
+            topology=top,
+        )
+
+    def with_euler_angles(self, use_euler_angles: bool = True) -> Model:
+        """The same model with every quaternion replaced by body-fixed X-Y-Z
+        angles (or back). States convert with ``matter.convert_to_*``."""
+        return Model(self.topology.with_euler_angles(use_euler_angles), self.params)
+
+    def astype(self, dtype) -> Model:
+        """This model with every floating-point parameter cast to ``dtype``."""
+        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+
+    def __repr__(self):
+        return f"Model({self.topology!r}, dtype={jnp.dtype(self.dtype).name})"

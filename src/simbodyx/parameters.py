@@ -1,0 +1,22 @@
+"""The Model's array leaves: every number of the multibody tree.
+
+These are what ``jax.grad`` can differentiate with respect to. The Instance
+stage copies them into the State, as Simbody keeps instance data there.
+Body-indexed arrays have Ground at row 0 (zero mass, identity frames).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from simbodyx.spatial.transform import Transform
+
+
+class Parameters(eqx.Module):
+    mass: jnp.ndarray  #: (nb,) kg
+    com: jnp.ndarray  #: (nb, 3) mass center station p_BoBc, in B (m)
+    inertia: jnp.ndarray  #: (nb, 3, 3) inertia about Bo, in B (kg m^2)
+    X_PF: Transform  #: (nb) inboard frames F on the parent
+    X_BM: Transform  #: (nb) outboard frames M on the body
+    joint_params: tuple  #: per kind group, (n_in_group, num_params)

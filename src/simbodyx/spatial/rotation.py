@@ -1,0 +1,191 @@
+"""Rotation matrices and their parameterizations.
+
+Conventions (``spec/conventions.md``): R_AB re-expresses a vector from B to A
+(``v_A = R_AB @ v_B``); quaternions are scalar first ``[w, x, y, z]`` and need
+not be normalized; body-fixed X-Y-Z angles mean ``R = Rx(a0) Ry(a1) Rz(a2)``.
+Every function accepts leading batch dimensions and follows the input dtype.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from simbodyx.spatial.vectors import safe_norm
+
+
+def rot_x(angle):
+    """Rotation by ``angle`` (rad) about the common x axis, shape (..., 3, 3)."""
+    c, s = jnp.cos(angle), jnp.sin(angle)
+    o, z = jnp.ones_like(c), jnp.zeros_like(c)
+    return jnp.stack([o, z, z, z, c, -s, z, s, c], axis=-1).reshape(jnp.shape(c) + (3, 3))
+
+
+def rot_y(angle):
+    """Rotation by ``angle`` (rad) about the common y axis, shape (..., 3, 3)."""
+    c, s = jnp.cos(angle), jnp.sin(angle)
+    o, z = jnp.ones_like(c), jnp.zeros_like(c)
+    return jnp.stack([c, z, s, z, o, z, -s, z, c], axis=-1).reshape(jnp.shape(c) + (3, 3))
+
+
+def rot_z(angle):
+    """Rotation by ``angle`` (rad) about the common z axis, shape (..., 3, 3)."""
+    c, s = jnp.cos(angle), jnp.sin(angle)
+    o, z = jnp.ones_like(c), jnp.zeros_like(c)
+    return jnp.stack([c, -s, z, s, c, z, z, z, o], axis=-1).reshape(jnp.shape(c) + (3, 3))
+
+
+def quaternion_to_matrix(q):
+    """R from a quaternion ``[w, x, y, z]`` (..., 4) of any nonzero length.
+
+    Uses ``s = 2 / |q|^2`` so the result is exactly the rotation of q/|q|
+    without a square root (smooth everywhere except q = 0).
+    """
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    s = 2.0 / (w * w + x * x + y * y + z * z)
+    rows = [
+        1 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y),
+        s * (x * y + w * z), 1 - s * (x * x + z * z), s * (y * z - w * x),
+        s * (x * z - w * y), s * (y * z + w * x), 1 - s * (x * x + y * y),
+    ]
+    return jnp.stack(rows, axis=-1).reshape(q.shape[:-1] + (3, 3))
+
+
+def matrix_to_quaternion(R):
+    """Unit quaternion ``[w, x, y, z]`` with w >= 0 for rotation matrix R.
+
+    Shepperd/Spurrier: pick the largest of (trace, R_xx, R_yy, R_zz) so the
+    square root is taken of a number >= 1/4 (Simbody's
+    ``convertRotationToQuaternion``). All four branches are formed with
+    clamped square roots so gradients stay finite under ``jnp.where``.
+    """
+    r = R
+    tr = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
+    diag = jnp.stack([tr, r[..., 0, 0], r[..., 1, 1], r[..., 2, 2]], axis=-1)
+    best = jnp.argmax(diag, axis=-1)
+
+    def branch(k):
+        # 4 |q_k|^2 = 1 + 2 diag_k - tr (for k = 0: 1 + tr).
+        val = 1 + tr if k == 0 else 1 + 2 * diag[..., k] - tr
+        s = 2.0 * jnp.sqrt(jnp.maximum(val, 0.25))  # s = 4 |q_k|
+        if k == 0:
+            q = [s / 4, (r[..., 2, 1] - r[..., 1, 2]) / s,
+                 (r[..., 0, 2] - r[..., 2, 0]) / s, (r[..., 1, 0] - r[..., 0, 1]) / s]
+        elif k == 1:
+            q = [(r[..., 2, 1] - r[..., 1, 2]) / s, s / 4,
+                 (r[..., 0, 1] + r[..., 1, 0]) / s, (r[..., 0, 2] + r[..., 2, 0]) / s]
+        elif k == 2:
+            q = [(r[..., 0, 2] - r[..., 2, 0]) / s, (r[..., 0, 1] + r[..., 1, 0]) / s,
+                 s / 4, (r[..., 1, 2] + r[..., 2, 1]) / s]
+        else:
+            q = [(r[..., 1, 0] - r[..., 0, 1]) / s, (r[..., 0, 2] + r[..., 2, 0]) / s,
+                 (r[..., 1, 2] + r[..., 2, 1]) / s, s / 4]
+        return jnp.stack(q, axis=-1)
+
+    q = branch(3)
+    for k in (2, 1, 0):
+        q = jnp.where((best == k)[..., None], branch(k), q)
+    q = q / safe_norm(q, axis=-1, keepdims=True)
+    return jnp.where(q[..., :1] < 0, -q, q)
+
+
+def body_fixed_xyz_to_matrix(angles):
+    """R = Rx(a0) Ry(a1) Rz(a2) for body-fixed X-Y-Z angles (..., 3)."""
+    return rot_x(angles[..., 0]) @ rot_y(angles[..., 1]) @ rot_z(angles[..., 2])
+
+
+def matrix_to_body_fixed_xyz(R):
+    """Body-fixed X-Y-Z angles (..., 3) of R; the middle angle is in [-pi/2, pi/2].
+
+    From R = Rx(a) Ry(b) Rz(c): R02 = sin b, (R12, R22) = cos b (-sin a, cos a),
+    (R01, R00) = cos b (-sin c, cos c).
+    """
+    a = jnp.arctan2(-R[..., 1, 2], R[..., 2, 2])
+    cb = safe_norm(jnp.stack([R[..., 1, 2], R[..., 2, 2]], axis=-1), axis=-1)
+    b = jnp.arctan2(R[..., 0, 2], cb)
+    c = jnp.arctan2(-R[..., 0, 1], R[..., 0, 0])
+    return jnp.stack([a, b, c], axis=-1)
+
+
+def axis_angle_to_matrix(axis, angle):
+    """Rotation by ``angle`` (rad) about ``axis`` (..., 3; normalized here), Rodrigues."""
+    axis = jnp.asarray(axis)
+    n = axis / safe_norm(axis, axis=-1, keepdims=True)
+    angle = jnp.asarray(angle)[..., None, None]
+    K = skew(n)
+    eye = jnp.eye(3, dtype=K.dtype)
+    return eye + jnp.sin(angle) * K + (1 - jnp.cos(angle)) * (K @ K)
+
+
+def skew(v):
+    """Cross-product matrix: ``skew(a) @ b == cross(a, b)``; shape (..., 3, 3)."""
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    o = jnp.zeros_like(x)
+    return jnp.stack([o, -z, y, z, o, -x, -y, x, o], axis=-1).reshape(v.shape[:-1] + (3, 3))
+
+
+def vee(S):
+    """Inverse of :func:`skew` for the skew-symmetric part of S (..., 3, 3)."""
+    return 0.5 * jnp.stack(
+        [S[..., 2, 1] - S[..., 1, 2], S[..., 0, 2] - S[..., 2, 0], S[..., 1, 0] - S[..., 0, 1]],
+        axis=-1,
+    )
+
+
+def _float_array(x):
+    x = jnp.asarray(x)
+    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
+
+
+class Rotation(eqx.Module):
+    """An orientation R_AB as a 3x3 matrix (..., 3, 3); ``Rotation()`` is the identity.
+
+    Construct with the class methods (``from_quaternion``, ``from_body_fixed_xyz``,
+    ``from_axis_angle``, ``about_x/y/z``) or from a matrix. ``R1 @ R2`` composes,
+    ``R @ v`` re-expresses a vector.
+    """
+
+    matrix: jnp.ndarray
+
+    def __init__(self, matrix=None):
+        self.matrix = jnp.eye(3) if matrix is None else _float_array(matrix)
+
+    @classmethod
+    def from_quaternion(cls, q):
+        return cls(quaternion_to_matrix(_float_array(q)))
+
+    @classmethod
+    def from_body_fixed_xyz(cls, angles):
+        return cls(body_fixed_xyz_to_matrix(_float_array(angles)))
+
+    @classmethod
+    def from_axis_angle(cls, angle, axis):
+        """Simbody's ``Rotation(angle, axis)``."""
+        return cls(axis_angle_to_matrix(_float_array(axis), _float_array(angle)))
+
+    @classmethod
+    def about_x(cls, angle):
+        return cls(rot_x(_float_array(angle)))
+
+    @classmethod
+    def about_y(cls, angle):
+        return cls(rot_y(_float_array(angle)))
+
+    @classmethod
+    def about_z(cls, angle):
+        return cls(rot_z(_float_array(angle)))
+
+    def to_quaternion(self):
+        """Unit quaternion [w, x, y, z] with w >= 0."""
+        return matrix_to_quaternion(self.matrix)
+
+    def to_body_fixed_xyz(self):
+        return matrix_to_body_fixed_xyz(self.matrix)
+
+    def inverse(self):
+        return Rotation(jnp.swapaxes(self.matrix, -1, -2))
+
+    def __matmul__(self, other):
+        if isinstance(other, Rotation):
+            return Rotation(self.matrix @ other.matrix)
+        return jnp.einsum("...ij,...j->...i", self.matrix, jnp.asarray(other))

@@ -1,0 +1,82 @@
+"""The immutable State and its per-stage caches.
+
+A State holds t, q, u, z and the caches that ``Model.realize`` fills. Its
+realization level is part of its pytree *structure* (caches are None until
+realized), so asking for a quantity of an unrealized stage fails at trace
+time with a message naming the stage. Setting q drops the position and
+velocity caches; setting u drops the velocity cache.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from simbodyx.parameters import Parameters
+from simbodyx.spatial.transform import Transform
+from simbodyx.stage import Stage
+from simbodyx.topology import Topology
+
+
+class PositionCache(eqx.Module):
+    X_FM: Transform  #: (nb) joint poses, M in F
+    X_GB: Transform  #: (nb) body poses in Ground
+    H_FM: jnp.ndarray  #: (nu, 6) row k: d V_FM / d u_k, [w; v] in F
+    H_PB_G: jnp.ndarray  #: (nu, 6) row k: d V_PB / d u_k (B relative to P at Bo), in G
+
+
+class VelocityCache(eqx.Module):
+    V_FM: jnp.ndarray  #: (nb, 6) [w; v] of M in F, expressed in F
+    V_GB: jnp.ndarray  #: (nb, 6) [w; v] of B (at Bo) in G
+    qdot: jnp.ndarray  #: (nq,)
+
+
+class State(eqx.Module):
+    t: jnp.ndarray  #: () time (s)
+    q: jnp.ndarray  #: (nq,) generalized coordinates
+    u: jnp.ndarray  #: (nu,) generalized speeds
+    z: jnp.ndarray  #: (nz,) auxiliary continuous states
+    topology: Topology = eqx.field(static=True)
+    instance: Parameters | None = None
+    position: PositionCache | None = None
+    velocity: VelocityCache | None = None
+
+    @property
+    def stage(self) -> Stage:
+        """The highest stage whose results this State carries."""
+        if self.velocity is not None:
+            return Stage.Velocity
+        if self.position is not None:
+            return Stage.Position
+        if self.instance is not None:
+            return Stage.Time
+        return Stage.Model
+
+    def require(self, stage: Stage, what: str) -> None:
+        """Raise unless this State is realized to at least ``stage``."""
+        if self.stage < stage:
+            raise ValueError(
+                f"{what} needs Stage.{stage.name} but the State is realized only to "
+                f"Stage.{self.stage.name}; call model.realize(state, Stage.{stage.name}) first"
+            )
+
+    def _checked(self, name: str, value, size: int):
+        value = jnp.asarray(value, dtype=getattr(self, name).dtype)
+        if value.shape != (size,):
+            raise ValueError(f"{name} has shape {value.shape}, expected ({size},)")
+        return value
+
+    def with_q(self, q) -> State:
+        """A new State with q replaced; position and velocity caches dropped."""
+        q = self._checked("q", q, self.topology.nq)
+        return State(self.t, q, self.u, self.z, self.topology, self.instance)
+
+    def with_u(self, u) -> State:
+        """A new State with u replaced; the velocity cache dropped."""
+        u = self._checked("u", u, self.topology.nu)
+        return State(self.t, self.q, u, self.z, self.topology, self.instance, self.position)
+
+    def with_time(self, t) -> State:
+        """A new State at time t; position and velocity caches dropped."""
+        t = jnp.asarray(t, dtype=self.t.dtype)
+        return State(t, self.q, self.u, self.z, self.topology, self.instance)

@@ -1,0 +1,41 @@
+"""The Stage ladder: ``realize`` computes a State's caches from a Model.
+
+``realize`` is pure and always recomputes every stage from Instance up to
+the one asked for, from the Model's parameters and the State's t, q, u. So
+``jax.grad`` of any function of ``model.realize(state, ...)`` with respect
+to the Model's parameters is correct whatever caches ``state`` carried.
+"""
+
+from __future__ import annotations
+
+import jax
+
+from simbodyx.algorithms.kinematics import realize_position, realize_velocity
+from simbodyx.stage import Stage
+from simbodyx.state import State
+
+REALIZABLE = Stage.Velocity
+
+
+def realize(model, state: State, stage: Stage = Stage.Position) -> State:
+    """A new State realized through ``stage`` (Instance, Time, Position or Velocity)."""
+    stage = Stage(stage)
+    if state.topology != model.topology:
+        raise ValueError(
+            "this State belongs to a different model (or to the other rotation "
+            "representation); make states with model.default_state() or "
+            "model.matter.convert_to_euler_angles/convert_to_quaternions"
+        )
+    if stage > REALIZABLE:
+        raise NotImplementedError(
+            f"Stage.{stage.name} needs forces and dynamics, which this version of "
+            f"simbodyx does not have yet; the highest realizable stage is Stage.{REALIZABLE.name}"
+        )
+    with jax.named_scope(f"realize_{stage.name}"):
+        topology, params = model.topology, model.params
+        instance = params if stage >= Stage.Instance else None
+        position = realize_position(topology, params, state.q) if stage >= Stage.Position else None
+        velocity = (
+            realize_velocity(topology, position, state.q, state.u) if stage >= Stage.Velocity else None
+        )
+    return State(state.t, state.q, state.u, state.z, topology, instance, position, velocity)
