@@ -4,9 +4,16 @@
 the one asked for, from the Model's parameters and the State's t, q, u. So
 ``jax.grad`` of any function of ``model.realize(state, ...)`` with respect
 to the Model's parameters is correct whatever caches ``state`` carried.
+
+The computation is wrapped in ``jax.jit`` (the stage is static). Inside a
+user's jit it is inlined, so this costs nothing there; called eagerly (in a
+notebook) it replaces op-by-op dispatch, which took 0.25 s per call for a
+16-body tree, with one compiled call of about 0.2 ms.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 
@@ -31,11 +38,13 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
             f"Stage.{stage.name} needs forces and dynamics, which this version of "
             f"simbodyx does not have yet; the highest realizable stage is Stage.{REALIZABLE.name}"
         )
-    with jax.named_scope(f"realize_{stage.name}"):
-        topology, params = model.topology, model.params
-        instance = params if stage >= Stage.Instance else None
-        position = realize_position(topology, params, state.q) if stage >= Stage.Position else None
-        velocity = (
-            realize_velocity(topology, position, state.q, state.u) if stage >= Stage.Velocity else None
-        )
+    return _realize(model, state, stage)
+
+
+@functools.partial(jax.jit, static_argnames="stage")
+def _realize(model, state: State, stage: Stage) -> State:
+    topology, params = model.topology, model.params
+    instance = params if stage >= Stage.Instance else None
+    position = realize_position(topology, params, state.q) if stage >= Stage.Position else None
+    velocity = realize_velocity(topology, position, state.q, state.u) if stage >= Stage.Velocity else None
     return State(state.t, state.q, state.u, state.z, topology, instance, position, velocity)

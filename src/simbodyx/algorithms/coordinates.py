@@ -3,9 +3,13 @@
 N is block diagonal, one (nq_b, nu_b) block per mobilizer, so every product
 here is O(n): kinds with qdot = u copy, the others apply their blocks
 vmapped per kind group. qdotdot = N udot + NDot u (spec/conventions.md).
+The public functions are jitted (topology static) for fast eager calls;
+inside a user's jit they are inlined.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -35,6 +39,10 @@ def _apply_blocks(topology: Topology, q, x, block, rows_are_q: bool, transpose: 
     return out
 
 
+_jit = functools.partial(jax.jit, static_argnames="topology")
+_jit_t = functools.partial(jax.jit, static_argnames=("topology", "transpose"))
+
+
 def _n(kind, q, _):
     return kind.N(q)
 
@@ -47,27 +55,32 @@ def _n_dot(kind, q, qdot):
     return kind.N_dot(q, qdot)
 
 
+@_jit_t
 def multiply_by_n(topology: Topology, q, u, transpose: bool = False):
     """N(q) u (nq,), or N^T f_q (nu,) with ``transpose`` (f_u = N^T f_q)."""
     return _apply_blocks(topology, q, u, _n, rows_are_q=True, transpose=transpose)
 
 
+@_jit_t
 def multiply_by_n_inv(topology: Topology, q, qdot, transpose: bool = False):
     """NInv(q) qdot (nu,), or NInv^T x (nq,) with ``transpose``."""
     return _apply_blocks(topology, q, qdot, _n_inv, rows_are_q=False, transpose=transpose)
 
 
+@_jit_t
 def multiply_by_n_dot(topology: Topology, q, u, x, transpose: bool = False):
     """NDot(q, u) x (nq,), or NDot^T x (nu,), with NDot = dN/dt along qdot = N u."""
     qdot = multiply_by_n(topology, q, u)
     return _apply_blocks(topology, q, x, _n_dot, rows_are_q=True, transpose=transpose, qdot=qdot)
 
 
+@_jit
 def calc_qdotdot(topology: Topology, q, u, udot):
     """qdotdot = N udot + NDot u."""
     return multiply_by_n(topology, q, udot) + multiply_by_n_dot(topology, q, u, u)
 
 
+@_jit
 def normalize_quaternions(topology: Topology, q):
     """q with every quaternion in use scaled to unit length."""
     for group in topology.groups:

@@ -60,7 +60,7 @@ class Inertia(eqx.Module):
     matrix: jnp.ndarray
 
     def __init__(self, *args):
-        if len(args) == 1 and jnp.ndim(args[0]) >= 2:
+        if len(args) == 1 and np.ndim(args[0]) >= 2:
             m = _float_array(args[0])
         elif len(args) in (1, 3, 6):
             vals = _float_array(jnp.stack([jnp.asarray(a) for a in args]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx.spatial.rotation import Rotation, _float_array
 
@@ -26,7 +27,7 @@ class Transform(eqx.Module):
     p: jnp.ndarray
 
     def __init__(self, R=None, p=None):
-        if p is None and R is not None and not isinstance(R, Rotation) and jnp.ndim(R) == 1:
+        if p is None and R is not None and not isinstance(R, Rotation) and np.ndim(R) == 1:
             R, p = None, R  # Transform(p)
         if isinstance(R, Rotation):
             R = R.matrix

@@ -1,0 +1,82 @@
+"""Shared test setup: float64 on, a persistent compilation cache, one
+tolerance table keyed by dtype, and small model builders."""
+
+import os
+import pathlib
+
+import jax
+import numpy as np
+import pytest
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update(
+    "jax_compilation_cache_dir",
+    os.environ.get("SIMBODYX_JAX_CACHE", str(pathlib.Path(__file__).resolve().parents[1] / ".jax_cache")),
+)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+import simbodyx as sx  # noqa: E402
+
+#: Absolute tolerances for O(1) quantities computed two ways. float64: a few
+#: hundred ulps of accumulated rounding; float32 likewise at its epsilon.
+TOL = {np.dtype("float64"): 1e-12, np.dtype("float32"): 2e-5}
+#: Tolerances for comparisons against central finite differences with step
+#: 1e-6 (float64 only): truncation error O(h^2) ~ 1e-12 times third
+#: derivatives, plus rounding eps/h ~ 1e-10.
+FD_TOL = 1e-8
+FD_STEP = 1e-6
+
+
+def tol(dtype):
+    return TOL[np.dtype(dtype)]
+
+
+@pytest.fixture(params=["float64", "float32"])
+def dtype(request):
+    return np.dtype(request.param)
+
+
+def rigid(mass=1.0, com=(0.1, -0.2, 0.3), central=(0.02, 0.03, 0.04, 0.001, -0.002, 0.003)):
+    return sx.Body.Rigid(sx.MassProperties.from_central(mass, list(com), sx.Inertia(*central)))
+
+
+def random_transform(rng, scale=0.5):
+    q = rng.normal(size=4)
+    return sx.Transform(sx.Rotation.from_quaternion(q / np.linalg.norm(q)), rng.normal(size=3) * scale)
+
+
+ALL_KINDS = (
+    "Weld", "Pin", "Slider", "Screw", "Universal", "Cylinder", "Planar", "Gimbal",
+    "Ball", "Translation", "Free",
+)
+
+
+def add_body(kind, parent, rng, body=None):
+    """One mobilized body of ``kind`` with random frames below ``parent``."""
+    cls = getattr(sx.MobilizedBody, kind)
+    args = (parent, random_transform(rng), body or rigid(), random_transform(rng))
+    if kind == "Screw":
+        args = args + (0.3,)
+    return cls(*args)
+
+
+def random_tree(kinds, seed=0, branching=True):
+    """A random tree using ``kinds`` in order; each body's parent is random
+    (or the previous body when ``branching`` is False)."""
+    rng = np.random.default_rng(seed)
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    bodies = [matter.Ground()]
+    for kind in kinds:
+        parent = bodies[rng.integers(len(bodies))] if branching else bodies[-1]
+        bodies.append(add_body(kind, parent, rng))
+    return system, matter, bodies
+
+
+def random_state(model, seed=0, scale=1.0):
+    """A default state with random q (quaternions not normalized) and u."""
+    rng = np.random.default_rng(seed)
+    state = model.default_state()
+    q = np.asarray(state.q) + scale * rng.normal(size=state.q.shape)
+    u = scale * rng.normal(size=state.u.shape)
+    return state.with_q(q).with_u(u)

@@ -1,0 +1,102 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import FD_STEP, tol
+
+import simbodyx as sx
+from simbodyx import spatial
+
+
+def random_quaternions(n, seed=0):
+    q = np.random.default_rng(seed).normal(size=(n, 4))
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def test_elementary_rotations_closed_form():
+    a = 0.7
+    c, s = np.cos(a), np.sin(a)
+    np.testing.assert_allclose(spatial.rot_x(a), [[1, 0, 0], [0, c, -s], [0, s, c]], atol=1e-15)
+    np.testing.assert_allclose(spatial.rot_y(a), [[c, 0, s], [0, 1, 0], [-s, 0, c]], atol=1e-15)
+    np.testing.assert_allclose(spatial.rot_z(a), [[c, -s, 0], [s, c, 0], [0, 0, 1]], atol=1e-15)
+
+
+def test_quaternion_matrix_round_trip_canonical_sign():
+    q = random_quaternions(200)
+    R = spatial.quaternion_to_matrix(jnp.asarray(q))
+    np.testing.assert_allclose(R @ np.swapaxes(R, -1, -2), np.broadcast_to(np.eye(3), R.shape), atol=1e-14)
+    np.testing.assert_allclose(np.linalg.det(R), 1, atol=1e-14)
+    back = spatial.matrix_to_quaternion(R)
+    assert np.all(back[:, 0] >= 0)
+    np.testing.assert_allclose(back, q * np.sign(q[:, :1]), atol=1e-14)
+
+
+def test_quaternion_is_not_assumed_normalized():
+    q = random_quaternions(5)
+    np.testing.assert_allclose(spatial.quaternion_to_matrix(3.7 * q), spatial.quaternion_to_matrix(q), atol=1e-14)
+
+
+@pytest.mark.parametrize("angle", [0.0, np.pi, np.pi - 1e-9, 1e-9])
+def test_matrix_to_quaternion_near_special_angles(angle):
+    for axis in np.eye(3):
+        R = spatial.axis_angle_to_matrix(axis, angle)
+        q = spatial.matrix_to_quaternion(R)
+        np.testing.assert_allclose(spatial.quaternion_to_matrix(q), R, atol=1e-14)
+
+
+def test_quaternion_rotation_matches_axis_angle():
+    axis, angle = np.array([1.0, -2.0, 0.5]), 1.1
+    n = axis / np.linalg.norm(axis)
+    q = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * n])
+    np.testing.assert_allclose(spatial.quaternion_to_matrix(q), spatial.axis_angle_to_matrix(axis, angle), atol=1e-15)
+
+
+def test_body_fixed_xyz_round_trip_and_order():
+    rng = np.random.default_rng(1)
+    a = rng.uniform([-3, -1.5, -3], [3, 1.5, 3], size=(100, 3))
+    R = spatial.body_fixed_xyz_to_matrix(jnp.asarray(a))
+    np.testing.assert_allclose(R[0], spatial.rot_x(a[0, 0]) @ spatial.rot_y(a[0, 1]) @ spatial.rot_z(a[0, 2]), atol=1e-15)
+    np.testing.assert_allclose(spatial.matrix_to_body_fixed_xyz(R), a, atol=1e-12)
+
+
+def test_rotation_class_api():
+    R1 = sx.Rotation.about_z(0.3)
+    R2 = sx.Rotation.from_axis_angle(0.3, [0, 0, 2.0])
+    np.testing.assert_allclose(R1.matrix, R2.matrix, atol=1e-15)
+    v = jnp.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose((R1 @ R1.inverse()).matrix, np.eye(3), atol=1e-15)
+    np.testing.assert_allclose(R1 @ v, R1.matrix @ v)
+    q = sx.Rotation.from_body_fixed_xyz([0.1, 0.2, 0.3]).to_quaternion()
+    np.testing.assert_allclose(sx.Rotation.from_quaternion(q).to_body_fixed_xyz(), [0.1, 0.2, 0.3], atol=1e-14)
+
+
+def test_rotation_gradients_finite_at_identity():
+    # d/dq of quaternion_to_matrix at identity, and of matrix_to_quaternion at I.
+    J = jax.jacfwd(spatial.quaternion_to_matrix)(jnp.array([1.0, 0, 0, 0]))
+    assert np.all(np.isfinite(J))
+    Jq = jax.jacrev(lambda a: spatial.matrix_to_quaternion(spatial.body_fixed_xyz_to_matrix(a)))(jnp.zeros(3))
+    np.testing.assert_allclose(Jq, 0.5 * np.vstack([np.zeros(3), np.eye(3)]), atol=1e-14)
+    Je = jax.jacrev(lambda a: spatial.matrix_to_body_fixed_xyz(spatial.body_fixed_xyz_to_matrix(a)))(jnp.zeros(3))
+    np.testing.assert_allclose(Je, np.eye(3), atol=1e-14)
+
+
+def test_matrix_to_quaternion_gradient_matches_finite_differences():
+    a = jnp.array([0.4, -0.7, 2.9])  # trace < 0: a non-w branch is taken
+    f = lambda a: spatial.matrix_to_quaternion(spatial.body_fixed_xyz_to_matrix(a))
+    J = jax.jacfwd(f)(a)
+    fd = np.stack([(f(a + FD_STEP * e) - f(a - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(3)], -1)
+    np.testing.assert_allclose(J, fd, atol=1e-8)
+
+
+def test_rotation_float32_follows_dtype():
+    q = jnp.asarray(random_quaternions(3), jnp.float32)
+    R = spatial.quaternion_to_matrix(q)
+    assert R.dtype == jnp.float32
+    np.testing.assert_allclose(spatial.matrix_to_quaternion(R), q * np.sign(q[:, :1]), atol=tol(np.float32))
+
+
+def test_skew_vee_cross():
+    a, b = jnp.array([1.0, 2, 3]), jnp.array([-2.0, 0.5, 4])
+    np.testing.assert_allclose(spatial.skew(a) @ b, np.cross(a, b))
+    np.testing.assert_allclose(spatial.cross(a, b), np.cross(a, b))
+    np.testing.assert_allclose(spatial.vee(spatial.skew(a)), a)
