@@ -69,8 +69,6 @@ class MobilizedBody:
             )
         index = matter.get_num_bodies()
         self._label = f"{type(self).__name__} {name or f'body{index}'!r} (would be body {index})"
-        if parent._matter is not matter or parent not in matter._bodies:
-            raise ValueError(f"{self._label}: the parent belongs to a different matter subsystem")
         if not isinstance(body, Body):
             raise TypeError(f"{self._label}: body must be a Body (e.g. Body.Rigid), got {type(body).__name__}")
         self._matter = matter

@@ -1,0 +1,120 @@
+"""model.matter operators: N, NInv, NDot products with transposes, qdot and
+qdotdot, quaternion bookkeeping and conversion between representations."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import ALL_KINDS, FD_STEP, FD_TOL, random_state, random_tree, tol
+
+import simbodyx as sx
+
+
+@functools.lru_cache(maxsize=None)
+def models():
+    system, matter, bodies = random_tree(ALL_KINDS + ("Ball",), seed=21)
+    model, _ = system.realize_topology()
+    return model, model.with_euler_angles(True), bodies
+
+
+@pytest.fixture(params=["quaternion", "euler"])
+def model_state(request):
+    model, euler_model, bodies = models()
+    state = random_state(model, seed=3)
+    if request.param == "euler":
+        return euler_model, model.matter.convert_to_euler_angles(state).with_u(state.u)
+    return model, state
+
+
+def rand(n, seed):
+    return jnp.asarray(np.random.default_rng(seed).normal(size=n))
+
+
+def test_counts_and_options(model_state):
+    model, state = model_state
+    m = model.matter
+    euler = model.topology.use_euler_angles
+    assert m.get_use_euler_angles(state) == euler
+    assert m.get_num_quaternions_in_use(state) == (0 if euler else 3)  # Ball, Free, Ball
+    assert m.get_num_bodies() == 13 and m.get_num_mobilities() == model.topology.nu
+    ball_index = model.topology.quaternion_bodies[0] if not euler else 9
+    assert m.is_using_quaternion(state, ball_index) == (not euler)
+
+
+def test_n_products_and_transposes(model_state):
+    model, state = model_state
+    m, nq, nu = model.matter, model.topology.nq, model.topology.nu
+    x_q, x_u = rand(nq, 1), rand(nu, 2)
+    Nu = m.multiply_by_n(state, False, x_u)
+    assert Nu.shape == (nq,)
+    # Adjoint identities: x_q . (N x_u) = (N^T x_q) . x_u, and likewise for NInv, NDot.
+    np.testing.assert_allclose(x_q @ Nu, m.multiply_by_n(state, True, x_q) @ x_u, rtol=1e-13)
+    np.testing.assert_allclose(x_u @ m.multiply_by_n_inv(state, False, x_q), m.multiply_by_n_inv(state, True, x_u) @ x_q, rtol=1e-13)
+    np.testing.assert_allclose(x_q @ m.multiply_by_n_dot(state, False, x_u), m.multiply_by_n_dot(state, True, x_q) @ x_u, rtol=1e-12)
+    # NInv N = 1 except |q|^2 on quaternion blocks: check after normalizing.
+    unit = m.normalize_quaternions(state)
+    np.testing.assert_allclose(m.multiply_by_n_inv(unit, False, m.multiply_by_n(unit, False, x_u)), x_u, atol=1e-12)
+    np.testing.assert_allclose(m.calc_qdot(state, state.u), m.multiply_by_n(state, False, state.u))
+
+
+def test_qdotdot_matches_finite_differences(model_state):
+    model, state = model_state
+    m = model.matter
+    udot = rand(model.topology.nu, 5)
+    qdot = m.calc_qdot(state, state.u)
+    h = FD_STEP
+
+    def qdot_at(sign):
+        s = state.with_q(state.q + sign * h * qdot)
+        return m.calc_qdot(s, state.u + sign * h * udot)
+
+    np.testing.assert_allclose(m.calc_qdotdot(state, udot), (qdot_at(1) - qdot_at(-1)) / (2 * h), atol=FD_TOL)
+
+
+def test_normalize_quaternions():
+    model, _, bodies = models()
+    state = random_state(model, seed=9)
+    unit = model.matter.normalize_quaternions(state)
+    for b in model.topology.quaternion_bodies:
+        i = model.topology.q_start[b]
+        np.testing.assert_allclose(np.linalg.norm(unit.q[i:i + 4]), 1.0, rtol=1e-15)
+        np.testing.assert_allclose(unit.q[i:i + 4] / state.q[i:i + 4], np.linalg.norm(state.q[i:i + 4]) ** -1, rtol=1e-14)
+    assert unit.stage == sx.Stage.Model
+
+
+def test_conversion_keeps_u_and_round_trips():
+    model, euler_model, _ = models()
+    state = model.matter.normalize_quaternions(random_state(model, seed=12))
+    e = model.matter.convert_to_euler_angles(state)
+    np.testing.assert_array_equal(e.u, state.u)
+    back = euler_model.matter.convert_to_quaternions(e)
+    # Same rotation; the quaternion comes back with w >= 0.
+    for b in model.topology.quaternion_bodies:
+        i = model.topology.q_start[b]
+        qa, qb = state.q[i:i + 4], back.q[i:i + 4]
+        np.testing.assert_allclose(qb, qa * np.sign(qa[0]), atol=1e-13)
+    with pytest.raises(ValueError, match="different model"):
+        model.matter.calc_qdot(e, e.u)
+
+
+def test_operators_under_jit_vmap_grad(dtype):
+    model, _, _ = models()
+    model = model.astype(dtype)
+    states = [random_state(model, seed=s) for s in range(3)]
+    batch = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    f = lambda s: model.matter.calc_qdotdot(s, s.u)
+    out = jax.jit(jax.vmap(f))(batch)
+    assert out.dtype == dtype
+    for i, s in enumerate(states):
+        np.testing.assert_allclose(out[i], f(s), atol=tol(dtype) * 10)
+    g = jax.grad(lambda q: jnp.sum(model.matter.multiply_by_n(states[0].with_q(q), False, states[0].u) ** 2))(states[0].q)
+    assert g.dtype == dtype and np.all(np.isfinite(g))
+
+
+def test_wrong_vector_shapes_are_reported():
+    model, _, _ = models()
+    state = model.default_state()
+    with pytest.raises(ValueError, match="input vector has shape \\(3,\\), expected"):
+        model.matter.multiply_by_n(state, False, jnp.zeros(3))
