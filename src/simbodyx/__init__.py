@@ -18,6 +18,7 @@ from simbodyx.build import (
     MultibodySystem as MultibodySystem,
     SimbodyMatterSubsystem as SimbodyMatterSubsystem,
 )
+from simbodyx.forces import Force as Force, GeneralForceSubsystem as GeneralForceSubsystem
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model
 from simbodyx.spatial import (

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from simbodyx.forces.subsystem import Forces
 from simbodyx.matter import Matter
 from simbodyx.parameters import Parameters
 from simbodyx.stage import Stage
@@ -18,13 +19,20 @@ class Model(eqx.Module):
     """What ``system.realize_topology()`` returns (with a default State).
 
     ``topology`` is static (part of jit's cache key, hashed once); ``params``
-    holds every number as an array leaf, so ``jax.grad`` with respect to a
-    Model gives gradients for masses, inertias and frames. Models are
+    and ``force_elements`` hold every number as an array leaf, so ``jax.grad``
+    with respect to a Model gives gradients for masses, inertias, frames and
+    force parameters. Models are
     immutable: change a parameter with ``eqx.tree_at``.
     """
 
     topology: Topology = eqx.field(static=True)
     params: Parameters
+    force_elements: tuple = ()
+
+    @property
+    def forces(self) -> Forces:
+        """The force subsystems' elements, evaluated by ``calc_forces(state)``."""
+        return Forces(self)
 
     @property
     def matter(self):
@@ -53,7 +61,7 @@ class Model(eqx.Module):
     def with_euler_angles(self, use_euler_angles: bool = True) -> Model:
         """The same model with every quaternion replaced by body-fixed X-Y-Z
         angles (or back). States convert with ``matter.convert_to_*``."""
-        return Model(self.topology.with_euler_angles(use_euler_angles), self.params)
+        return Model(self.topology.with_euler_angles(use_euler_angles), self.params, self.force_elements)
 
     def astype(self, dtype) -> Model:
         """This model with every floating-point parameter cast to ``dtype``."""

@@ -29,6 +29,19 @@ class VelocityCache(eqx.Module):
     V_FM: jnp.ndarray  #: (nb, 6) [w; v] of M in F, expressed in F
     V_GB: jnp.ndarray  #: (nb, 6) [w; v] of B (at Bo) in G
     qdot: jnp.ndarray  #: (nq,)
+    mobilizer_coriolis: jnp.ndarray  #: (nb, 6) A_GB's udot-free part given A_GP = 0, in G
+    gyroscopic: jnp.ndarray  #: (nb, 6) [w x I w; m w x (w x c)] about Bo, in G
+
+
+class DynamicsCache(eqx.Module):
+    mobility_forces: jnp.ndarray  #: (nu,) applied generalized forces T
+    body_forces: jnp.ndarray  #: (nb, 6) applied [torque; force] at each Bo, in G
+
+
+class AccelerationCache(eqx.Module):
+    udot: jnp.ndarray  #: (nu,)
+    qdotdot: jnp.ndarray  #: (nq,)
+    A_GB: jnp.ndarray  #: (nb, 6) [alpha; a] of each B (at Bo) in G
 
 
 class State(eqx.Module):
@@ -40,10 +53,16 @@ class State(eqx.Module):
     instance: Parameters | None = None
     position: PositionCache | None = None
     velocity: VelocityCache | None = None
+    dynamics: DynamicsCache | None = None
+    acceleration: AccelerationCache | None = None
 
     @property
     def stage(self) -> Stage:
         """The highest stage whose results this State carries."""
+        if self.acceleration is not None:
+            return Stage.Acceleration
+        if self.dynamics is not None:
+            return Stage.Dynamics
         if self.velocity is not None:
             return Stage.Velocity
         if self.position is not None:
@@ -72,7 +91,7 @@ class State(eqx.Module):
         return State(self.t, q, self.u, self.z, self.topology, self.instance)
 
     def with_u(self, u) -> State:
-        """A new State with u replaced; the velocity cache dropped."""
+        """A new State with u replaced; velocity and later caches dropped."""
         u = self._checked("u", u, self.topology.nu)
         return State(self.t, self.q, u, self.z, self.topology, self.instance, self.position)
 

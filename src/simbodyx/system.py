@@ -17,15 +17,21 @@ import functools
 
 import jax
 
+from simbodyx.algorithms.aba import forward_dynamics
+from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.stage import Stage
-from simbodyx.state import State
+from simbodyx.state import AccelerationCache, DynamicsCache, State
 
-REALIZABLE = Stage.Velocity
+REALIZABLE = Stage.Acceleration
 
 
 def realize(model, state: State, stage: Stage = Stage.Position) -> State:
-    """A new State realized through ``stage`` (Instance, Time, Position or Velocity)."""
+    """A new State realized through ``stage`` (Instance ... Acceleration).
+
+    Dynamics evaluates the force elements; Acceleration solves the forward
+    dynamics (no constraints yet) for udot, qdotdot and A_GB.
+    """
     stage = Stage(stage)
     if state.topology != model.topology:
         raise ValueError(
@@ -35,8 +41,8 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
         )
     if stage > REALIZABLE:
         raise NotImplementedError(
-            f"Stage.{stage.name} needs forces and dynamics, which this version of "
-            f"simbodyx does not have yet; the highest realizable stage is Stage.{REALIZABLE.name}"
+            f"Stage.{stage.name} has nothing to realize in this version of simbodyx; "
+            f"the highest realizable stage is Stage.{REALIZABLE.name}"
         )
     return _realize(model, state, stage)
 
@@ -46,5 +52,18 @@ def _realize(model, state: State, stage: Stage) -> State:
     topology, params = model.topology, model.params
     instance = params if stage >= Stage.Instance else None
     position = realize_position(topology, params, state.q) if stage >= Stage.Position else None
-    velocity = realize_velocity(topology, position, state.q, state.u) if stage >= Stage.Velocity else None
-    return State(state.t, state.q, state.u, state.z, topology, instance, position, velocity)
+    velocity = realize_velocity(topology, params, position, state.q, state.u) if stage >= Stage.Velocity else None
+    realized = State(state.t, state.q, state.u, state.z, topology, instance, position, velocity)
+    if stage < Stage.Dynamics:
+        return realized
+    with jax.named_scope("realize_dynamics"):
+        dynamics = DynamicsCache(*model.forces.calc_forces(realized))
+    acceleration = None
+    if stage >= Stage.Acceleration:
+        with jax.named_scope("realize_acceleration"):
+            udot, A_GB = forward_dynamics(
+                topology, params, position, velocity, dynamics.mobility_forces, dynamics.body_forces
+            )
+            qdotdot = calc_qdotdot(topology, state.q, state.u, udot)
+            acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB)
+    return State(state.t, state.q, state.u, state.z, topology, instance, position, velocity, dynamics, acceleration)

@@ -14,6 +14,9 @@ from simbodyx.mobilizers import Ground, Mobilizer
 from simbodyx.mobilizers.base import euler_q_to_quaternion_q, quaternion_q_to_euler_q
 from simbodyx.tree import TreeSchedule
 
+#: Most mobilities one mobilizer may have (Free has 6).
+MAX_BODY_U = 6
+
 
 @dataclasses.dataclass(frozen=True)
 class BodySpec:
@@ -77,6 +80,16 @@ class Topology:
         self.num_bodies = len(specs)
         self.schedule = TreeSchedule.from_parents(self.parent)
         self.u_body = tuple(b for b in range(self.num_bodies) for _ in range(nu[b]))
+        if max(nu) > MAX_BODY_U:
+            raise ValueError(f"a mobilizer may have at most {MAX_BODY_U} mobilities")
+        # Per-body padded layout (nb, MAX_BODY_U): slot k of body b holds
+        # u[u_start[b] + k], or the zero appended at index nu when k >= nu_b.
+        pad = np.full((self.num_bodies, MAX_BODY_U), self.nu, dtype=np.int32)
+        for b in range(self.num_bodies):
+            pad[b, :nu[b]] = np.arange(self.u_start[b], self.u_start[b] + nu[b])
+        self.u_pad_index = pad
+        self.u_pad_mask = pad < self.nu
+        self.u_flat_index = np.flatnonzero(self.u_pad_mask).astype(np.int32)
         self.default_q = tuple(
             q for b, s in enumerate(specs) for q in self._default_q_in_mode(s, self.kinds[b])
         )

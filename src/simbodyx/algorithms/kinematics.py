@@ -13,9 +13,10 @@ import numpy as np
 
 from simbodyx import tree
 from simbodyx.algorithms.coordinates import multiply_by_n
+from simbodyx.algorithms.per_body import parent_offsets
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import rotate_spatial, shift_velocity
+from simbodyx.spatial.vectors import cross, rotate_spatial, shift_velocity, spatial_vec
 from simbodyx.state import PositionCache, VelocityCache
 from simbodyx.topology import Topology
 
@@ -59,13 +60,23 @@ def sum_per_body(topology: Topology, rows, u):
     return jnp.zeros((topology.num_bodies, 6), rows.dtype).at[u_body].add(rows * u[:, None])
 
 
-def realize_velocity(topology: Topology, position: PositionCache, q, u) -> VelocityCache:
-    """V_FM, V_GB and qdot = N(q) u."""
+def _hdot_fm_u(topology: Topology, params: Parameters, q, qdot, u):
+    """(nb, 6): HDot_FM u per body, in F (exact, by forward-mode AD of H_FM)."""
+    HDot = jnp.zeros((topology.nu, 6), q.dtype)
+    for group, jp in zip(topology.groups, params.joint_params):
+        H_dot = jax.vmap(group.kind.H_FM_dot)(q[group.q_array], qdot[group.q_array], jp)
+        HDot = HDot.at[group.u_array.reshape(-1)].set(H_dot.reshape(-1, 6))
+    return sum_per_body(topology, HDot, u)
+
+
+def realize_velocity(topology: Topology, params: Parameters, position: PositionCache, q, u) -> VelocityCache:
+    """V_FM, V_GB, qdot = N(q) u, the mobilizer Coriolis accelerations and the
+    gyroscopic forces."""
     with jax.named_scope("realize_velocity"):
         V_FM = sum_per_body(topology, position.H_FM, u)
         V_PB = sum_per_body(topology, position.H_PB_G, u)
-        p_GB = position.X_GB.p
-        p_PB = p_GB - p_GB[np.asarray(topology.parent)]
+        parent = np.asarray(topology.parent)
+        p_PB = parent_offsets(topology, position.X_GB)
 
         def step(V_GP, inputs):
             r, V_rel = inputs
@@ -73,4 +84,30 @@ def realize_velocity(topology: Topology, position: PositionCache, q, u) -> Veloc
 
         V_GB = tree.outward(topology.schedule, step, jnp.zeros(6, u.dtype), (p_PB, V_PB))
         qdot = multiply_by_n(topology, q, u)
-        return VelocityCache(V_FM=V_FM, V_GB=V_GB, qdot=qdot)
+
+        # Mobilizer Coriolis acceleration (the udot-free part of A_GB given
+        # A_GP = 0), from differentiating V_GB = shift(V_GP, r) + V_PB:
+        #   [w_P x w_rel;  w_P x (w_P x r) + 2 w_P x v_rel]
+        #   + R_GF [alpha0;  a0 + alpha0 x r_MB + w_FM x (w_FM x r_MB)],
+        # with [alpha0; a0] = HDot_FM u and r_MB = p_MoBo, both in F.
+        w_P = V_GB[parent, :3]
+        w_rel, v_rel = V_PB[:, :3], V_PB[:, 3:]
+        HDu = _hdot_fm_u(topology, params, q, qdot, u)
+        r_MB = position.X_FM.rotate(params.X_BM.inverse().p)
+        w_FM = V_FM[:, :3]
+        alpha0 = HDu[:, :3]
+        a_F = HDu[:, 3:] + cross(alpha0, r_MB) + cross(w_FM, cross(w_FM, r_MB))
+        R_GF = position.X_GB.R[parent] @ params.X_PF.R
+        coriolis = spatial_vec(cross(w_P, w_rel), cross(w_P, cross(w_P, p_PB)) + 2 * cross(w_P, v_rel))
+        coriolis = coriolis + rotate_spatial(R_GF, spatial_vec(alpha0, a_F))
+
+        # Gyroscopic force about Bo in G: [w x (I_Bo w); m w x (w x c)].
+        R = position.X_GB.R
+        w = V_GB[:, :3]
+        c = jnp.einsum("bij,bj->bi", R, params.com)
+        I = R @ params.inertia @ jnp.swapaxes(R, -1, -2)
+        gyroscopic = spatial_vec(
+            cross(w, jnp.einsum("bij,bj->bi", I, w)),
+            params.mass[:, None] * cross(w, cross(w, c)),
+        )
+        return VelocityCache(V_FM=V_FM, V_GB=V_GB, qdot=qdot, mobilizer_coriolis=coriolis, gyroscopic=gyroscopic)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -27,6 +28,7 @@ class MultibodySystem:
     def __init__(self):
         self.uid = next(_system_uids)
         self._matter = None
+        self._force_subsystems = []
         self._realized: tuple[Model, State] | None = None
 
     def get_matter_subsystem(self):
@@ -53,7 +55,10 @@ class MultibodySystem:
         if self._realized is None:
             matter = self.get_matter_subsystem()
             topology = matter.topology()
-            model = Model(topology, matter.parameters())
+            dtype = jnp.result_type(float)
+            elements = tuple(e for fs in self._force_subsystems for e in fs.elements)
+            elements = jax.tree.map(lambda a: jnp.asarray(a, dtype), elements)
+            model = Model(topology, matter.parameters(), elements)
             self._realized = (model, model.default_state())
         return self._realized
 

@@ -1,0 +1,66 @@
+"""Inverse dynamics by the recursive Newton-Euler method, O(n).
+
+Outward: A_GB from udot (accelerations.py). Inward, per body about Bo in G:
+F_B = M_B A_B + b_B - F_applied_B + sum over children of Phi(r_c)^T F_c,
+then the residual f = H_PB_G F - T (spec/conventions.md:
+f_res = M udot + f_inertial - f_applied). The same inward sweep, with
+only applied forces, is J^T F.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from simbodyx import tree
+from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.per_body import parent_offsets, spatial_inertias_in_ground
+from simbodyx.spatial.vectors import cross, spatial_vec
+from simbodyx.topology import Topology
+
+
+def shift_force_to_parent(F, r):
+    """A spatial force at Bo moved to Po, r = p_PoBo: [t + r x f; f]."""
+    return spatial_vec(F[..., :3] + cross(r, F[..., 3:]), F[..., 3:])
+
+
+def subtree_forces(topology: Topology, position, F_own):
+    """(nb, 6): each body's own force plus its whole subtree's, at Bo, in G;
+    and the sum over Ground's children moved to the Ground origin."""
+    r = parent_offsets(topology, position.X_GB)
+
+    def step(inputs, children):
+        own, r_b = inputs
+        total = own + children
+        return total, shift_force_to_parent(total, r_b)
+
+    return tree.inward(topology.schedule, step, (F_own, r), jnp.zeros(6, F_own.dtype))
+
+
+def project_onto_mobilities(topology: Topology, position, F):
+    """(nu,): f_k = H_PB_G[k] . F_{body of k} for body-indexed spatial forces F."""
+    return jnp.einsum("kj,kj->k", position.H_PB_G, F[jnp.asarray(topology.u_body, dtype=jnp.int32)])
+
+
+def jacobian_transpose_times(topology: Topology, position, body_forces):
+    """J^T F (nu,): generalized forces of spatial forces (nb, 6) at Bo in G."""
+    return project_onto_mobilities(topology, position, subtree_forces(topology, position, body_forces)[0])
+
+
+def body_inertial_forces(instance, position, A_GB, gyroscopic=None):
+    """(nb, 6): M_B A_B (+ b_B), about Bo in G."""
+    M = spatial_inertias_in_ground(instance, position.X_GB)
+    F = jnp.einsum("bij,bj->bi", M, A_GB)
+    return F if gyroscopic is None else F + gyroscopic
+
+
+def residual_forces(topology: Topology, instance, position, velocity, udot, mobility_forces, body_forces):
+    """f_res = M udot + f_inertial - J^T F - T (nu,); also returns A_GB."""
+    A = body_accelerations(topology, position, udot, velocity.mobilizer_coriolis)
+    F_own = body_inertial_forces(instance, position, A, velocity.gyroscopic) - body_forces
+    return jacobian_transpose_times(topology, position, F_own) - mobility_forces, A
+
+
+def multiply_by_m(topology: Topology, instance, position, v):
+    """M v (nu,), O(n): inverse dynamics with zero velocities and forces."""
+    A = body_accelerations(topology, position, v)
+    return jacobian_transpose_times(topology, position, body_inertial_forces(instance, position, A))

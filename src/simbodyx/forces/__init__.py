@@ -1,0 +1,32 @@
+"""Force elements and the force subsystem.
+
+``Force.UniformGravity(forces, matter, g)`` and friends, as in Simbody; each
+element's numbers are differentiable leaves of the Model.
+"""
+
+from simbodyx.forces.base import ForceElement as ForceElement
+from simbodyx.forces.custom import Custom
+from simbodyx.forces.gravity import UniformGravity
+from simbodyx.forces.mobility import (
+    GlobalDamper,
+    MobilityConstantForce,
+    MobilityLinearDamper,
+    MobilityLinearSpring,
+)
+from simbodyx.forces.point import ConstantForce, ConstantTorque, TwoPointLinearDamper, TwoPointLinearSpring
+from simbodyx.forces.subsystem import Forces as Forces, GeneralForceSubsystem as GeneralForceSubsystem
+
+
+class Force:
+    """Namespace of force elements, Simbody's ``Force::`` classes."""
+
+    UniformGravity = UniformGravity
+    MobilityLinearSpring = MobilityLinearSpring
+    MobilityLinearDamper = MobilityLinearDamper
+    MobilityConstantForce = MobilityConstantForce
+    GlobalDamper = GlobalDamper
+    TwoPointLinearSpring = TwoPointLinearSpring
+    TwoPointLinearDamper = TwoPointLinearDamper
+    ConstantForce = ConstantForce
+    ConstantTorque = ConstantTorque
+    Custom = Custom

@@ -1,0 +1,129 @@
+"""Forces at points and on bodies: TwoPointLinearSpring, TwoPointLinearDamper,
+ConstantForce (at a station) and ConstantTorque."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from simbodyx.forces.base import ForceElement, as_param, zeros
+from simbodyx.spatial.vectors import cross, safe_norm, spatial_vec
+
+
+def point_force(state, body, station, force):
+    """Body forces (nb, 6) for ``force`` (in G) applied at ``station`` of ``body``."""
+    r = state.position.X_GB.R[body] @ station
+    _, F = zeros(state)
+    return F.at[body].add(spatial_vec(cross(r, force), force))
+
+
+class _TwoPoint(ForceElement):
+    body1: int = eqx.field(static=True)
+    body2: int = eqx.field(static=True)
+    station1: jnp.ndarray
+    station2: jnp.ndarray
+
+    def _init_points(self, forces, b1, s1, b2, s2, label):
+        for b in (b1, b2):
+            forces._check_body(b, label)
+        self.body1, self.body2 = b1.index, b2.index
+        self.station1 = as_param(s1, (3,), "station1", label)
+        self.station2 = as_param(s2, (3,), "station2", label)
+
+    def _geometry(self, state):
+        X = state.position.X_GB
+        p1 = X.R[self.body1] @ self.station1 + X.p[self.body1]
+        p2 = X.R[self.body2] @ self.station2 + X.p[self.body2]
+        d = p2 - p1
+        length = safe_norm(d)
+        direction = d / jnp.where(length > 0, length, 1.0)
+        return length, direction
+
+    def _apply(self, state, tension, direction):
+        """Pull the two points toward each other with ``tension`` (N)."""
+        f = tension * direction
+        F = point_force(state, self.body1, self.station1, f)
+        F = F + point_force(state, self.body2, self.station2, -f)
+        return zeros(state)[0], F
+
+
+class TwoPointLinearSpring(_TwoPoint):
+    """Tension k (|p2 - p1| - x0) along the line between two stations;
+    potential energy 1/2 k (length - x0)^2. No force at zero length."""
+
+    stiffness: jnp.ndarray
+    rest_length: jnp.ndarray
+
+    def __init__(self, forces, body1, station1, body2, station2, stiffness, rest_length):
+        label = "Force.TwoPointLinearSpring"
+        self._init_points(forces, body1, station1, body2, station2, label)
+        self.stiffness = as_param(stiffness, (), "stiffness", label)
+        self.rest_length = as_param(rest_length, (), "rest length", label)
+        forces._add(self)
+
+    def calc(self, model, state):
+        length, direction = self._geometry(state)
+        return self._apply(state, self.stiffness * (length - self.rest_length), direction)
+
+    def potential_energy(self, model, state):
+        length, _ = self._geometry(state)
+        return 0.5 * self.stiffness * (length - self.rest_length) ** 2
+
+
+class TwoPointLinearDamper(_TwoPoint):
+    """Tension c d(length)/dt along the line between two stations."""
+
+    damping: jnp.ndarray
+
+    def __init__(self, forces, body1, station1, body2, station2, damping):
+        label = "Force.TwoPointLinearDamper"
+        self._init_points(forces, body1, station1, body2, station2, label)
+        self.damping = as_param(damping, (), "damping", label)
+        forces._add(self)
+
+    def calc(self, model, state):
+        _, direction = self._geometry(state)
+        X, V = state.position.X_GB, state.velocity.V_GB
+
+        def station_velocity(b, s):
+            return V[b, 3:] + cross(V[b, :3], X.R[b] @ s)
+
+        rate = direction @ (station_velocity(self.body2, self.station2) - station_velocity(self.body1, self.station1))
+        return self._apply(state, self.damping * rate, direction)
+
+
+class ConstantForce(ForceElement):
+    """A constant force (N, in G) at a station of a body (m, in B)."""
+
+    body: int = eqx.field(static=True)
+    station: jnp.ndarray
+    force: jnp.ndarray
+
+    def __init__(self, forces, body, station, force):
+        label = "Force.ConstantForce"
+        forces._check_body(body, label)
+        self.body = body.index
+        self.station = as_param(station, (3,), "station", label)
+        self.force = as_param(force, (3,), "force", label)
+        forces._add(self)
+
+    def calc(self, model, state):
+        return zeros(state)[0], point_force(state, self.body, self.station, self.force)
+
+
+class ConstantTorque(ForceElement):
+    """A constant torque (N m, in G) on a body."""
+
+    body: int = eqx.field(static=True)
+    torque: jnp.ndarray
+
+    def __init__(self, forces, body, torque):
+        label = "Force.ConstantTorque"
+        forces._check_body(body, label)
+        self.body = body.index
+        self.torque = as_param(torque, (3,), "torque", label)
+        forces._add(self)
+
+    def calc(self, model, state):
+        mobility, F = zeros(state)
+        return mobility, F.at[self.body, :3].add(self.torque)
