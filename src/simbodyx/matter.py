@@ -1,14 +1,24 @@
 """``model.matter``: SimbodyMatterSubsystem's operators as pure functions.
 
 Each method takes a State and returns arrays or a new State; none mutates.
-Operators that need only q and u compute from them directly, so they work
-on a State at any stage. Simbody's ``multiplyByN(state, transpose, in)``
+An operator uses the State's caches when it is realized far enough and
+otherwise realizes what it needs with this Model. Applied-force arguments
+that are None or zero-length mean zeros. Spatial results are in G, about
+each body's origin, [angular; linear]. Simbody's ``multiplyByN(state, transpose, in)``
 argument order is kept.
 """
 
 from __future__ import annotations
 
-from simbodyx.algorithms import coordinates
+import jax
+import jax.numpy as jnp
+
+from simbodyx import tree
+from simbodyx.algorithms import aba, coordinates, energy, reactions, rnea
+from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.per_body import parent_offsets, shift_matrix, spatial_inertias_in_ground
+from simbodyx.spatial.inertia import Inertia, MassProperties
+from simbodyx.stage import Stage
 from simbodyx.state import State
 
 
@@ -92,3 +102,203 @@ class Matter:
         """The same configuration for ``model.with_euler_angles(False)``
         (quaternions with w >= 0; u unchanged; stage Model)."""
         return self._convert(state, False)
+
+    # -- realization on demand ----------------------------------------------------------
+    def _at(self, state: State, stage: Stage) -> State:
+        """The State itself if realized to ``stage``, else realized by the Model."""
+        s = self._check(state)
+        return s if s.stage >= stage else self.model.realize(s, stage)
+
+    def _applied(self, state: State, mobility_forces=None, body_forces=None):
+        """Applied forces with zero-length (or None) meaning zeros."""
+        top, dtype = state.topology, state.u.dtype
+        T = jnp.zeros(top.nu, dtype) if mobility_forces is None else jnp.asarray(mobility_forces, dtype)
+        F = jnp.zeros((top.num_bodies, 6), dtype) if body_forces is None else jnp.asarray(body_forces, dtype)
+        if T.size == 0:
+            T = jnp.zeros(top.nu, dtype)
+        if F.size == 0:
+            F = jnp.zeros((top.num_bodies, 6), dtype)
+        if T.shape != (top.nu,):
+            raise ValueError(f"mobility_forces has shape {T.shape}, expected ({top.nu},)")
+        if F.shape != (top.num_bodies, 6):
+            raise ValueError(f"body_forces has shape {F.shape}, expected ({top.num_bodies}, 6)")
+        return T, F
+
+    def _u_vector(self, state: State, v, name: str):
+        v = jnp.asarray(v, state.u.dtype)
+        if v.size == 0:
+            return jnp.zeros(state.topology.nu, state.u.dtype)
+        if v.shape != (state.topology.nu,):
+            raise ValueError(f"{name} has shape {v.shape}, expected ({state.topology.nu},)")
+        return v
+
+    # -- mass matrix ----------------------------------------------------------------------
+    def multiply_by_m(self, state: State, v):
+        """M v (nu,), O(n), no matrix formed (Position)."""
+        s = self._at(state, Stage.Position)
+        return rnea.multiply_by_m(s.topology, s.instance, s.position, self._u_vector(s, v, "v"))
+
+    def calc_m(self, state: State):
+        """The dense mass matrix M (nu, nu), column by column from multiply_by_m."""
+        s = self._at(state, Stage.Position)
+        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
+        return jax.vmap(lambda v: rnea.multiply_by_m(s.topology, s.instance, s.position, v), out_axes=1)(eye)
+
+    def multiply_by_m_inv(self, state: State, v):
+        """M^-1 v (nu,), O(n) by the articulated-body method (Position)."""
+        s = self._at(state, Stage.Position)
+        return aba.multiply_by_m_inv(s.topology, s.instance, s.position, self._u_vector(s, v, "v"))
+
+    def calc_m_inv(self, state: State):
+        """The dense M^-1 (nu, nu), column by column from multiply_by_m_inv."""
+        s = self._at(state, Stage.Position)
+        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
+        return jax.vmap(lambda v: aba.multiply_by_m_inv(s.topology, s.instance, s.position, v), out_axes=1)(eye)
+
+    def calc_composite_body_inertias(self, state: State):
+        """(nb, 6, 6): each body and its whole subtree, rigidly welded, about Bo in G."""
+        s = self._at(state, Stage.Position)
+        M = spatial_inertias_in_ground(s.instance, s.position.X_GB)
+        Phi = shift_matrix(parent_offsets(s.topology, s.position.X_GB))
+
+        def step(inputs, children):
+            M_b, Phi_b = inputs
+            K = M_b + children
+            return K, Phi_b.T @ K @ Phi_b
+
+        return tree.inward(s.topology.schedule, step, (M, Phi), jnp.zeros((6, 6), M.dtype))[0]
+
+    def get_composite_body_inertia(self, state: State, body):
+        return self.calc_composite_body_inertias(state)[int(body)]
+
+    def get_articulated_body_inertia(self, state: State, body):
+        """(6, 6) articulated-body inertia P of one body, about Bo in G (Position)."""
+        s = self._at(state, Stage.Position)
+        return aba.articulated_inertias(s.topology, s.instance, s.position)[int(body)]
+
+    # -- dynamics -------------------------------------------------------------------------
+    def calc_acceleration_ignoring_constraints(self, state: State, mobility_forces=None, body_forces=None):
+        """(udot (nu,), A_GB (nb, 6)) from M udot = T + J^T F - f_inertial, O(n)."""
+        s = self._at(state, Stage.Velocity)
+        T, F = self._applied(s, mobility_forces, body_forces)
+        return aba.forward_dynamics(s.topology, s.instance, s.position, s.velocity, T, F)
+
+    def calc_residual_force_ignoring_constraints(self, state: State, mobility_forces, body_forces, known_udot):
+        """f_res = M udot + f_inertial - T - J^T F (nu,), O(n) inverse dynamics."""
+        s = self._at(state, Stage.Velocity)
+        T, F = self._applied(s, mobility_forces, body_forces)
+        udot = self._u_vector(s, known_udot, "known_udot")
+        return rnea.residual_forces(s.topology, s.instance, s.position, s.velocity, udot, T, F)[0]
+
+    def calc_tree_equivalent_mobility_forces(self, state: State, body_forces):
+        """Mobility forces replacing the body forces and the velocity-induced
+        inertial forces: J^T F - f_inertial (so M udot = T + this)."""
+        s = self._at(state, Stage.Velocity)
+        zero_T, F = self._applied(s, None, body_forces)
+        zero_udot = jnp.zeros(s.topology.nu, s.u.dtype)
+        return -rnea.residual_forces(s.topology, s.instance, s.position, s.velocity, zero_udot, zero_T, F)[0]
+
+    def calc_body_acceleration_from_udot(self, state: State, known_udot):
+        """A_GB = J udot + JDot u (nb, 6) in G; zero-length udot gives JDot u."""
+        s = self._at(state, Stage.Velocity)
+        udot = self._u_vector(s, known_udot, "known_udot")
+        return body_accelerations(s.topology, s.position, udot, s.velocity.mobilizer_coriolis)
+
+    def calc_mobilizer_reaction_forces(self, state: State):
+        """(nb, 6) reaction on each child at Mo, in G, mobility forces included;
+        O(n) from articulated-body quantities (Acceleration)."""
+        s = self._at(state, Stage.Acceleration)
+        return reactions.reactions_articulated(
+            s.topology, s.instance, s.position, s.velocity,
+            s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB)
+
+    def calc_mobilizer_reaction_forces_using_free_body_method(self, state: State):
+        """The same reactions by tip-to-base free-body diagrams (a cross-check)."""
+        s = self._at(state, Stage.Acceleration)
+        return reactions.reactions_free_body(
+            s.topology, s.instance, s.position, s.velocity, s.dynamics.body_forces, s.acceleration.A_GB)
+
+    # -- per-body velocity-stage terms ----------------------------------------------------
+    def get_gyroscopic_force(self, state: State, body):
+        """[w x I w; m w x (w x c)] (6,) of one body about Bo in G (Velocity)."""
+        return self._at(state, Stage.Velocity).velocity.gyroscopic[int(body)]
+
+    def get_mobilizer_coriolis_acceleration(self, state: State, body):
+        """The mobilizer's own Coriolis contribution to A_GB (6,) (Velocity)."""
+        return self._at(state, Stage.Velocity).velocity.mobilizer_coriolis[int(body)]
+
+    def get_total_coriolis_acceleration(self, state: State, body):
+        """This body's row of JDot u (6,) in G (Velocity)."""
+        s = self._at(state, Stage.Velocity)
+        return self.calc_body_acceleration_from_udot(s, jnp.zeros(s.topology.nu, s.u.dtype))[int(body)]
+
+    def get_total_centrifugal_forces(self, state: State, body):
+        """M_B a + b (6,): the body's own inertia times its total Coriolis
+        acceleration plus its gyroscopic force, about Bo in G (Velocity)."""
+        s = self._at(state, Stage.Velocity)
+        b = int(body)
+        M = spatial_inertias_in_ground(s.instance, s.position.X_GB)[b]
+        return M @ self.get_total_coriolis_acceleration(s, b) + s.velocity.gyroscopic[b]
+
+    # -- whole-system quantities ----------------------------------------------------------
+    def calc_kinetic_energy(self, state: State):
+        s = self._at(state, Stage.Velocity)
+        return energy.kinetic_energy(s.instance, s.position, s.velocity)
+
+    def calc_system_mass(self, state: State):
+        return energy.system_mass(self._at(state, Stage.Instance).instance)
+
+    def calc_system_mass_center_location_in_ground(self, state: State):
+        s = self._at(state, Stage.Position)
+        return energy.system_mass_center(s.instance, s.position)
+
+    def calc_system_mass_center_velocity_in_ground(self, state: State):
+        s = self._at(state, Stage.Velocity)
+        return energy.system_mass_center_velocity(s.instance, s.position, s.velocity)
+
+    def calc_system_mass_center_acceleration_in_ground(self, state: State):
+        s = self._at(state, Stage.Acceleration)
+        return energy.system_mass_center_acceleration(s.instance, s.position, s.velocity, s.acceleration.A_GB)
+
+    def calc_system_mass_properties_in_ground(self, state: State) -> MassProperties:
+        """Mass, mass center (from the Ground origin) and inertia about the Ground origin, in G."""
+        s = self._at(state, Stage.Position)
+        return MassProperties(
+            energy.system_mass(s.instance),
+            energy.system_mass_center(s.instance, s.position),
+            Inertia(energy.system_inertia_about_ground_origin(s.instance, s.position)),
+        )
+
+    def calc_system_central_inertia_in_ground(self, state: State) -> Inertia:
+        """Inertia of the whole system about its mass center, in G."""
+        return self.calc_system_mass_properties_in_ground(state).calc_central_inertia()
+
+    def calc_system_momentum_about_ground_origin(self, state: State):
+        s = self._at(state, Stage.Velocity)
+        return energy.momentum_about_ground_origin(s.instance, s.position, s.velocity)
+
+    def calc_system_central_momentum(self, state: State):
+        s = self._at(state, Stage.Velocity)
+        return energy.central_momentum(s.instance, s.position, s.velocity)
+
+    # -- force helpers (return new arrays) ------------------------------------------------
+    def add_in_station_force(self, state: State, body, station_on_B, force_in_G, body_forces):
+        """body_forces + [R_GB p x f; f] on ``body`` (a point force at a station)."""
+        s = self._at(state, Stage.Position)
+        b = int(body)
+        r = s.position.X_GB.R[b] @ jnp.asarray(station_on_B, s.u.dtype)
+        f = jnp.asarray(force_in_G, s.u.dtype)
+        _, F = self._applied(s, None, body_forces)
+        return F.at[b].add(jnp.concatenate([jnp.cross(r, f), f]))
+
+    def add_in_body_torque(self, state: State, body, torque_in_G, body_forces):
+        _, F = self._applied(self._check(state), None, body_forces)
+        return F.at[int(body), :3].add(jnp.asarray(torque_in_G, F.dtype))
+
+    def add_in_mobility_force(self, state: State, body, which: int, f, mobility_forces):
+        s = self._check(state)
+        b = int(body)
+        if not 0 <= which < s.topology.body_nu[b]:
+            raise IndexError(f"{s.topology.body_label(b)}: mobility index {which} out of range")
+        T, _ = self._applied(s, mobility_forces, None)
+        return T.at[s.topology.u_start[b] + which].add(f)

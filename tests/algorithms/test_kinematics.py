@@ -181,8 +181,8 @@ def test_stage_discipline():
     assert link1.set_one_u(s, 0, 1.0).stage == sx.Stage.Position
     assert link1.set_one_q(s, 0, 1.0).stage == sx.Stage.Time
     assert s.with_time(2.0).stage == sx.Stage.Time
-    with pytest.raises(NotImplementedError, match="Stage.Acceleration"):
-        model.realize(state, sx.Stage.Acceleration)
+    with pytest.raises(NotImplementedError, match="Stage.Report"):
+        model.realize(state, sx.Stage.Report)
     other_model, _, _, _ = double_pendulum()
     with pytest.raises(ValueError, match="different model"):
         other_model.realize(state, sx.Stage.Position)

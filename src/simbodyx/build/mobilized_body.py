@@ -14,11 +14,12 @@ import numpy as np
 import jax.numpy as jnp
 
 from simbodyx import mobilizers
+from simbodyx.algorithms.reactions import reactions_articulated
 from simbodyx.build.body import Body
 from simbodyx.spatial.inertia import MassProperties, Inertia, spatial_inertia_matrix
 from simbodyx.spatial.rotation import Rotation, matrix_to_body_fixed_xyz, matrix_to_quaternion
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import cross, spatial_vec
+from simbodyx.spatial.vectors import cross, safe_norm, spatial_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
 from simbodyx.topology import BodySpec
@@ -434,6 +435,154 @@ class MobilizedBody:
         """V_GF = [w_GB; velocity of F's origin] for a frame F fixed on B (Velocity)."""
         V = self.get_body_velocity(state)
         return spatial_vec(V[:3], self.find_station_velocity_in_ground(state, frame_on_B.p))
+
+    def calc_body_momentum_about_body_origin_in_ground(self, state: State):
+        """[angular; linear] momentum of B about Bo, in G: M_B V_GB (Velocity)."""
+        return self.calc_body_spatial_inertia_matrix_in_ground(state) @ self.get_body_velocity(state)
+
+    def calc_body_momentum_about_body_mass_center_in_ground(self, state: State):
+        """[angular; linear] momentum of B about its mass center, in G (Velocity)."""
+        h = self.calc_body_momentum_about_body_origin_in_ground(state)
+        c = self.express_vector_in_ground_frame(state, self.get_body_mass_center_station(state))
+        return spatial_vec(h[:3] - cross(c, h[3:]), h[3:])
+
+    def calc_station_to_station_distance(self, state: State, location_on_B, body_A, location_on_A):
+        """|p_GS_A - p_GS_B| (Position)."""
+        d = body_A.find_station_location_in_ground(state, location_on_A) - self.find_station_location_in_ground(state, location_on_B)
+        return safe_norm(d)
+
+    def _station_pair(self, state: State, location_on_B, body_A, location_on_A, with_accelerations: bool):
+        d = body_A.find_station_location_in_ground(state, location_on_A) - self.find_station_location_in_ground(state, location_on_B)
+        v = body_A.find_station_velocity_in_ground(state, location_on_A) - self.find_station_velocity_in_ground(state, location_on_B)
+        a = None
+        if with_accelerations:
+            a = body_A.find_station_acceleration_in_ground(state, location_on_A) - self.find_station_acceleration_in_ground(state, location_on_B)
+        length = safe_norm(d)
+        return d / jnp.where(length > 0, length, 1.0), v, a, length
+
+    def calc_station_to_station_distance_time_derivative(self, state: State, location_on_B, body_A, location_on_A):
+        """d/dt of the distance, stations fixed on their bodies: e . (v_A - v_B) (Velocity)."""
+        e, v, _, _ = self._station_pair(state, location_on_B, body_A, location_on_A, False)
+        return e @ v
+
+    def calc_station_to_station_distance_2nd_time_derivative(self, state: State, location_on_B, body_A, location_on_A):
+        """d2/dt2 of the distance: e . a + (|v|^2 - (e . v)^2) / d (Acceleration)."""
+        e, v, a, length = self._station_pair(state, location_on_B, body_A, location_on_A, True)
+        return e @ a + (v @ v - (e @ v) ** 2) / jnp.where(length > 0, length, 1.0)
+
+    # -- Acceleration ----------------------------------------------------------------
+    def get_body_acceleration(self, state: State):
+        """A_GB = [alpha_GB; a_GB] (6,) in G (Acceleration)."""
+        return self._cache(state, Stage.Acceleration, "get_body_acceleration").A_GB[self._index]
+
+    def get_body_angular_acceleration(self, state: State):
+        return self.get_body_acceleration(state)[:3]
+
+    def get_body_origin_acceleration(self, state: State):
+        return self.get_body_acceleration(state)[3:]
+
+    def get_udot_as_vector(self, state: State):
+        return self._cache(state, Stage.Acceleration, "get_udot_as_vector").udot[self._u_slice(state)]
+
+    def get_qdotdot_as_vector(self, state: State):
+        return self._cache(state, Stage.Acceleration, "get_qdotdot_as_vector").qdotdot[self._q_slice(state)]
+
+    def get_one_udot(self, state: State, which: int):
+        return self.get_udot_as_vector(state)[self._which(which, self.get_num_u(state), "u")]
+
+    def find_station_acceleration_in_ground(self, state: State, station_on_B):
+        """a_GS = a_GB + alpha x r + w x (w x r), r = R_GB p_BS (Acceleration)."""
+        A = self.get_body_acceleration(state)
+        w = self.get_body_angular_velocity(state)
+        r = self.express_vector_in_ground_frame(state, station_on_B)
+        return A[3:] + cross(A[:3], r) + cross(w, cross(w, r))
+
+    def find_station_location_velocity_and_acceleration_in_ground(self, state: State, station_on_B):
+        """(p_GS, v_GS, a_GS) (Acceleration)."""
+        p, v = self.find_station_location_and_velocity_in_ground(state, station_on_B)
+        return p, v, self.find_station_acceleration_in_ground(state, station_on_B)
+
+    def find_frame_acceleration_in_ground(self, state: State, frame_on_B: Transform):
+        """[alpha_GB; acceleration of F's origin] for a frame F fixed on B (Acceleration)."""
+        return spatial_vec(self.get_body_angular_acceleration(state),
+                           self.find_station_acceleration_in_ground(state, frame_on_B.p))
+
+    def find_body_acceleration_in_another_body(self, state: State, in_body_A):
+        """[alpha_AB; a_ABo]: B's acceleration measured and expressed in A (Acceleration).
+
+        With r = p_AoBo, w = w_GA, and B's velocity relative to A (in G) [w_r; v_r]:
+        alpha = alpha_B - alpha_A - w x w_r;
+        a = a_B - a_A - alpha_A x r - w x (w x r) - 2 w x v_r."""
+        A_B, A_A = self.get_body_acceleration(state), in_body_A.get_body_acceleration(state)
+        V_B, V_A = self.get_body_velocity(state), in_body_A.get_body_velocity(state)
+        w = V_A[:3]
+        r = self.get_body_origin_location(state) - in_body_A.get_body_origin_location(state)
+        w_r = V_B[:3] - w
+        v_r = V_B[3:] - V_A[3:] - cross(w, r)
+        alpha = A_B[:3] - A_A[:3] - cross(w, w_r)
+        a = A_B[3:] - A_A[3:] - cross(A_A[:3], r) - cross(w, cross(w, r)) - 2 * cross(w, v_r)
+        R_AG = in_body_A.get_body_transform(state).R.T
+        return spatial_vec(R_AG @ alpha, R_AG @ a)
+
+    def _reaction_at_M(self, state: State):
+        s = state
+        self._cache(s, Stage.Acceleration, "find_mobilizer_reaction_*")
+        return reactions_articulated(
+            s.topology, s.instance, s.position, s.velocity,
+            s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB)[self._index]
+
+    def find_mobilizer_reaction_on_body_at_m_in_ground(self, state: State):
+        """Reaction the mobilizer applies to B at Mo, in G, mobility forces included (Acceleration)."""
+        return self._reaction_at_M(state)
+
+    def find_mobilizer_reaction_on_body_at_origin_in_ground(self, state: State):
+        """The same reaction moved to Bo (Acceleration)."""
+        F = self._reaction_at_M(state)
+        p_MB = -self.express_vector_in_ground_frame(state, self.get_outboard_frame(state).p)
+        return spatial_vec(F[:3] - cross(p_MB, F[3:]), F[3:])
+
+    def find_mobilizer_reaction_on_parent_at_f_in_ground(self, state: State):
+        """Reaction on the parent at Fo, in G: minus the body's, moved from Mo to Fo (Acceleration)."""
+        F = self._reaction_at_M(state)
+        if self.is_ground():
+            return -F
+        X_GF = self._parent.get_body_transform(state).compose(self.get_inboard_frame(state))
+        p_MF = -X_GF.rotate(self.get_mobilizer_transform(state).p)
+        return -spatial_vec(F[:3] - cross(p_MF, F[3:]), F[3:])
+
+    def find_mobilizer_reaction_on_parent_at_origin_in_ground(self, state: State):
+        """The parent's reaction moved from Fo to Po (Acceleration)."""
+        F = self.find_mobilizer_reaction_on_parent_at_f_in_ground(state)
+        if self.is_ground():
+            return F
+        p_FP = -self._parent.express_vector_in_ground_frame(state, self.get_inboard_frame(state).p)
+        return spatial_vec(F[:3] - cross(p_FP, F[3:]), F[3:])
+
+    # -- force helpers (return new arrays) -------------------------------------------
+    def apply_body_force(self, state: State, spatial_force_in_G, body_forces):
+        """body_forces + [torque; force] at Bo on this body."""
+        return jnp.asarray(body_forces).at[self._index].add(jnp.asarray(spatial_force_in_G))
+
+    def apply_body_torque(self, state: State, torque_in_G, body_forces):
+        return jnp.asarray(body_forces).at[self._index, :3].add(jnp.asarray(torque_in_G))
+
+    def apply_force_to_body_point(self, state: State, point_in_B, force_in_G, body_forces):
+        """body_forces + [(R_GB p) x f; f] on this body (Position)."""
+        f = jnp.asarray(force_in_G)
+        r = self.express_vector_in_ground_frame(state, point_in_B)
+        return jnp.asarray(body_forces).at[self._index].add(spatial_vec(cross(r, f), f))
+
+    def apply_one_mobility_force(self, state: State, which: int, f, mobility_forces):
+        i = self._u_slice(state).start + self._which(which, self.get_num_u(state), "u")
+        return jnp.asarray(mobility_forces).at[i].add(f)
+
+    def convert_q_force_to_u_force(self, state: State, fq):
+        """f_u = N^T f_q for this mobilizer (power-invariant), from the State's q."""
+        kind = state.topology.kinds[self._index]
+        fq = jnp.asarray(fq, state.q.dtype)
+        if fq.shape != (kind.nq,):
+            raise ValueError(f"{self._label}: fq has shape {fq.shape}, expected ({kind.nq},)")
+        return kind.N(self.get_q_as_vector(state)).T @ fq
 
 
 class Ground(MobilizedBody):
