@@ -80,3 +80,11 @@ def random_state(model, seed=0, scale=1.0):
     q = np.asarray(state.q) + scale * rng.normal(size=state.q.shape)
     u = scale * rng.normal(size=state.u.shape)
     return state.with_q(q).with_u(u)
+
+
+def with_forces(kinds, seed=0, gravity=(0.0, -9.81, 0.0), branching=True):
+    """A random tree (as random_tree) plus a force subsystem with gravity."""
+    system, matter, bodies = random_tree(kinds, seed=seed, branching=branching)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, list(gravity))
+    return system, matter, forces, bodies
