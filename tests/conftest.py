@@ -60,15 +60,25 @@ def add_body(kind, parent, rng, body=None):
     return cls(*args)
 
 
-def random_tree(kinds, seed=0, branching=True):
+def random_tree(kinds, seed=0, branching=True, depth_first=False):
     """A random tree using ``kinds`` in order; each body's parent is random
-    (or the previous body when ``branching`` is False)."""
+    (or the previous body when ``branching`` is False). With ``depth_first``
+    the parent is the previous body or one of its ancestors, so every
+    subtree's bodies are contiguous (Pinocchio's CRBA assumes that order)."""
     rng = np.random.default_rng(seed)
     system = sx.MultibodySystem()
     matter = sx.SimbodyMatterSubsystem(system)
     bodies = [matter.Ground()]
     for kind in kinds:
-        parent = bodies[rng.integers(len(bodies))] if branching else bodies[-1]
+        if not branching:
+            parent = bodies[-1]
+        elif depth_first:
+            path = [bodies[-1]]
+            while not path[-1].is_ground():
+                path.append(path[-1].parent)
+            parent = path[rng.integers(len(path))]
+        else:
+            parent = bodies[rng.integers(len(bodies))]
         bodies.append(add_body(kind, parent, rng))
     return system, matter, bodies
 
@@ -82,9 +92,9 @@ def random_state(model, seed=0, scale=1.0):
     return state.with_q(q).with_u(u)
 
 
-def with_forces(kinds, seed=0, gravity=(0.0, -9.81, 0.0), branching=True):
+def with_forces(kinds, seed=0, gravity=(0.0, -9.81, 0.0), **tree_options):
     """A random tree (as random_tree) plus a force subsystem with gravity."""
-    system, matter, bodies = random_tree(kinds, seed=seed, branching=branching)
+    system, matter, bodies = random_tree(kinds, seed=seed, **tree_options)
     forces = sx.GeneralForceSubsystem(system)
     sx.Force.UniformGravity(forces, matter, list(gravity))
     return system, matter, forces, bodies

@@ -8,6 +8,7 @@ Pinocchio frame at X_MB = X_BM^-1 on the joint. Pinocchio's quaternions are
 (M) frame, ours in F; spatial vectors are [linear; angular] there.
 """
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import random_state, random_tree
@@ -35,6 +36,12 @@ def pinocchio_model(bodies):
         placement = X_PF if parent.is_ground() else parent.get_default_outboard_frame().inverse() @ X_PF
         jid = model.addJoint(parent.index, joint, se3(placement), b.name)
         assert jid == b.index
+        # Body inertia in the joint frame M: mass center X_MB com, central inertia rotated by R_MB.
+        mp = b.get_default_mass_properties()
+        X_MB = b.get_default_outboard_frame().inverse()
+        R_MB = np.asarray(X_MB.R)
+        I_c = R_MB @ np.asarray(mp.calc_central_inertia().matrix) @ R_MB.T
+        model.appendBodyToJoint(jid, pin.Inertia(float(mp.mass), np.asarray(X_MB @ mp.com), I_c), pin.SE3.Identity())
         frame = pin.Frame(b.name + "_B", jid, se3(b.get_default_outboard_frame().inverse()), pin.FrameType.OP_FRAME)
         frames[b.index] = model.addFrame(frame)
     return model, frames
@@ -82,3 +89,68 @@ def test_forward_kinematics_matches_pinocchio(seed):
         V = pin.getFrameVelocity(pmodel, pdata, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
         np.testing.assert_allclose(b.get_body_angular_velocity(state), V.angular, atol=1e-12)
         np.testing.assert_allclose(b.get_body_origin_velocity(state), V.linear, atol=1e-12)
+
+
+def velocity_map(bodies, state):
+    """T with v_pin = T u (block diagonal; Ball/Free blocks re-express in M and
+    reorder Free's [w; v] to Pinocchio's [v; w])."""
+    nu = state.u.shape[0]
+    T = np.zeros((nu, nu))
+    for b in bodies[1:]:
+        i, n = b.first_u_index, b.num_u
+        R_MF = np.asarray(state.position.X_FM.R[b.index]).T
+        kind = type(b).__name__
+        if kind in ("Pin", "Slider"):
+            T[i, i] = 1
+        elif kind == "Ball":
+            T[i:i + 3, i:i + 3] = R_MF
+        else:
+            T[i:i + 3, i + 3:i + 6] = R_MF
+            T[i + 3:i + 6, i:i + 3] = R_MF
+    return T
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_dynamics_matches_pinocchio(seed):
+    from conftest import with_forces
+
+    rng = np.random.default_rng(seed)
+    kinds = tuple(rng.choice(KINDS, size=10))
+    system, matter, forces, bodies = with_forces(kinds, seed=seed, depth_first=True)
+    model, _ = system.realize_topology()
+    state = model.matter.normalize_quaternions(random_state(model, seed=seed))
+    state = model.realize(state, sx.Stage.Acceleration)
+
+    pmodel, _ = pinocchio_model(bodies)
+    pmodel.gravity = pin.Motion(np.array([0, -9.81, 0]), np.zeros(3))
+    pdata = pmodel.createData()
+    q, v = pinocchio_q_v(bodies, state, state.position.X_FM)
+    T = velocity_map(bodies, state)
+    np.testing.assert_allclose(T @ np.asarray(state.u), v, atol=1e-14)
+
+    # Mass matrix: M = T^T M_pin T (Pinocchio fills the upper triangle).
+    M_pin = pin.crba(pmodel, pdata, q)
+    M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+    M = np.asarray(model.matter.calc_m(state))
+    np.testing.assert_allclose(M, T.T @ M_pin @ T, rtol=1e-9, atol=1e-9 * np.abs(M).max())
+
+    # Forward dynamics: Pinocchio's a for a Free joint is d/dt of the local
+    # velocity, so a_pin = T udot + dT/dt u, with dT/dt u = [0; -R_MF (w_F x v_F)] per Free.
+    udot = np.asarray(state.acceleration.udot)
+    a_pin = pin.aba(pmodel, pdata, q, v, np.zeros(pmodel.nv))
+    a_ours = T @ udot
+    for b in bodies[1:]:
+        if type(b).__name__ == "Free":
+            i = b.first_u_index
+            R_MF = np.asarray(state.position.X_FM.R[b.index]).T
+            w, vel = np.asarray(state.u[i:i + 3]), np.asarray(state.u[i + 3:i + 6])
+            a_ours[i:i + 3] -= R_MF @ np.cross(w, vel)
+    np.testing.assert_allclose(a_ours, a_pin, rtol=1e-9, atol=1e-9 * np.abs(a_pin).max())
+
+    # Inverse dynamics of a random acceleration: f_ours = T^T tau_pin.
+    udot2 = rng.normal(size=model.topology.nu)
+    a2 = T @ udot2 + (a_ours - T @ udot)
+    tau = pin.rnea(pmodel, pdata, q, v, a2)
+    f = model.matter.calc_residual_force_ignoring_constraints(
+        state, None, state.dynamics.body_forces, jnp.asarray(udot2))
+    np.testing.assert_allclose(f, T.T @ tau, rtol=1e-9, atol=1e-9 * np.abs(tau).max())
