@@ -1,0 +1,134 @@
+"""Force elements: generalized forces of conservative elements equal
+-N^T grad_q(PE); dissipative and constant elements by their power; build
+errors name the element."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import random_state, random_tree, rigid
+
+import simbodyx as sx
+from simbodyx.algorithms.rnea import jacobian_transpose_times
+
+KINDS = ("Free", "Pin", "Ball", "Slider", "Gimbal", "Pin", "Universal")
+
+
+@functools.lru_cache(maxsize=None)
+def setup():
+    system, matter, bodies = random_tree(KINDS, seed=5)
+    forces = sx.GeneralForceSubsystem(system)
+    conservative = [
+        sx.Force.UniformGravity(forces, matter, [0.5, -9.81, 0.2], zero_height=0.3),
+        sx.Force.MobilityLinearSpring(forces, bodies[2], 0, 12.0, 0.4),
+        sx.Force.TwoPointLinearSpring(forces, bodies[3], [0.1, 0.2, 0.0], bodies[6], [0.0, -0.1, 0.3], 40.0, 0.2),
+    ]
+    others = [
+        sx.Force.MobilityLinearDamper(forces, bodies[4], 0, 3.0),
+        sx.Force.TwoPointLinearDamper(forces, bodies[1], [0.2, 0, 0], bodies[7], [0, 0, 0.1], 5.0),
+        sx.Force.GlobalDamper(forces, matter, 0.25),
+        sx.Force.ConstantForce(forces, bodies[5], [0.1, 0.0, -0.2], [1.0, 2.0, -3.0]),
+        sx.Force.ConstantTorque(forces, bodies[7], [0.5, -0.5, 1.0]),
+        sx.Force.MobilityConstantForce(forces, bodies[6], 0, 1.5),
+    ]
+    model, _ = system.realize_topology()
+    return model, bodies, conservative, others
+
+
+def generalized(model, state, element):
+    T, F = element.calc(model, state)
+    return T + jacobian_transpose_times(state.topology, state.position, F)
+
+
+def test_conservative_forces_are_minus_energy_gradients():
+    model, bodies, conservative, _ = setup()
+    state = model.realize(random_state(model, seed=1), sx.Stage.Velocity)
+    for element in conservative:
+        pe = lambda q, e=element: e.potential_energy(model, model.realize(state.with_q(q), sx.Stage.Position))
+        expected = -model.matter.multiply_by_n(state, True, jax.grad(pe)(state.q))
+        np.testing.assert_allclose(generalized(model, state, element), expected, atol=1e-11, err_msg=type(element).__name__)
+
+
+def test_gravity_and_spring_closed_forms():
+    model, bodies, conservative, _ = setup()
+    state = model.realize(random_state(model, seed=2), sx.Stage.Velocity)
+    gravity, spring, two_point = conservative
+    mass = state.instance.mass
+    com = jax.vmap(lambda X_R, X_p, c: X_R @ c + X_p)(state.position.X_GB.R, state.position.X_GB.p, state.instance.com)
+    g = np.array([0.5, -9.81, 0.2])
+    expected = -np.sum(mass[1:] * (com[1:] @ g)) - np.sum(mass[1:]) * np.linalg.norm(g) * 0.3
+    np.testing.assert_allclose(gravity.potential_energy(model, state), expected, rtol=1e-14)
+    q = state.q[bodies[2].first_q_index]
+    np.testing.assert_allclose(spring.potential_energy(model, state), 6.0 * (q - 0.4) ** 2, rtol=1e-14)
+    T, F = spring.calc(model, state)
+    assert float(T[bodies[2].first_u_index]) == pytest.approx(-12.0 * (float(q) - 0.4))
+    p1 = bodies[3].find_station_location_in_ground(state, jnp.array([0.1, 0.2, 0.0]))
+    p2 = bodies[6].find_station_location_in_ground(state, jnp.array([0.0, -0.1, 0.3]))
+    length = np.linalg.norm(p2 - p1)
+    np.testing.assert_allclose(two_point.potential_energy(model, state), 20.0 * (length - 0.2) ** 2, rtol=1e-13)
+    _, F = two_point.calc(model, state)
+    np.testing.assert_allclose(F[bodies[3].index, 3:], 40.0 * (length - 0.2) * (p2 - p1) / length, rtol=1e-13)
+
+
+def test_nonconservative_forces_by_their_power():
+    model, bodies, _, (damper, two_point_damper, global_damper, constant, torque, mobility) = setup()
+    s = model.realize(random_state(model, seed=3), sx.Stage.Velocity)
+    u = s.u
+    power = lambda e: generalized(model, s, e) @ u
+    np.testing.assert_allclose(power(damper), -3.0 * u[bodies[4].first_u_index] ** 2, rtol=1e-13)
+    np.testing.assert_allclose(power(global_damper), -0.25 * u @ u, rtol=1e-13)
+    rate = bodies[7].calc_station_to_station_distance_time_derivative(s, jnp.array([0, 0, 0.1]), bodies[1], jnp.array([0.2, 0, 0]))
+    np.testing.assert_allclose(power(two_point_damper), -5.0 * rate**2, rtol=1e-12)
+    v = bodies[5].find_station_velocity_in_ground(s, jnp.array([0.1, 0.0, -0.2]))
+    np.testing.assert_allclose(power(constant), jnp.array([1.0, 2.0, -3.0]) @ v, rtol=1e-13)
+    np.testing.assert_allclose(power(torque), jnp.array([0.5, -0.5, 1.0]) @ bodies[7].get_body_angular_velocity(s), rtol=1e-13)
+    np.testing.assert_allclose(power(mobility), 1.5 * u[bodies[6].first_u_index], rtol=1e-13)
+
+
+def test_calc_forces_sums_elements_and_custom_force():
+    system, matter, bodies = random_tree(("Pin", "Slider"), seed=1, branching=False)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+
+    def push(model, state):
+        return jnp.array([0.5, -0.25]) * state.u, jnp.zeros(0)
+
+    sx.Force.Custom(forces, push, potential_energy=lambda model, state: 2.0 * state.q[1] ** 2)
+    model, state = system.realize_topology()
+    s = model.realize(state.with_q(jnp.array([0.3, 0.4])).with_u(jnp.array([1.0, 2.0])), sx.Stage.Dynamics)
+    T, F = model.forces.calc_forces(s)
+    np.testing.assert_allclose(T, [0.5, -0.5])
+    np.testing.assert_allclose(s.dynamics.mobility_forces, T)
+    assert F.shape == (3, 6)
+    pe = model.forces.calc_potential_energy(s)
+    gravity_pe = model.force_elements[0].potential_energy(model, s)
+    np.testing.assert_allclose(pe, gravity_pe + 2.0 * 0.16)
+    # Parameters are differentiable leaves of the Model.
+    g = jax.grad(lambda m: m.forces.calc_potential_energy(m.realize(s, sx.Stage.Position)))(model)
+    np.testing.assert_allclose(g.force_elements[0].gravity, -np.asarray(
+        sum(s.instance.mass[b] * bodies[b].find_mass_center_location_in_ground(s) for b in (1, 2))), rtol=1e-13)
+    with pytest.raises(ValueError, match="needs Stage.Velocity"):
+        model.forces.calc_forces(model.realize(s, sx.Stage.Position))
+
+
+def test_force_build_errors_name_the_element():
+    system, matter, bodies = random_tree(("Ball", "Pin"), seed=1, branching=False)
+    forces = sx.GeneralForceSubsystem(system)
+    with pytest.raises(ValueError, match="UniformGravity: gravity must have shape \\(3,\\)"):
+        sx.Force.UniformGravity(forces, matter, [0, -9.81])
+    with pytest.raises(ValueError, match="MobilityLinearSpring: .*Ball.*qdot != u"):
+        sx.Force.MobilityLinearSpring(forces, bodies[1], 0, 1.0, 0.0)
+    with pytest.raises(IndexError, match="MobilityLinearDamper: mobility index 1 out of range"):
+        sx.Force.MobilityLinearDamper(forces, bodies[2], 1, 1.0)
+    with pytest.raises(ValueError, match="TwoPointLinearSpring: stiffness contains NaN"):
+        sx.Force.TwoPointLinearSpring(forces, bodies[1], [0, 0, 0], bodies[2], [0, 0, 0], float("nan"), 1.0)
+    other_system, other_matter, other_bodies = random_tree(("Pin",), seed=2)
+    with pytest.raises(ValueError, match="ConstantTorque: .*different MultibodySystem"):
+        sx.Force.ConstantTorque(forces, other_bodies[1], [0, 0, 1])
+    with pytest.raises(ValueError, match="GlobalDamper: the matter subsystem belongs to a different"):
+        sx.Force.GlobalDamper(forces, other_matter, 1.0)
+    system.realize_topology()
+    with pytest.raises(RuntimeError, match="frozen"):
+        sx.Force.GlobalDamper(forces, matter, 1.0)

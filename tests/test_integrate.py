@@ -1,0 +1,102 @@
+"""Fixed-step integration: convergence order, energy behaviour, batched
+simulation in both dtypes, gradients through a rollout."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+
+
+@functools.lru_cache(maxsize=None)
+def double_pendulum():
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    body = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02)))
+    upper = sx.MobilizedBody.Pin(matter.Ground(), body)
+    sx.MobilizedBody.Pin(upper, sx.Transform([0, -1.0, 0]), body, sx.Transform())
+    model, state = system.realize_topology()
+    return model, state.with_q(jnp.array([1.0, -0.5]))
+
+
+@functools.lru_cache(maxsize=None)
+def run(method, dt, steps, dtype="float64"):
+    model, state = double_pendulum()
+    model = model.astype(dtype)
+    state = model.default_state().with_q(state.q.astype(dtype))
+    return jax.jit(lambda s: sx.integrate.simulate(model, s, dt, steps, save_every=steps // 10, method=method))(state)
+
+
+def test_convergence_orders():
+    # Final-state error over 0.4 s, halving dt: the ratio's log2 is the order.
+    ref, _ = run("rk4", 1e-4, 4000)
+    errors = {}
+    for method in ("euler", "semi_explicit_euler", "rk4"):
+        e1 = np.abs(run(method, 4e-3, 100)[0].q - ref.q).max()
+        e2 = np.abs(run(method, 2e-3, 200)[0].q - ref.q).max()
+        errors[method] = np.log2(e1 / e2)
+    assert 0.8 < errors["euler"] < 1.3
+    assert 0.8 < errors["semi_explicit_euler"] < 1.3
+    assert 3.5 < errors["rk4"] < 5.0  # 4, with pre-asymptotic spread at these steps
+
+
+def test_energy_behaviour():
+    _, rk4 = run("rk4", 1e-3, 10000)
+    assert np.abs(rk4.energy - rk4.energy[0]).max() < 1e-7
+    _, symplectic = run("semi_explicit_euler", 1e-3, 10000)
+    _, euler = run("euler", 1e-3, 10000)
+    # Symplectic Euler's energy error stays bounded; explicit Euler's grows.
+    assert np.abs(symplectic.energy - symplectic.energy[0]).max() < 0.05
+    assert euler.energy[-1] - euler.energy[0] > 10 * np.abs(symplectic.energy[-1] - symplectic.energy[0])
+    np.testing.assert_allclose(rk4.t, np.linspace(0, 10, 11), atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_batched_simulation_under_jit_vmap(dtype):
+    model, state = double_pendulum()
+    model = model.astype(dtype)
+    base = model.default_state()
+    qs = jnp.asarray(np.random.default_rng(0).uniform(-1, 1, size=(64, 2)), dtype)
+    sim = jax.jit(jax.vmap(lambda q: sx.integrate.simulate(model, base.with_q(q), 1e-3, 200, save_every=100)[1]))
+    traj = sim(qs)
+    assert traj.q.shape == (64, 3, 2) and traj.q.dtype == np.dtype(dtype)
+    one = sx.integrate.simulate(model, base.with_q(qs[7]), 1e-3, 200, save_every=100)[1]
+    np.testing.assert_allclose(traj.q[7], one.q, atol=1e-5 if dtype == "float32" else 1e-12)
+    drift = np.abs(traj.energy[:, -1] - traj.energy[:, 0]).max()
+    assert drift < (1e-3 if dtype == "float32" else 1e-8)  # RK4, dt = 1e-3: O(dt^4) per unit time
+
+
+def test_quaternions_stay_normalized_and_gradients_flow():
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    ball = sx.MobilizedBody.Ball(matter.Ground(), sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.7, 0], sx.Inertia(0.05))))
+    model, state = system.realize_topology()
+    state = ball.set_u_from_vector(ball.set_q_from_vector(state, jnp.array([1.0, 0.2, 0, 0.1])), jnp.array([0, 3.0, 0.5]))
+    final, _ = sx.integrate.simulate(model, state, 1e-3, 100)
+    np.testing.assert_allclose(jnp.linalg.norm(final.q), 1.0, rtol=1e-14)
+
+    def height(w):
+        s = ball.set_u_from_vector(state, w)
+        end, _ = sx.integrate.simulate(model, s, 1e-2, 20, method="semi_explicit_euler")
+        return ball.find_station_location_in_ground(model.realize(end), jnp.array([0, -0.7, 0]))[1]
+
+    w = jnp.array([0.3, 3.0, 0.5])
+    g = jax.grad(height)(w)
+    h = 1e-6
+    fd = [(height(w + h * e) - height(w - h * e)) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_simulate_argument_errors():
+    model, state = double_pendulum()
+    with pytest.raises(ValueError, match="unknown method 'verlet'"):
+        sx.integrate.simulate(model, state, 1e-3, 10, method="verlet")
+    with pytest.raises(ValueError, match="multiple of save_every"):
+        sx.integrate.simulate(model, state, 1e-3, 10, save_every=3)
