@@ -235,11 +235,12 @@ class MobilizedBody:
     def _cache(self, state: State, stage: Stage, what: str):
         self._topology_of(state)
         state.require(stage, f"{type(self).__name__}.{what}")
-        if stage >= Stage.Velocity:
-            return state.velocity
-        if stage >= Stage.Position:
-            return state.position
-        return state.instance
+        return {
+            Stage.Instance: state.instance,
+            Stage.Position: state.position,
+            Stage.Velocity: state.velocity,
+            Stage.Acceleration: state.acceleration,
+        }[stage]
 
     def _q_slice(self, state: State) -> slice:
         top = self._topology_of(state)
