@@ -1,7 +1,8 @@
-"""Kinematics timings: realize Position+Velocity for a 7-link Pin chain and a
-floating-base humanoid-like tree, single jitted call and vmapped batches.
+"""Timings of realize(Velocity) (kinematics) and realize(Acceleration)
+(forces + articulated-body forward dynamics) for a 7-link Pin chain and a
+floating-base humanoid-like tree: single jitted call and vmapped batches.
 
-    python benchmarks/kinematics.py [--dtype float64|float32] [--repeats N]
+    python benchmarks/run.py [--dtype float64|float32] [--repeats N]
 
 Prints a table and one JSON line. Each figure is the best (minimum) of
 several timed runs after warm-up: on a shared 2-core machine the median
@@ -28,7 +29,13 @@ def build_chain(sx, n):
     for i in range(n):
         X_PF = sx.Transform(sx.Rotation.about_x(0.3 * (i % 2)), [0, -1.0 if i else 0.0, 0])
         parent = sx.MobilizedBody.Pin(parent, X_PF, body, sx.Transform())
+    add_gravity(sx, system)
     return system.realize_topology()[0]
+
+
+def add_gravity(sx, system):
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, system.get_matter_subsystem(), [0, -9.81, 0])
 
 
 def build_humanoid(sx):
@@ -48,6 +55,7 @@ def build_humanoid(sx):
         ankle = MB.Universal(knee, T([0, -0.45, 0]), body, T())
         MB.Pin(ankle, T([0, -0.05, 0.1]), body, T())
         MB.Ball(torso, T([0.2 * side, 0.4, 0]), body, T())
+    add_gravity(sx, system)
     return system.realize_topology()[0]
 
 
@@ -71,19 +79,27 @@ def random_states(model, n, seed=0):
     return jax.vmap(lambda q, u: base.with_q(q).with_u(u))(jnp.asarray(q, model.dtype), jnp.asarray(u, model.dtype))
 
 
+OPS = {
+    "realize_velocity": lambda sx, m, s: m.realize(s, sx.Stage.Velocity).velocity.V_GB,
+    "forward_dynamics": lambda sx, m, s: m.realize(s, sx.Stage.Acceleration).acceleration.udot,
+}
+
+
 def run(sx, model, name, batches, repeats):
-    Stage = sx.Stage
+    rows = []
     one = jax.tree.map(lambda x: x[0], random_states(model, 1))
-    f = jax.jit(lambda m, s: m.realize(s, Stage.Velocity).velocity.V_GB)
-    t = time.perf_counter()
-    jax.block_until_ready(f(model, one))
-    compile_s = time.perf_counter() - t
-    rows = [{"model": name, "op": "realize_velocity", "batch": 1, "latency_us": 1e6 * median_time(f, model, one, repeats=repeats), "compile_s": compile_s}]
-    fb = jax.jit(jax.vmap(lambda s, m=model: m.realize(s, Stage.Velocity).velocity.V_GB))
-    for n in batches:
-        states = random_states(model, n)
-        dt = median_time(fb, states, repeats=repeats, inner=max(1, 2000 // n))
-        rows.append({"model": name, "op": "realize_velocity", "batch": n, "latency_us": 1e6 * dt, "per_second": n / dt})
+    for op, fn in OPS.items():
+        f = jax.jit(lambda m, s, fn=fn: fn(sx, m, s))
+        t = time.perf_counter()
+        jax.block_until_ready(f(model, one))
+        compile_s = time.perf_counter() - t
+        rows.append({"model": name, "op": op, "batch": 1, "compile_s": compile_s,
+                     "latency_us": 1e6 * median_time(f, model, one, repeats=repeats)})
+        fb = jax.jit(jax.vmap(lambda s, fn=fn: fn(sx, model, s)))
+        for n in batches:
+            states = random_states(model, n)
+            dt = median_time(fb, states, repeats=repeats, inner=max(1, 2000 // n))
+            rows.append({"model": name, "op": op, "batch": n, "latency_us": 1e6 * dt, "per_second": n / dt})
     return rows
 
 
@@ -102,9 +118,9 @@ def main():
     for name, model in (("chain7", build_chain(sx, 7)), ("humanoid", build_humanoid(sx))):
         rows += run(sx, model, name, batches, args.repeats)
     print(f"jax {jax.__version__}, {args.dtype}, {platform.machine()}, {jax.devices()[0].platform}")
-    print(f"{'model':10} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10}")
+    print(f"{'model':10} {'op':18} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10}")
     for r in rows:
-        print(f"{r['model']:10} {r['batch']:>6} {r['latency_us']:>12.1f} {r.get('per_second', 1e6 / r['latency_us']):>14,.0f} {r.get('compile_s', float('nan')):>10.2f}")
+        print(f"{r['model']:10} {r['op']:18} {r['batch']:>6} {r['latency_us']:>12.1f} {r.get('per_second', 1e6 / r['latency_us']):>14,.0f} {r.get('compile_s', float('nan')):>10.2f}")
     print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "rows": rows}))
 
 
