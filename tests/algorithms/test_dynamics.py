@@ -246,3 +246,47 @@ def test_force_helpers_return_new_arrays():
         m.add_in_mobility_force(s, bodies[1], 0, 2.5, None)
     with pytest.raises(ValueError, match="body_forces has shape"):
         m.calc_acceleration_ignoring_constraints(s, None, jnp.zeros((2, 6)))
+
+
+def test_dynamics_operators_under_jit_vmap_grad(dtype):
+    model, bodies, _ = mixed()
+    model = model.astype(dtype)
+    m = model.matter
+    states = [random_state(model, seed=s, scale=0.5) for s in range(2)]
+    batch = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    v = rand(model.topology.nu, 1).astype(dtype)
+
+    def outputs(s):
+        s = model.realize(s, sx.Stage.Acceleration)
+        return jnp.concatenate([
+            s.acceleration.udot, m.multiply_by_m(s, v), m.multiply_by_m_inv(s, v),
+            m.calc_m(s).ravel(), m.calc_mobilizer_reaction_forces(s).ravel(),
+            m.calc_system_central_momentum(s), m.calc_kinetic_energy(s)[None],
+            bodies[4].find_station_acceleration_in_ground(s, jnp.array([0.1, 0.2, 0.3], dtype)),
+        ])
+
+    out = jax.jit(jax.vmap(outputs))(batch)
+    assert out.dtype == dtype
+    eager = outputs(states[0])  # each operator compiled on its own, called eagerly
+    np.testing.assert_allclose(out[0], eager, atol=(1e-11 if dtype == np.float64 else 1e-4) * np.abs(np.asarray(eager)).max())
+    udot = lambda m_, s: m_.realize(s, sx.Stage.Acceleration).acceleration.udot
+    if dtype == np.float32:
+        # Against float64, relative to the largest entry: cond(M) ~ 5e4 here,
+        # times float32's eps 6e-8, is 3e-3.
+        s64 = jax.tree.map(lambda x: x.astype(jnp.float64) if jnp.issubdtype(x.dtype, jnp.floating) else x, states[1])
+        ref = jax.jit(udot)(model.astype(jnp.float64), s64)
+        np.testing.assert_allclose(out[1][:model.topology.nu], ref, atol=1e-2 * np.abs(np.asarray(ref)).max())
+    g = jax.jit(jax.grad(lambda q: jnp.sum(udot(model, states[0].with_q(q)) ** 2)))(states[0].q)
+    assert g.dtype == dtype and np.all(np.isfinite(g))
+
+
+def test_apply_body_force_and_torque_and_one_udot():
+    model, bodies, realize = mixed()
+    s = realize(model, random_state(model, seed=14))
+    b = bodies[6]
+    F = b.apply_body_force(s, jnp.arange(6.0), jnp.zeros((model.topology.num_bodies, 6)))
+    F = b.apply_body_torque(s, jnp.ones(3), F)
+    np.testing.assert_allclose(F[b.index], np.arange(6.0) + np.array([1, 1, 1, 0, 0, 0]))
+    assert np.count_nonzero(np.asarray(F)) == 6
+    for k in range(b.num_u):
+        assert float(b.get_one_udot(s, k)) == float(s.acceleration.udot[b.first_u_index + k])

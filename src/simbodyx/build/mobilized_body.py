@@ -10,8 +10,9 @@ unless the name says otherwise (``V_FM`` is expressed in F).
 
 from __future__ import annotations
 
-import numpy as np
+import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx import mobilizers
 from simbodyx.algorithms.reactions import reactions_articulated
@@ -526,11 +527,8 @@ class MobilizedBody:
         return spatial_vec(R_AG @ alpha, R_AG @ a)
 
     def _reaction_at_M(self, state: State):
-        s = state
-        self._cache(s, Stage.Acceleration, "find_mobilizer_reaction_*")
-        return reactions_articulated(
-            s.topology, s.instance, s.position, s.velocity,
-            s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB)[self._index]
+        self._cache(state, Stage.Acceleration, "find_mobilizer_reaction_*")
+        return _all_reactions(state)[self._index]
 
     def find_mobilizer_reaction_on_body_at_m_in_ground(self, state: State):
         """Reaction the mobilizer applies to B at Mo, in G, mobility forces included (Acceleration)."""
@@ -584,6 +582,14 @@ class MobilizedBody:
         if fq.shape != (kind.nq,):
             raise ValueError(f"{self._label}: fq has shape {fq.shape}, expected ({kind.nq},)")
         return kind.N(self.get_q_as_vector(state)).T @ fq
+
+
+@eqx.filter_jit
+def _all_reactions(s: State):
+    """Every mobilizer's reaction at Mo in G, from an Acceleration-stage State."""
+    return reactions_articulated(
+        s.topology, s.instance, s.position, s.velocity,
+        s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB)
 
 
 class Ground(MobilizedBody):
