@@ -138,28 +138,24 @@ class Matter:
         s = self._check(state)
         return s if s.stage >= stage else self.model.realize(s, stage)
 
+    @staticmethod
+    def _sized(state: State, x, shape: tuple[int, ...], name: str):
+        """``x`` as an array of ``shape`` in the State's dtype; None or
+        zero-length means zeros (Simbody's rule for optional inputs)."""
+        x = None if x is None else jnp.asarray(x, state.u.dtype)
+        if x is None or x.size == 0:
+            return jnp.zeros(shape, state.u.dtype)
+        if x.shape != shape:
+            raise ValueError(f"{name} has shape {x.shape}, expected {shape}")
+        return x
+
     def _applied(self, state: State, mobility_forces=None, body_forces=None):
-        """Applied forces with zero-length (or None) meaning zeros."""
-        top, dtype = state.topology, state.u.dtype
-        T = jnp.zeros(top.nu, dtype) if mobility_forces is None else jnp.asarray(mobility_forces, dtype)
-        F = jnp.zeros((top.num_bodies, 6), dtype) if body_forces is None else jnp.asarray(body_forces, dtype)
-        if T.size == 0:
-            T = jnp.zeros(top.nu, dtype)
-        if F.size == 0:
-            F = jnp.zeros((top.num_bodies, 6), dtype)
-        if T.shape != (top.nu,):
-            raise ValueError(f"mobility_forces has shape {T.shape}, expected ({top.nu},)")
-        if F.shape != (top.num_bodies, 6):
-            raise ValueError(f"body_forces has shape {F.shape}, expected ({top.num_bodies}, 6)")
-        return T, F
+        top = state.topology
+        return (self._sized(state, mobility_forces, (top.nu,), "mobility_forces"),
+                self._sized(state, body_forces, (top.num_bodies, 6), "body_forces"))
 
     def _u_vector(self, state: State, v, name: str):
-        v = jnp.asarray(v, state.u.dtype)
-        if v.size == 0:
-            return jnp.zeros(state.topology.nu, state.u.dtype)
-        if v.shape != (state.topology.nu,):
-            raise ValueError(f"{name} has shape {v.shape}, expected ({state.topology.nu},)")
-        return v
+        return self._sized(state, v, (state.topology.nu,), name)
 
     # -- mass matrix ----------------------------------------------------------------------
     @compiled
