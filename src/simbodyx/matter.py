@@ -15,9 +15,10 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx import tree
-from simbodyx.algorithms import aba, coordinates, energy, reactions, rnea
+from simbodyx.algorithms import aba, coordinates, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import parent_offsets, shift_matrix, spatial_inertias_in_ground
 from simbodyx.spatial.inertia import Inertia, MassProperties
@@ -357,3 +358,123 @@ class Matter:
             raise IndexError(f"{s.topology.body_label(b)}: mobility index {which} out of range")
         T, _ = self._applied(s, mobility_forces, None)
         return T.at[s.topology.u_start[b] + which].add(f)
+
+    # -- Jacobians (all in G) -------------------------------------------------------------
+    def _tasks(self, state: State, bodies, origins, what: str):
+        """(single, bodies as a tuple of ints, origins (nt, 3)) with checks."""
+        single = not isinstance(bodies, (list, tuple)) and np.ndim(bodies) == 0
+        idx = (bodies,) if single else tuple(bodies)
+        nb = state.topology.num_bodies
+        out = []
+        for b in idx:
+            i = int(b)
+            if not 0 <= i < nb:
+                raise IndexError(f"{what}: body index {i} out of range; the model has {nb} bodies")
+            out.append(i)
+        origins = jnp.asarray(origins, state.u.dtype)
+        expected = (3,) if single else (len(out), 3)
+        if origins.shape != expected:
+            raise ValueError(f"{what}: stations have shape {origins.shape}, expected {expected}")
+        return single, tuple(out), origins.reshape(len(out), 3)
+
+    def _task_vector(self, state: State, x, single: bool, nt: int, width: int, what: str):
+        x = jnp.asarray(x, state.u.dtype)
+        expected = (width,) if single else (nt, width)
+        if x.shape != expected:
+            raise ValueError(f"{what}: input has shape {x.shape}, expected {expected}")
+        return x.reshape(nt, width)
+
+    @compiled
+    def multiply_by_system_jacobian(self, state: State, u):
+        """J u (nb, 6): every body's [w; v] (at Bo, in G) for speeds u; O(n)."""
+        s = self._at(state, Stage.Position)
+        return body_accelerations(s.topology, s.position, self._sized(s, u, (s.topology.nu,), "u"))
+
+    @compiled
+    def multiply_by_system_jacobian_transpose(self, state: State, F_G):
+        """J^T F (nu,) for body spatial forces F_G (nb, 6) [torque; force] at each
+        Bo in G (Ground's row ignored); O(n)."""
+        s = self._at(state, Stage.Position)
+        F = self._sized(s, F_G, (s.topology.num_bodies, 6), "F_G").at[0].set(0.0)
+        return rnea.jacobian_transpose_times(s.topology, s.position, F)
+
+    @compiled
+    def calc_system_jacobian(self, state: State, flat: bool = False):
+        """Explicit J: (nb, nu, 6) spatial blocks (Simbody's Matrix_<SpatialVec>),
+        or with ``flat`` the (6 nb, nu) matrix whose rows 6b..6b+5 are body b's [w; v]."""
+        s = self._at(state, Stage.Position)
+        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
+        J = jax.vmap(lambda e: body_accelerations(s.topology, s.position, e), out_axes=1)(eye)
+        return jnp.swapaxes(J, 1, 2).reshape(-1, s.topology.nu) if flat else J
+
+    @compiled
+    def calc_bias_for_system_jacobian(self, state: State, flat: bool = False):
+        """JDot u: (nb, 6) per body, or (6 nb,) with ``flat`` (Velocity)."""
+        s = self._at(state, Stage.Velocity)
+        A = body_accelerations(s.topology, s.position, jnp.zeros_like(s.u), s.velocity.mobilizer_coriolis)
+        return A.reshape(-1) if flat else A
+
+    @compiled
+    def _frame_velocities(self, state, bodies, origins, u):
+        s = self._at(state, Stage.Position)
+        return jacobians.frame_velocities(s.topology, s.position, np.asarray(bodies, dtype=np.int32), origins, u)
+
+    @compiled
+    def _frame_transpose(self, state, bodies, origins, F):
+        s = self._at(state, Stage.Position)
+        return jacobians.frame_forces_to_mobilities(s.topology, s.position, np.asarray(bodies, dtype=np.int32), origins, F)
+
+    @compiled
+    def _frame_matrix(self, state, bodies, origins):
+        s = self._at(state, Stage.Position)
+        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
+        cols = jax.vmap(lambda e: jacobians.frame_velocities(s.topology, s.position, np.asarray(bodies, dtype=np.int32), origins, e))(eye)
+        return jnp.transpose(cols, (1, 2, 0))  # (nt, 6, nu)
+
+    @compiled
+    def _frame_bias(self, state, bodies, origins):
+        s = self._at(state, Stage.Velocity)
+        return jacobians.frame_bias(s.topology, s.position, s.velocity, np.asarray(bodies, dtype=np.int32), origins)
+
+    def multiply_by_frame_jacobian(self, state: State, bodies, origins_in_B, u):
+        """V_GA = J_F u: (nt, 6) [w; v at Ao] in G for task frames on ``bodies``
+        with origins ``origins_in_B`` (nt, 3); one body and a (3,) origin give (6,)."""
+        single, b, o = self._tasks(self._check(state), bodies, origins_in_B, "multiply_by_frame_jacobian")
+        V = self._frame_velocities(state, b, o, self._u_vector(state, u, "u"))
+        return V[0] if single else V
+
+    def multiply_by_frame_jacobian_transpose(self, state: State, bodies, origins_in_B, F_GAo):
+        """J_F^T F (nu,) for spatial forces (nt, 6) [torque; force] at the task origins, in G."""
+        single, b, o = self._tasks(self._check(state), bodies, origins_in_B, "multiply_by_frame_jacobian_transpose")
+        F = self._task_vector(state, F_GAo, single, len(b), 6, "multiply_by_frame_jacobian_transpose")
+        return self._frame_transpose(state, b, o, F)
+
+    def calc_frame_jacobian(self, state: State, bodies, origins_in_B):
+        """Explicit J_F: (6 nt, nu), rows 6t..6t+5 task t's [w; v]; (6, nu) for one task."""
+        single, b, o = self._tasks(self._check(state), bodies, origins_in_B, "calc_frame_jacobian")
+        return self._frame_matrix(state, b, o).reshape(6 * len(b), -1)
+
+    def calc_bias_for_frame_jacobian(self, state: State, bodies, origins_in_B):
+        """JDot_F u: (nt, 6) in G, or (6,) for one task (Velocity)."""
+        single, b, o = self._tasks(self._check(state), bodies, origins_in_B, "calc_bias_for_frame_jacobian")
+        A = self._frame_bias(state, b, o)
+        return A[0] if single else A
+
+    def multiply_by_station_jacobian(self, state: State, bodies, stations_in_B, u):
+        """v_GS = J_S u: (nt, 3) station velocities in G, or (3,) for one station."""
+        return self.multiply_by_frame_jacobian(state, bodies, stations_in_B, u)[..., 3:]
+
+    def multiply_by_station_jacobian_transpose(self, state: State, bodies, stations_in_B, f_GS):
+        """J_S^T f (nu,) for point forces f_GS (nt, 3) in G applied at the stations."""
+        single, b, o = self._tasks(self._check(state), bodies, stations_in_B, "multiply_by_station_jacobian_transpose")
+        f = self._task_vector(state, f_GS, single, len(b), 3, "multiply_by_station_jacobian_transpose")
+        return self._frame_transpose(state, b, o, jnp.concatenate([jnp.zeros_like(f), f], axis=1))
+
+    def calc_station_jacobian(self, state: State, bodies, stations_in_B):
+        """Explicit J_S: (3 nt, nu), rows 3t..3t+2 station t's velocity; (3, nu) for one."""
+        single, b, o = self._tasks(self._check(state), bodies, stations_in_B, "calc_station_jacobian")
+        return self._frame_matrix(state, b, o)[:, 3:, :].reshape(3 * len(b), -1)
+
+    def calc_bias_for_station_jacobian(self, state: State, bodies, stations_in_B):
+        """JDot_S u: (nt, 3) station accelerations at udot = 0, or (3,) (Velocity)."""
+        return self.calc_bias_for_frame_jacobian(state, bodies, stations_in_B)[..., 3:]

@@ -154,3 +154,31 @@ def test_dynamics_matches_pinocchio(seed):
     f = model.matter.calc_residual_force_ignoring_constraints(
         state, None, state.dynamics.body_forces, jnp.asarray(udot2))
     np.testing.assert_allclose(f, T.T @ tau, rtol=1e-9, atol=1e-9 * np.abs(tau).max())
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_frame_and_station_jacobians_match_pinocchio(seed):
+    rng = np.random.default_rng(seed)
+    kinds = tuple(rng.choice(KINDS, size=10))
+    system, matter, bodies = random_tree(kinds, seed=seed)
+    model, _ = system.realize_topology()
+    state = model.realize(model.matter.normalize_quaternions(random_state(model, seed=seed)), sx.Stage.Position)
+    pmodel, _ = pinocchio_model(bodies)
+    task_bodies = [int(b) for b in rng.integers(1, len(bodies), size=4)]
+    stations = rng.normal(size=(4, 3))
+    fids = []
+    for b, p in zip(task_bodies, stations):
+        placement = bodies[b].get_default_outboard_frame().inverse() @ sx.Transform(p)
+        fids.append(pmodel.addFrame(pin.Frame(f"task{len(fids)}", b, se3(placement), pin.FrameType.OP_FRAME)))
+    pdata = pmodel.createData()
+    q, _ = pinocchio_q_v(bodies, state, state.position.X_FM)
+    pin.computeJointJacobians(pmodel, pdata, q)
+    pin.updateFramePlacements(pmodel, pdata)
+    T = velocity_map(bodies, state)
+    JF = np.asarray(model.matter.calc_frame_jacobian(state, task_bodies, stations))
+    JS = np.asarray(model.matter.calc_station_jacobian(state, task_bodies, stations))
+    for t, fid in enumerate(fids):
+        J_pin = pin.getFrameJacobian(pmodel, pdata, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        expected = np.vstack([J_pin[3:], J_pin[:3]]) @ T  # [angular; linear], per our u
+        np.testing.assert_allclose(JF[6 * t:6 * t + 6], expected, atol=1e-12)
+        np.testing.assert_allclose(JS[3 * t:3 * t + 3], expected[3:], atol=1e-12)

@@ -1,0 +1,47 @@
+"""Kinematic Jacobians as O(n) operators, all in Ground.
+
+System Jacobian J: u -> V_GB for every body (the velocity recursion with the
+Coriolis terms left out), J^T: body spatial forces -> generalized forces
+(the inward force sweep). A task frame A fixed on body B with origin at the
+station r_B (in B) has V_GA = [w_GB; v_GB + w_GB x r], r = R_GB r_B, so the
+frame Jacobian is J's row of B shifted to Ao; the station Jacobian is its
+linear half. Bias terms are the same shift of JDot u (accelerations at
+udot = 0), plus the centripetal w x (w x r).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.rnea import jacobian_transpose_times
+from simbodyx.spatial.vectors import cross, spatial_vec
+
+
+def task_offsets(position, bodies, origins):
+    """(nt, 3): each task origin's offset from its body origin, in G."""
+    return jnp.einsum("tij,tj->ti", position.X_GB.R[bodies], origins)
+
+
+def frame_velocities(topology, position, bodies, origins, u):
+    """(nt, 6) V_GA of each task frame for generalized speeds u."""
+    V = body_accelerations(topology, position, u)[bodies]  # J u: no Coriolis terms
+    r = task_offsets(position, bodies, origins)
+    return spatial_vec(V[:, :3], V[:, 3:] + cross(V[:, :3], r))
+
+
+def frame_forces_to_mobilities(topology, position, bodies, origins, F_task):
+    """(nu,) J_F^T F for spatial forces (nt, 6) [torque; force] at the task origins."""
+    r = task_offsets(position, bodies, origins)
+    F_B = spatial_vec(F_task[:, :3] + cross(r, F_task[:, 3:]), F_task[:, 3:])
+    F = jnp.zeros((topology.num_bodies, 6), F_task.dtype).at[bodies].add(F_B)
+    return jacobian_transpose_times(topology, position, F)
+
+
+def frame_bias(topology, position, velocity, bodies, origins):
+    """(nt, 6) JDot_F u: [alpha; a + alpha x r + w x (w x r)] at udot = 0."""
+    udot = jnp.zeros(topology.nu, velocity.V_GB.dtype)
+    A = body_accelerations(topology, position, udot, velocity.mobilizer_coriolis)[bodies]
+    w = velocity.V_GB[bodies, :3]
+    r = task_offsets(position, bodies, origins)
+    return spatial_vec(A[:, :3], A[:, 3:] + cross(A[:, :3], r) + cross(w, cross(w, r)))
