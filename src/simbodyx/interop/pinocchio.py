@@ -1,0 +1,81 @@
+"""The same tree as a Pinocchio model (``pip install pin``).
+
+Supported joints: Pin (RZ), Slider (PX), Ball (spherical), Free (free-flyer).
+Pinocchio's joint placement is relative to the parent *joint* frame (our
+parent's M), so it is X_BM(parent)^-1 X_PF; body B is a Pinocchio frame at
+X_MB = X_BM^-1 on its joint. Its quaternions are [x, y, z, w]; its Ball and
+free-flyer velocities are expressed in the child (M) frame (ours in F), and
+its spatial vectors are [linear; angular].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+JOINTS = {"Pin": "JointModelRZ", "Slider": "JointModelPX", "Ball": "JointModelSpherical", "Free": "JointModelFreeFlyer"}
+
+
+def _se3(pin, X):
+    return pin.SE3(np.asarray(X.R, dtype=float), np.asarray(X.p, dtype=float))
+
+
+def to_pinocchio(matter, gravity=(0.0, -9.81, 0.0)):
+    """(pinocchio.Model, {body index: frame id of B}) for a built matter subsystem."""
+    import pinocchio as pin
+
+    model = pin.Model()
+    model.gravity = pin.Motion(np.asarray(gravity, dtype=float), np.zeros(3))
+    frames = {}
+    for i in range(1, matter.get_num_bodies()):
+        b = matter.get_mobilized_body(i)
+        kind = type(b).__name__
+        if kind not in JOINTS:
+            raise ValueError(f"{b._label}: no Pinocchio joint for {kind}; supported: {sorted(JOINTS)}")
+        parent = b.parent
+        placement = b.get_default_inboard_frame()
+        if not parent.is_ground():
+            placement = parent.get_default_outboard_frame().inverse() @ placement
+        jid = model.addJoint(parent.index, getattr(pin, JOINTS[kind])(), _se3(pin, placement), b.name)
+        mp = b.get_default_mass_properties()
+        X_MB = b.get_default_outboard_frame().inverse()
+        R_MB = np.asarray(X_MB.R)
+        I_c = R_MB @ np.asarray(mp.calc_central_inertia().matrix) @ R_MB.T
+        model.appendBodyToJoint(jid, pin.Inertia(float(mp.mass), np.asarray(X_MB @ mp.com), I_c), pin.SE3.Identity())
+        frames[i] = model.addFrame(pin.Frame(b.name + "_B", jid, _se3(pin, X_MB), pin.FrameType.OP_FRAME))
+    return model, frames
+
+
+def velocity_map(matter, state):
+    """T (nu, nu) with v_pinocchio = T u: Ball and Free blocks re-express in M
+    and Free's [w; v] becomes [v; w]."""
+    nu = state.u.shape[0]
+    T = np.zeros((nu, nu))
+    for i in range(1, matter.get_num_bodies()):
+        b = matter.get_mobilized_body(i)
+        k, kind = b.get_first_u_index(state), type(b).__name__
+        R_MF = np.asarray(state.position.X_FM.R[i]).T
+        if kind in ("Pin", "Slider"):
+            T[k, k] = 1
+        elif kind == "Ball":
+            T[k:k + 3, k:k + 3] = R_MF
+        else:
+            T[k:k + 3, k + 3:k + 6] = R_MF
+            T[k + 3:k + 6, k:k + 3] = R_MF
+    return T
+
+
+def configuration(matter, state):
+    """(q, v) for Pinocchio from a State realized to Position (quaternions normalized)."""
+    q = []
+    for i in range(1, matter.get_num_bodies()):
+        b = matter.get_mobilized_body(i)
+        qb = np.asarray(b.get_q_as_vector(state), dtype=float)
+        kind = type(b).__name__
+        if kind == "Ball":
+            quat = qb / np.linalg.norm(qb)
+            qb = np.array([*quat[1:], quat[0]])
+        elif kind == "Free":
+            quat = qb[:4] / np.linalg.norm(qb[:4])
+            qb = np.array([*qb[4:], *quat[1:], quat[0]])
+        q.extend(qb)
+    return np.array(q), velocity_map(matter, state) @ np.asarray(state.u, dtype=float)
