@@ -1,12 +1,15 @@
-"""Timings of realize(Velocity) (kinematics) and realize(Acceleration)
-(forces + articulated-body forward dynamics) for a 7-link Pin chain and a
-floating-base humanoid-like tree: single jitted call and vmapped batches.
+"""The side-by-side benchmark suite.
 
-    python benchmarks/run.py [--dtype float64|float32] [--repeats N]
+    python benchmarks/run.py [--dtype float64|float32] [--models chain7,humanoid,...]
+                             [--ops forward_dynamics,...] [--batches 1024,4096] [--repeats N]
 
-Prints a table and one JSON line. Each figure is the best (minimum) of
-several timed runs after warm-up: on a shared 2-core machine the median
-moves by 2-5x between runs, the minimum much less.
+For each model and operation: cold compile time of one jitted call, its
+latency, and jit(vmap) throughput per batch size. Pinocchio (``pin``), when
+installed, is timed in the same run on the models it can represent (Pin,
+Slider, Ball, Free joints), after checking that it computes the same
+accelerations. Prints a table per model and one JSON line. Each figure is
+the best (minimum) of several timed runs after warm-up: on a shared 2-core
+machine the median moves by 2-5x between runs, the minimum much less.
 """
 
 from __future__ import annotations
@@ -20,32 +23,66 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+# -- models (identical for every engine) --------------------------------------------------
 
-def build_chain(sx, n):
+
+def _system(sx):
     system = sx.MultibodySystem()
     matter = sx.SimbodyMatterSubsystem(system)
-    body = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02, 0.01, 0.02)))
-    parent = matter.Ground()
-    for i in range(n):
-        X_PF = sx.Transform(sx.Rotation.about_x(0.3 * (i % 2)), [0, -1.0 if i else 0.0, 0])
-        parent = sx.MobilizedBody.Pin(parent, X_PF, body, sx.Transform())
-    add_gravity(sx, system)
-    return system.realize_topology()[0]
-
-
-def add_gravity(sx, system):
     forces = sx.GeneralForceSubsystem(system)
-    sx.Force.UniformGravity(forces, system.get_matter_subsystem(), [0, -9.81, 0])
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    return system, matter
 
 
-def build_humanoid(sx):
-    """Free pelvis, waist Ball, two legs (Ball hip, Pin knee, Universal ankle,
-    Pin toe), two arms (Ball shoulder), head Pin: 25 u."""
-    system = sx.MultibodySystem()
-    matter = sx.SimbodyMatterSubsystem(system)
+def _link(sx):
+    return sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02, 0.01, 0.02)))
+
+
+def chain(kind, n):
+    """n links of one joint kind hanging from Ground, 1 m apart."""
+
+    def build(sx):
+        system, matter = _system(sx)
+        parent = matter.Ground()
+        for i in range(n):
+            X_PF = sx.Transform(sx.Rotation.about_x(0.3 * (i % 2)), [0, -1.0 if i else 0.0, 0])
+            parent = getattr(sx.MobilizedBody, kind)(parent, X_PF, _link(sx), sx.Transform())
+        return system, matter
+
+    return build
+
+
+def binary_tree(kind, n):
+    """n bodies, body i's parent is (i - 1) // 2 (Ground for the root)."""
+
+    def build(sx):
+        system, matter = _system(sx)
+        bodies = []
+        for i in range(n):
+            parent = matter.Ground() if i == 0 else bodies[(i - 1) // 2]
+            X_PF = sx.Transform([0.3 * (1 if i % 2 else -1), -1.0 if i else 0.0, 0])
+            bodies.append(getattr(sx.MobilizedBody, kind)(parent, X_PF, _link(sx), sx.Transform()))
+        return system, matter
+
+    return build
+
+
+def free_bodies(n):
+    def build(sx):
+        system, matter = _system(sx)
+        for i in range(n):
+            sx.MobilizedBody.Free(matter.Ground(), sx.Transform([i * 0.1, 0, 0]), _link(sx), sx.Transform())
+        return system, matter
+
+    return build
+
+
+def humanoid(sx):
+    """Free pelvis, Ball waist, Pin head, two legs (Ball hip, Pin knee,
+    Universal ankle, Pin toe), two Ball shoulders: 13 bodies, 28 u."""
+    system, matter = _system(sx)
+    T, MB = sx.Transform, sx.MobilizedBody
     body = sx.Body.Rigid(sx.MassProperties.from_central(2.0, [0, -0.2, 0], sx.Inertia(0.05, 0.03, 0.05)))
-    T = sx.Transform
-    MB = sx.MobilizedBody
     pelvis = MB.Free(matter.Ground(), body)
     torso = MB.Ball(pelvis, T([0, 0.2, 0]), body, T())
     MB.Pin(torso, T([0, 0.5, 0]), body, T())
@@ -55,20 +92,70 @@ def build_humanoid(sx):
         ankle = MB.Universal(knee, T([0, -0.45, 0]), body, T())
         MB.Pin(ankle, T([0, -0.05, 0.1]), body, T())
         MB.Ball(torso, T([0.2 * side, 0.4, 0]), body, T())
-    add_gravity(sx, system)
-    return system.realize_topology()[0]
+    return system, matter
 
 
-def median_time(fn, *args, repeats=7, inner=20):
+MODELS = {
+    "chain7": chain("Pin", 7),
+    "chain30": chain("Pin", 30),
+    "humanoid": humanoid,
+    # Simbody's performance set, 256 bodies each.
+    "pin_chain256": chain("Pin", 256),
+    "slider_chain256": chain("Slider", 256),
+    "ball_chain256": chain("Ball", 256),
+    "gimbal_chain256": chain("Gimbal", 256),
+    "pin_tree256": binary_tree("Pin", 256),
+    "ball_tree256": binary_tree("Ball", 256),
+    "free256": free_bodies(256),
+}
+
+# -- operations ---------------------------------------------------------------------------
+
+
+def _inputs(model, state, seed=1):
+    rng = np.random.default_rng(seed)
+    top = model.topology
+    return (jnp.asarray(rng.normal(size=top.nu), model.dtype),
+            jnp.asarray(rng.normal(size=(top.num_bodies, 6)), model.dtype))
+
+
+def make_ops(sx):
+    S = sx.Stage
+
+    def fd(m, s, tau, F):
+        return m.matter.calc_acceleration_ignoring_constraints(m.realize(s, S.Velocity), tau, F)[0]
+
+    return {
+        "realize_position": lambda m, s, tau, F: m.realize(s, S.Position).position.X_GB.p,
+        "realize_velocity": lambda m, s, tau, F: m.realize(s, S.Velocity).velocity.V_GB,
+        "multiply_by_m": lambda m, s, tau, F: m.matter.multiply_by_m(m.realize(s, S.Position), tau),
+        "multiply_by_m_inv": lambda m, s, tau, F: m.matter.multiply_by_m_inv(m.realize(s, S.Position), tau),
+        "inverse_dynamics": lambda m, s, tau, F: m.matter.calc_residual_force_ignoring_constraints(
+            m.realize(s, S.Velocity), None, F, tau),
+        "forward_dynamics": fd,
+        "calc_m": lambda m, s, tau, F: m.matter.calc_m(m.realize(s, S.Position)),
+        "jacobian_transpose": lambda m, s, tau, F: m.matter.multiply_by_system_jacobian_transpose(
+            m.realize(s, S.Position), F),
+        "reactions": lambda m, s, tau, F: m.matter.calc_mobilizer_reaction_forces(m.realize(s, S.Acceleration)),
+        "rk4_step": lambda m, s, tau, F: sx.integrate.rk4_step(m, s, 1e-3).q,
+        "grad_forward_dynamics": lambda m, s, tau, F: jax.grad(
+            lambda q, u, t: jnp.sum(fd(m, s.with_q(q).with_u(u), t, F) ** 2), argnums=(0, 1, 2))(s.q, s.u, tau),
+    }
+
+
+# -- timing -------------------------------------------------------------------------------
+
+
+def best_time(fn, *args, repeats=7, inner=10):
     jax.block_until_ready(fn(*args))
-    times = []
+    best = float("inf")
     for _ in range(repeats):
         t = time.perf_counter()
         for _ in range(inner):
             out = fn(*args)
         jax.block_until_ready(out)
-        times.append((time.perf_counter() - t) / inner)
-    return min(times)
+        best = min(best, (time.perf_counter() - t) / inner)
+    return best
 
 
 def random_states(model, n, seed=0):
@@ -76,51 +163,106 @@ def random_states(model, n, seed=0):
     base = model.default_state()
     q = np.asarray(base.q)[None] + 0.3 * rng.normal(size=(n, base.q.shape[0]))
     u = rng.normal(size=(n, base.u.shape[0]))
-    return jax.vmap(lambda q, u: base.with_q(q).with_u(u))(jnp.asarray(q, model.dtype), jnp.asarray(u, model.dtype))
+    states = jax.vmap(lambda q, u: base.with_q(q).with_u(u))(jnp.asarray(q, model.dtype), jnp.asarray(u, model.dtype))
+    return jax.vmap(model.matter.normalize_quaternions)(states)
 
 
-OPS = {
-    "realize_velocity": lambda sx, m, s: m.realize(s, sx.Stage.Velocity).velocity.V_GB,
-    "forward_dynamics": lambda sx, m, s: m.realize(s, sx.Stage.Acceleration).acceleration.udot,
-}
-
-
-def run(sx, model, name, batches, repeats):
+def time_simbodyx(sx, model, name, ops, batches, repeats):
     rows = []
-    one = jax.tree.map(lambda x: x[0], random_states(model, 1))
-    for op, fn in OPS.items():
-        f = jax.jit(lambda m, s, fn=fn: fn(sx, m, s))
-        t = time.perf_counter()
-        jax.block_until_ready(f(model, one))
-        compile_s = time.perf_counter() - t
-        rows.append({"model": name, "op": op, "batch": 1, "compile_s": compile_s,
-                     "latency_us": 1e6 * median_time(f, model, one, repeats=repeats)})
-        fb = jax.jit(jax.vmap(lambda s, fn=fn: fn(sx, model, s)))
+    for op in ops:
+        fn = make_ops(sx)[op]
+        one = jax.tree.map(lambda x: x[0], random_states(model, 1))
+        tau, F = _inputs(model, one)
+        f = jax.jit(lambda s, t, F, fn=fn: fn(model, s, t, F))
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(one, tau, F))
+        compile_s = time.perf_counter() - t0
+        rows.append({"engine": "simbodyx", "model": name, "op": op, "batch": 1, "compile_s": compile_s,
+                     "latency_us": 1e6 * best_time(f, one, tau, F, repeats=repeats)})
+        fb = jax.jit(jax.vmap(lambda s, t, F, fn=fn: fn(model, s, t, F), in_axes=(0, None, None)))
         for n in batches:
             states = random_states(model, n)
-            dt = median_time(fb, states, repeats=repeats, inner=max(1, 2000 // n))
-            rows.append({"model": name, "op": op, "batch": n, "latency_us": 1e6 * dt, "per_second": n / dt})
+            dt = best_time(fb, states, tau, F, repeats=repeats, inner=max(1, 2000 // n))
+            rows.append({"engine": "simbodyx", "model": name, "op": op, "batch": n,
+                         "latency_us": 1e6 * dt, "per_second": n / dt})
     return rows
 
 
+def time_pinocchio(sx, system, matter, model, name, repeats):
+    """Pinocchio's ABA, RNEA, CRBA and ABA derivatives, one call at a time,
+    after checking its accelerations equal ours."""
+    try:
+        import pinocchio as pin
+
+        from simbodyx.interop.pinocchio import configuration, to_pinocchio
+        pmodel, _ = to_pinocchio(matter)
+    except (ImportError, ValueError) as e:
+        return [], f"{name}: Pinocchio not timed ({e})"
+    pdata = pmodel.createData()
+    state = jax.tree.map(lambda x: x[0], random_states(model, 1))
+    state = model.realize(state, sx.Stage.Position)
+    q, v = configuration(matter, state)
+    tau = np.zeros(pmodel.nv)
+    a_pin = pin.aba(pmodel, pdata, q, v, tau)
+    a_ours = np.asarray(model.realize(state, sx.Stage.Acceleration).acceleration.udot)
+    if all(type(matter.get_mobilized_body(i)).__name__ in ("Pin", "Slider") for i in range(1, matter.get_num_bodies())):
+        if not np.allclose(a_pin, a_ours, rtol=1e-8, atol=1e-8 * np.abs(a_pin).max()):
+            raise AssertionError(f"{name}: Pinocchio and simbodyx accelerations differ")
+    a = np.asarray(a_pin)
+    calls = {
+        "forward_dynamics": lambda: pin.aba(pmodel, pdata, q, v, tau),
+        "inverse_dynamics": lambda: pin.rnea(pmodel, pdata, q, v, a),
+        "calc_m": lambda: pin.crba(pmodel, pdata, q),
+        "grad_forward_dynamics": lambda: pin.computeABADerivatives(pmodel, pdata, q, v, tau),
+    }
+    rows = []
+    for op, call in calls.items():
+        n = 2000
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            for _ in range(n):
+                call()
+            best = min(best, (time.perf_counter() - t) / n)
+        rows.append({"engine": "pinocchio", "model": name, "op": op, "batch": 1,
+                     "latency_us": 1e6 * best, "per_second": 1 / best})
+    return rows, None
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--models", default="chain7,chain30,humanoid,pin_chain256")
+    parser.add_argument("--ops", default="all")
     parser.add_argument("--batches", default="64,1024,4096")
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
 
-    batches = [int(b) for b in args.batches.split(",")]
-    rows = []
-    for name, model in (("chain7", build_chain(sx, 7)), ("humanoid", build_humanoid(sx))):
-        rows += run(sx, model, name, batches, args.repeats)
-    print(f"jax {jax.__version__}, {args.dtype}, {platform.machine()}, {jax.devices()[0].platform}")
-    print(f"{'model':10} {'op':18} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10}")
-    for r in rows:
-        print(f"{r['model']:10} {r['op']:18} {r['batch']:>6} {r['latency_us']:>12.1f} {r.get('per_second', 1e6 / r['latency_us']):>14,.0f} {r.get('compile_s', float('nan')):>10.2f}")
+    ops = list(make_ops(sx)) if args.ops == "all" else args.ops.split(",")
+    batches = [int(b) for b in args.batches.split(",") if b]
+    rows, notes = [], []
+    print(f"jax {jax.__version__}, {args.dtype}, {platform.machine()}, {jax.devices()[0].platform}, "
+          f"XLA_FLAGS={__import__('os').environ.get('XLA_FLAGS', '')!r}")
+    for name in args.models.split(","):
+        system, matter = MODELS[name](sx)
+        model, _ = system.realize_topology()
+        model_rows = time_simbodyx(sx, model, name, ops, batches, args.repeats)
+        if args.dtype == "float64":
+            peer_rows, note = time_pinocchio(sx, system, matter, model, name, args.repeats)
+            model_rows += peer_rows
+            notes += [note] if note else []
+        rows += model_rows
+        print(f"\n{name}: nb={model.topology.num_bodies - 1}, nq={model.topology.nq}, nu={model.topology.nu}")
+        print(f"{'engine':10} {'op':22} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10}")
+        for r in model_rows:
+            per_s = r.get("per_second", r["batch"] / (r["latency_us"] * 1e-6))
+            print(f"{r['engine']:10} {r['op']:22} {r['batch']:>6} {r['latency_us']:>12.1f} {per_s:>14,.0f} "
+                  f"{r.get('compile_s', float('nan')):>10.2f}")
+    for note in notes:
+        print(note)
     print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "rows": rows}))
 
 
