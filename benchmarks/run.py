@@ -1,7 +1,12 @@
 """The side-by-side benchmark suite.
 
-    python benchmarks/run.py [--dtype float64|float32] [--models chain7,humanoid,...]
+    python benchmarks/run.py [--dtype float64|float32] [--models chain7,humanoid,...|all]
                              [--ops forward_dynamics,...] [--batches 1024,4096] [--repeats N]
+
+The defaults (chain7 and the humanoid, every operation, batch 1 and 1,024)
+take about 6 minutes on a 2-core machine; ``--models all`` adds chain30 and
+Simbody's 256-body set, whose compile times are themselves a finding (see
+benchmarks/README.md).
 
 For each model and operation: cold compile time of one jitted call, its
 latency, and jit(vmap) throughput per batch size. Pinocchio (``pin``), when
@@ -232,9 +237,9 @@ def time_pinocchio(sx, system, matter, model, name, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    parser.add_argument("--models", default="chain7,chain30,humanoid,pin_chain256")
+    parser.add_argument("--models", default="chain7,humanoid", help=f"comma list, or 'all': {','.join(MODELS)}")
     parser.add_argument("--ops", default="all")
-    parser.add_argument("--batches", default="64,1024,4096")
+    parser.add_argument("--batches", default="1024", help="comma list, e.g. 64,1024,4096,16384")
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     if args.dtype == "float64":
@@ -246,7 +251,7 @@ def main():
     rows, notes = [], []
     print(f"jax {jax.__version__}, {args.dtype}, {platform.machine()}, {jax.devices()[0].platform}, "
           f"XLA_FLAGS={__import__('os').environ.get('XLA_FLAGS', '')!r}")
-    for name in args.models.split(","):
+    for name in (MODELS if args.models == "all" else args.models.split(",")):
         system, matter = MODELS[name](sx)
         model, _ = system.realize_topology()
         model_rows = time_simbodyx(sx, model, name, ops, batches, args.repeats)
