@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from simbodyx.algorithms.accelerations import body_accelerations
-from simbodyx.algorithms.rnea import jacobian_transpose_times
+from simbodyx.algorithms.rnea import jacobian_transpose_times, shift_force_to_parent
 from simbodyx.spatial.vectors import cross, spatial_vec
 
 
@@ -33,7 +33,7 @@ def frame_velocities(topology, position, bodies, origins, u):
 def frame_forces_to_mobilities(topology, position, bodies, origins, F_task):
     """(nu,) J_F^T F for spatial forces (nt, 6) [torque; force] at the task origins."""
     r = task_offsets(position, bodies, origins)
-    F_B = spatial_vec(F_task[:, :3] + cross(r, F_task[:, 3:]), F_task[:, 3:])
+    F_B = shift_force_to_parent(F_task, r)  # moment about Bo: t + r x f
     F = jnp.zeros((topology.num_bodies, 6), F_task.dtype).at[bodies].add(F_B)
     return jacobian_transpose_times(topology, position, F)
 

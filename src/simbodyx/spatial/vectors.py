@@ -41,7 +41,6 @@ def shift_velocity(V, r):
     return spatial_vec(w, v + cross(w, r))
 
 
-
 def rotate_spatial(R, V):
     """Re-express both halves of a spatial vector: [R w; R v]."""
     return spatial_vec(
