@@ -44,6 +44,13 @@ def compiled(method):
     return wrapper
 
 
+def _columns(state: State, linear_map, axis: int):
+    """The explicit matrix of a linear operator on u-like vectors: its images
+    of the unit vectors, stacked along ``axis`` of the output (O(n) each)."""
+    eye = jnp.eye(state.topology.nu, dtype=state.u.dtype)
+    return jax.vmap(linear_map, out_axes=axis)(eye)
+
+
 class Matter:
     def __init__(self, model):
         self.model = model
@@ -169,8 +176,7 @@ class Matter:
     def calc_m(self, state: State):
         """The dense mass matrix M (nu, nu), column by column from multiply_by_m."""
         s = self._at(state, Stage.Position)
-        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
-        return jax.vmap(lambda v: rnea.multiply_by_m(s.topology, s.instance, s.position, v), out_axes=1)(eye)
+        return _columns(s, lambda v: rnea.multiply_by_m(s.topology, s.instance, s.position, v), -1)
 
     @compiled
     def multiply_by_m_inv(self, state: State, v):
@@ -182,8 +188,7 @@ class Matter:
     def calc_m_inv(self, state: State):
         """The dense M^-1 (nu, nu), column by column from multiply_by_m_inv."""
         s = self._at(state, Stage.Position)
-        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
-        return jax.vmap(lambda v: aba.multiply_by_m_inv(s.topology, s.instance, s.position, v), out_axes=1)(eye)
+        return _columns(s, lambda v: aba.multiply_by_m_inv(s.topology, s.instance, s.position, v), -1)
 
     @compiled
     def calc_composite_body_inertias(self, state: State):
@@ -403,8 +408,7 @@ class Matter:
         """Explicit J: (nb, nu, 6) spatial blocks (Simbody's Matrix_<SpatialVec>),
         or with ``flat`` the (6 nb, nu) matrix whose rows 6b..6b+5 are body b's [w; v]."""
         s = self._at(state, Stage.Position)
-        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
-        J = jax.vmap(lambda e: body_accelerations(s.topology, s.position, e), out_axes=1)(eye)
+        J = _columns(s, lambda e: body_accelerations(s.topology, s.position, e), 1)
         return jnp.swapaxes(J, 1, 2).reshape(-1, s.topology.nu) if flat else J
 
     @compiled
@@ -427,9 +431,8 @@ class Matter:
     @compiled
     def _frame_matrix(self, state, bodies, origins):
         s = self._at(state, Stage.Position)
-        eye = jnp.eye(s.topology.nu, dtype=s.u.dtype)
-        cols = jax.vmap(lambda e: jacobians.frame_velocities(s.topology, s.position, np.asarray(bodies, dtype=np.int32), origins, e))(eye)
-        return jnp.transpose(cols, (1, 2, 0))  # (nt, 6, nu)
+        index = np.asarray(bodies, dtype=np.int32)
+        return _columns(s, lambda e: jacobians.frame_velocities(s.topology, s.position, index, origins, e), -1)
 
     @compiled
     def _frame_bias(self, state, bodies, origins):
