@@ -17,13 +17,13 @@ import numpy as np
 
 from simbodyx.algorithms.aba import articulate
 from simbodyx.algorithms.rnea import body_inertial_forces, shift_force_to_parent, subtree_forces
-from simbodyx.spatial.vectors import cross, spatial_vec
+from simbodyx.spatial.vectors import shift_force
 
 
 def _to_Mo(topology, instance, position, F_Bo):
     """Move forces at Bo to Mo and set Ground's entry."""
     p_BoMo_G = position.X_GB.rotate(instance.X_BM.p)
-    F_Mo = spatial_vec(F_Bo[:, :3] - cross(p_BoMo_G, F_Bo[:, 3:]), F_Bo[:, 3:])
+    F_Mo = shift_force(F_Bo, p_BoMo_G)
     base = np.asarray([b for b in range(1, topology.num_bodies) if topology.parent[b] == 0], dtype=np.int32)
     at_ground = jnp.sum(shift_force_to_parent(F_Bo[base], position.X_GB.p[base]), axis=0)
     return F_Mo.at[0].set(at_ground)

@@ -14,13 +14,13 @@ import jax.numpy as jnp
 from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import parent_offsets, spatial_inertias_in_ground
-from simbodyx.spatial.vectors import cross, spatial_vec
+from simbodyx.spatial.vectors import shift_force
 from simbodyx.topology import Topology
 
 
 def shift_force_to_parent(F, r):
     """A spatial force at Bo moved to Po, r = p_PoBo: [t + r x f; f]."""
-    return spatial_vec(F[..., :3] + cross(r, F[..., 3:]), F[..., 3:])
+    return shift_force(F, -r)
 
 
 def subtree_forces(topology: Topology, position, F_own):

@@ -20,7 +20,7 @@ from simbodyx.build.body import Body
 from simbodyx.spatial.inertia import MassProperties, Inertia, spatial_inertia_matrix
 from simbodyx.spatial.rotation import Rotation, matrix_to_body_fixed_xyz, matrix_to_quaternion
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import cross, safe_norm, spatial_vec
+from simbodyx.spatial.vectors import cross, safe_norm, shift_force, spatial_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
 from simbodyx.topology import BodySpec
@@ -538,7 +538,7 @@ class MobilizedBody:
         """The same reaction moved to Bo (Acceleration)."""
         F = self._reaction_at_M(state)
         p_MB = -self.express_vector_in_ground_frame(state, self.get_outboard_frame(state).p)
-        return spatial_vec(F[:3] - cross(p_MB, F[3:]), F[3:])
+        return shift_force(F, p_MB)
 
     def find_mobilizer_reaction_on_parent_at_f_in_ground(self, state: State):
         """Reaction on the parent at Fo, in G: minus the body's, moved from Mo to Fo (Acceleration)."""
@@ -547,7 +547,7 @@ class MobilizedBody:
             return -F
         X_GF = self._parent.get_body_transform(state).compose(self.get_inboard_frame(state))
         p_MF = -X_GF.rotate(self.get_mobilizer_transform(state).p)
-        return -spatial_vec(F[:3] - cross(p_MF, F[3:]), F[3:])
+        return -shift_force(F, p_MF)
 
     def find_mobilizer_reaction_on_parent_at_origin_in_ground(self, state: State):
         """The parent's reaction moved from Fo to Po (Acceleration)."""
@@ -555,7 +555,7 @@ class MobilizedBody:
         if self.is_ground():
             return F
         p_FP = -self._parent.express_vector_in_ground_frame(state, self.get_inboard_frame(state).p)
-        return spatial_vec(F[:3] - cross(p_FP, F[3:]), F[3:])
+        return shift_force(F, p_FP)
 
     # -- force helpers (return new arrays) -------------------------------------------
     def apply_body_force(self, state: State, spatial_force_in_G, body_forces):

@@ -27,6 +27,7 @@ from simbodyx.spatial.vectors import (
     cross as cross,
     rotate_spatial as rotate_spatial,
     safe_norm as safe_norm,
+    shift_force as shift_force,
     shift_velocity as shift_velocity,
     spatial_vec as spatial_vec,
 )

@@ -41,6 +41,13 @@ def shift_velocity(V, r):
     return spatial_vec(w, v + cross(w, r))
 
 
+def shift_force(F, r):
+    """Simbody's shiftForceBy: the same spatial force [t; f] referred to a point
+    displaced by r from the one it acts at: [t - r x f; f]."""
+    t, f = F[..., :3], F[..., 3:]
+    return spatial_vec(t - cross(r, f), f)
+
+
 def rotate_spatial(R, V):
     """Re-express both halves of a spatial vector: [R w; R v]."""
     return spatial_vec(
