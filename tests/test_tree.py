@@ -10,12 +10,43 @@ from simbodyx import tree
 PARENT = (0, 0, 0, 1, 3, 3, 2)
 
 
-def test_levels():
+def test_segments():
+    # Depth levels (1, 2), (3, 6), (4, 5): the second continues the first
+    # (one child each, in order), the third does not (3 has two children).
     s = tree.TreeSchedule.from_parents(PARENT)
-    assert [lv.bodies for lv in s.levels] == [(1, 2), (3, 6), (4, 5)]
-    assert [lv.parents for lv in s.levels] == [(0, 0), (1, 2), (3, 3)]
-    assert s.levels[0].body_index == slice(1, 3)
-    assert isinstance(s.levels[1].body_index, np.ndarray)
+    assert [seg.bodies.tolist() for seg in s.segments] == [[[1, 2], [3, 6]], [[4, 5]]]
+    assert [seg.parents.tolist() for seg in s.segments] == [[[0, 0], [1, 2]], [[3, 3]]]
+    assert s.segments[1].body_index == slice(4, 6)
+    assert isinstance(s.segments[0].body_index, np.ndarray)
+
+
+def test_long_chain_is_one_scanned_segment():
+    n = 3 * tree.UNROLL_MAX_LEVELS
+    parent = (0,) + tuple(range(n))
+    s = tree.TreeSchedule.from_parents(parent, (0,) + (1,) * n, tuple(range(-1, n)))
+    assert len(s.segments) == 1 and s.segments[0].scanned
+    labels = jnp.arange(n + 1) % 7
+    out = jax.jit(lambda x: tree.outward(s, lambda parent, own: (parent * 3 + own) % 1000, jnp.array(0), x))(labels)
+    expect = [0]
+    for b in range(1, n + 1):
+        expect.append((expect[-1] * 3 + b % 7) % 1000)
+    assert out.tolist() == expect
+    totals, at_ground = tree.inward(s, lambda own, c: (own + c, own + c), labels, jnp.array(0))
+    assert totals.tolist() == [0] + [int(labels[b:].sum()) for b in range(1, n + 1)]
+    assert int(at_ground) == int(labels[1:].sum())
+
+
+def test_mobility_layout_round_trip():
+    # Body nu: 1 -> 2, 2 -> 0 (a weld), 3 -> 3, others 1; widths per segment.
+    nu = (0, 2, 0, 3, 1, 1, 1)
+    start = tuple(int(x) for x in np.concatenate([[0], np.cumsum(nu)[:-1]]))
+    s = tree.TreeSchedule.from_parents(PARENT, nu, start)
+    assert [seg.width for seg in s.segments] == [3, 1]
+    u = jnp.arange(1.0, sum(nu) + 1)
+    levels = tree.mobilities_to_levels(s, u)
+    assert levels[0][0, 1].tolist() == [0, 0, 0]  # body 2 is a weld: all slots unused
+    assert levels[0][1, 0].tolist() == [3, 4, 5]  # body 3
+    np.testing.assert_array_equal(tree.mobilities_from_levels(s, levels, jnp.zeros(0)), u)
 
 
 def test_outward_builds_paths():

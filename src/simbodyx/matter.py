@@ -20,7 +20,7 @@ import numpy as np
 from simbodyx import tree
 from simbodyx.algorithms import aba, coordinates, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
-from simbodyx.algorithms.per_body import parent_offsets, shift_matrix, spatial_inertias_in_ground
+from simbodyx.algorithms.per_body import parent_offsets, shift_inertia_to_parent, spatial_inertias_in_ground
 from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -195,14 +195,14 @@ class Matter:
         """(nb, 6, 6): each body and its whole subtree, rigidly welded, about Bo in G."""
         s = self._at(state, Stage.Position)
         M = spatial_inertias_in_ground(s.instance, s.position.X_GB)
-        Phi = shift_matrix(parent_offsets(s.topology, s.position.X_GB))
+        r = parent_offsets(s.topology, s.position.X_GB)
 
         def step(inputs, children):
-            M_b, Phi_b = inputs
+            M_b, r_b = inputs
             K = M_b + children
-            return K, Phi_b.T @ K @ Phi_b
+            return K, shift_inertia_to_parent(K, r_b)
 
-        return tree.inward(s.topology.schedule, step, (M, Phi), jnp.zeros((6, 6), M.dtype))[0]
+        return tree.inward(s.topology.schedule, step, (M, r), jnp.zeros((6, 6), M.dtype))[0]
 
     def get_composite_body_inertia(self, state: State, body):
         return self.calc_composite_body_inertias(state)[int(body)]

@@ -78,18 +78,10 @@ class Topology:
         self.body_nq, self.body_nu = tuple(nq), tuple(nu)
         self.nq, self.nu = sum(nq), sum(nu)
         self.num_bodies = len(specs)
-        self.schedule = TreeSchedule.from_parents(self.parent)
+        self.schedule = TreeSchedule.from_parents(self.parent, nu, self.u_start)
         self.u_body = tuple(b for b in range(self.num_bodies) for _ in range(nu[b]))
         if max(nu) > MAX_BODY_U:
             raise ValueError(f"a mobilizer may have at most {MAX_BODY_U} mobilities")
-        # Per-body padded layout (nb, MAX_BODY_U): slot k of body b holds
-        # u[u_start[b] + k], or the zero appended at index nu when k >= nu_b.
-        pad = np.full((self.num_bodies, MAX_BODY_U), self.nu, dtype=np.int32)
-        for b in range(self.num_bodies):
-            pad[b, :nu[b]] = np.arange(self.u_start[b], self.u_start[b] + nu[b])
-        self.u_pad_index = pad
-        self.u_pad_mask = pad < self.nu
-        self.u_flat_index = np.flatnonzero(self.u_pad_mask).astype(np.int32)
         self.default_q = tuple(
             q for b, s in enumerate(specs) for q in self._default_q_in_mode(s, self.kinds[b])
         )

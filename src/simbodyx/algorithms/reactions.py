@@ -15,6 +15,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx import tree
 from simbodyx.algorithms.aba import articulate
 from simbodyx.algorithms.rnea import body_inertial_forces, shift_force_to_parent, subtree_forces
 from simbodyx.spatial.vectors import shift_force
@@ -30,9 +31,11 @@ def _to_Mo(topology, instance, position, F_Bo):
 
 
 def reactions_articulated(topology, instance, position, velocity, mobility_forces, body_forces, A_GB):
-    art, _, _ = articulate(topology, instance, position, velocity.mobilizer_coriolis,
-                           velocity.gyroscopic - body_forces, mobility_forces)
-    F = jnp.einsum("bij,bj->bi", art.P, A_GB) + art.z
+    art, _ = articulate(topology, instance, position, velocity.mobilizer_coriolis,
+                        velocity.gyroscopic - body_forces, mobility_forces)
+    schedule, zero = topology.schedule, jnp.zeros(6, A_GB.dtype)
+    P = tree.from_levels(schedule, art.P, jnp.zeros((6, 6), A_GB.dtype))
+    F = jnp.einsum("bij,bj->bi", P, A_GB) + tree.from_levels(schedule, art.z, zero)
     return _to_Mo(topology, instance, position, F)
 
 
