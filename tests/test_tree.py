@@ -16,8 +16,16 @@ def test_segments():
     s = tree.TreeSchedule.from_parents(PARENT)
     assert [seg.bodies.tolist() for seg in s.segments] == [[[1, 2], [3, 6]], [[4, 5]]]
     assert [seg.parents.tolist() for seg in s.segments] == [[[0, 0], [1, 2]], [[3, 3]]]
-    assert s.segments[1].body_index == slice(4, 6)
-    assert isinstance(s.segments[0].body_index, np.ndarray)
+    assert s._child_locations[0] == (((1, 0), None), ((1, 1), None))  # body 3's two children
+    assert s._child_locations[-1] == (((0, 0),), ((0, 1),))  # Ground's
+
+
+def test_take_rows_uses_slices_and_zero_rows():
+    a = jnp.arange(12.0).reshape(6, 2)
+    index = np.array([[6, 0, 1], [2, 5, 6]])
+    np.testing.assert_array_equal(tree.take_rows(a, index), np.concatenate([np.zeros((1, 2)), a])[(index + 1) % 7])
+    hlo = jax.jit(lambda a: tree.take_rows(a, index)).lower(a).as_text()
+    assert "gather" not in hlo
 
 
 def test_long_chain_is_one_scanned_segment():

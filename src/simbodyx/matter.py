@@ -22,6 +22,7 @@ from simbodyx.algorithms import aba, coordinates, energy, jacobians, reactions, 
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import parent_offsets, shift_inertia_to_parent, spatial_inertias_in_ground
 from simbodyx.spatial.inertia import Inertia, MassProperties
+from simbodyx.spatial.vectors import mat_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -286,7 +287,7 @@ class Matter:
         s = self._at(state, Stage.Velocity)
         M = spatial_inertias_in_ground(s.instance, s.position.X_GB)
         JDotu = body_accelerations(s.topology, s.position, jnp.zeros_like(s.u), s.velocity.mobilizer_coriolis)
-        return jnp.einsum("bij,bj->bi", M, JDotu) + s.velocity.gyroscopic
+        return mat_vec(M, JDotu) + s.velocity.gyroscopic
 
     def get_total_centrifugal_forces(self, state: State, body):
         """M_B a + b (6,) of one body (Velocity); see calc_total_centrifugal_forces."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from simbodyx.mobilizers import Ground, Mobilizer
 from simbodyx.mobilizers.base import euler_q_to_quaternion_q, quaternion_q_to_euler_q
-from simbodyx.tree import TreeSchedule
+from simbodyx.tree import TreeSchedule, take_rows
 
 #: Most mobilities one mobilizer may have (Free has 6).
 MAX_BODY_U = 6
@@ -80,6 +80,10 @@ class Topology:
         self.num_bodies = len(specs)
         self.schedule = TreeSchedule.from_parents(self.parent, nu, self.u_start)
         self.u_body = tuple(b for b in range(self.num_bodies) for _ in range(nu[b]))
+        # (nb, most mobilities of any body): body b's u indices, then nu (no mobility).
+        self.body_u_index = np.full((self.num_bodies, max(nu)), self.nu, dtype=np.int32)
+        for b in range(self.num_bodies):
+            self.body_u_index[b, :nu[b]] = np.arange(self.u_start[b], self.u_start[b] + nu[b])
         if max(nu) > MAX_BODY_U:
             raise ValueError(f"a mobilizer may have at most {MAX_BODY_U} mobilities")
         self.default_q = tuple(
@@ -87,6 +91,7 @@ class Topology:
         )
         self.default_u = tuple(u for s in specs for u in s.default_u)
         self.groups = self._group_by_kind()
+        self._group_orders = {}
         self._key = (system_uid, use_euler_angles, specs)
         self._hash = hash(self._key)
         self._siblings = {use_euler_angles: self}
@@ -113,6 +118,30 @@ class Topology:
             )
             for kind, bodies in members.items()
         )
+
+    def _group_order(self, axis: str):
+        """Gather index from [rows of every group in order, then the rows no
+        group owns] to ``axis`` order ('body', 'q' or 'u')."""
+        size = {"body": self.num_bodies, "q": self.nq, "u": self.nu}[axis]
+        owned = [np.asarray(getattr(g, f"{axis}_array")).reshape(-1) for g in self.groups]
+        owned = np.concatenate([np.zeros(0, np.int64)] + owned)
+        order = np.concatenate([owned, np.setdiff1d(np.arange(size), owned)])
+        inverse = np.empty(size, dtype=np.int64)
+        inverse[order] = np.arange(size)
+        return inverse
+
+    def from_groups(self, axis: str, per_group, fill):
+        """Assemble per-kind-group rows (one (n_g, ...) or (n_g, k, ...) array per
+        group, leading axes flattened) into ``axis`` order; rows no group owns
+        (Ground, Welds) take ``fill``."""
+        if axis not in self._group_orders:
+            self._group_orders[axis] = self._group_order(axis)
+        inverse = self._group_orders[axis]
+        fill = jnp.asarray(fill)
+        num_owned = sum(int(np.prod(getattr(g, f"{axis}_array").shape)) for g in self.groups)
+        rows = [a.reshape((-1,) + fill.shape) for a in per_group]
+        rows.append(jnp.broadcast_to(fill, (len(inverse) - num_owned,) + fill.shape))
+        return take_rows(jnp.concatenate(rows), inverse)
 
     def with_euler_angles(self, use_euler_angles: bool) -> Topology:
         """The sibling topology with the other rotation representation (cached)."""

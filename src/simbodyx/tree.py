@@ -38,14 +38,6 @@ import numpy as np
 UNROLL_MAX_LEVELS = 8
 
 
-def _as_index(indices):
-    """A slice when the indices are contiguous and increasing, else an int array."""
-    flat = np.asarray(indices).reshape(-1)
-    if flat.size and np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
-        return slice(int(flat[0]), int(flat[0]) + flat.size)
-    return flat
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class Segment:
     """Consecutive levels of equal size where level l+1's bodies are, in
@@ -75,15 +67,6 @@ class Segment:
     @property
     def scanned(self) -> bool:
         return self.length > UNROLL_MAX_LEVELS
-
-    @cached_property
-    def body_index(self):
-        return _as_index(self.bodies)
-
-    @cached_property
-    def parent_index(self):
-        """The first level's parents."""
-        return _as_index(self.parents[0])
 
     @cached_property
     def u_used(self) -> np.ndarray:
@@ -136,60 +119,121 @@ class TreeSchedule:
         return len(self.parent)
 
     @cached_property
-    def _body_order(self):
-        """Gather index from [Ground, segment bodies flattened in order] to body order."""
-        order = np.concatenate([[0]] + [s.bodies.reshape(-1) for s in self.segments]).astype(np.int32)
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(order.size, dtype=np.int32)
-        return _as_index(inverse)
+    def _where(self):
+        """Each body's location (source, row) in [Ground's row, segment 0
+        flattened, segment 1 flattened, ...] (source 0 is Ground)."""
+        where = {0: (0, 0)}
+        for i, seg in enumerate(self.segments):
+            for row, b in enumerate(seg.bodies.reshape(-1)):
+                where[int(b)] = (i + 1, row)
+        return where
 
     @cached_property
-    def _u_order(self):
-        """Gather index from the segments' mobility slots flattened in order to u order."""
-        flat = np.concatenate([np.zeros(0, np.int32)] + [s.u_index.reshape(-1) for s in self.segments])
+    def _parent_locations(self):
+        """Per segment: where its first level's parents are (see ``_where``)."""
+        return tuple(tuple(self._where[int(p)] for p in seg.parents[0]) for seg in self.segments)
+
+    @cached_property
+    def _child_locations(self):
+        """Per segment i: for k = 0, 1, ..., the k-th child of each body of its
+        deepest level as (segment t, row of t's first level), None if absent.
+        Index -1 (one past the last segment) lists Ground's children."""
+        targets = [seg.bodies[-1] for seg in self.segments] + [np.zeros(1, np.int32)]
+        children = [[[] for _ in t] for t in targets]
+        slot = {}
+        for i, t in enumerate(targets):
+            for j, b in enumerate(t):
+                slot[int(b)] = (i, j)
+        for t, seg in enumerate(self.segments):
+            for j, p in enumerate(seg.parents[0]):
+                i, k = slot[int(p)]
+                children[i][k].append((t, j))
+        out = []
+        for per_body in children:
+            depth = max((len(c) for c in per_body), default=0)
+            out.append(tuple(tuple(c[k] if k < len(c) else None for c in per_body) for k in range(depth)))
+        return tuple(out)
+
+    @cached_property
+    def _u_locations(self):
+        """Each u's location (segment, flat slot) in the level layout."""
         num_u = self.segments[0].num_u if self.segments else 0
-        position = np.empty(num_u, dtype=np.int32)
-        used = flat < num_u
-        position[flat[used]] = np.flatnonzero(used)
-        return _as_index(position)
+        where = [None] * num_u
+        for i, seg in enumerate(self.segments):
+            for slot, k in enumerate(seg.u_index.reshape(-1)):
+                if k < num_u:
+                    where[k] = (i, slot)
+        return tuple(where)
+
+
+def _gather(sources, locations, tail_like=None):
+    """Rows ``sources[src][row]`` for each ``(src, row)`` of ``locations``
+    (None: a zero row), stacked; ``sources`` are arrays with rows on axis 0.
+    Consecutive rows of one source become one slice, so the result is a
+    concatenation of slices, which XLA's CPU backend fuses; a general gather
+    on batched data forces layout copies."""
+    like = sources[0] if tail_like is None else tail_like
+    pieces, run = [], None
+    for loc in tuple(locations) + ("end",):
+        if run is not None and loc != "end":
+            src, row, count = run
+            if (loc is None and src is None) or (loc is not None and src == loc[0] and row + count == loc[1]):
+                run[2] += 1
+                continue
+        if run is not None:
+            src, row, count = run
+            if src is None:
+                pieces.append(jnp.zeros((count,) + like.shape[1:], like.dtype))
+            else:
+                pieces.append(sources[src][row:row + count])
+        if loc != "end":
+            run = [None, 0, 1] if loc is None else [loc[0], loc[1], 1]
+    if not pieces:
+        return jnp.zeros((0,) + like.shape[1:], like.dtype)
+    return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
+
+
+def take_rows(a, index):
+    """``a[index]`` for a static integer ``index`` (any shape); the value
+    ``len(a)`` selects a row of zeros. Written as slices (see ``_gather``)."""
+    index = np.asarray(index, dtype=np.int64)
+    n = a.shape[0]
+    locations = [None if i == n else (0, int(i)) for i in index.reshape(-1)]
+    return _gather([a], locations).reshape(index.shape + a.shape[1:])
+
+
+def _gather_tree(sources, locations):
+    """``_gather`` over pytrees: ``sources`` is a list of pytrees of one structure."""
+    return jax.tree.map(lambda *leaves: _gather(leaves, locations), *sources)
 
 
 def _take(tree, index):
     return jax.tree.map(lambda a: a[index], tree)
 
 
-def _put(tree, index, values):
-    return jax.tree.map(lambda a, v: a.at[index].set(v), tree, values)
-
-
-def _flatten_levels(tree, axes):
+def _rows(tree, axes):
+    """Merge the leading ``axes`` axes of every leaf (level layout -> flat rows)."""
     return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[axes:]), tree)
+
+
+def _stack(rows):
+    return jax.tree.map(lambda *r: jnp.stack(r), *rows)
 
 
 def to_levels(schedule: TreeSchedule, tree):
     """Body-indexed pytree -> level layout (one (L, n, ...) pytree per segment)."""
-    return tuple(
-        jax.tree.map(lambda a, s=s: a[s.body_index].reshape(s.bodies.shape + a.shape[1:]), tree)
-        for s in schedule.segments
-    )
+    return tuple(jax.tree.map(lambda a, s=s: take_rows(a, s.bodies), tree) for s in schedule.segments)
 
 
 def from_levels(schedule: TreeSchedule, levels, ground):
     """Level layout -> body-indexed pytree with ``ground`` as row 0."""
-    def gather(g, *per_segment):
-        rows = [jnp.asarray(g)[None]] + [a.reshape((-1,) + a.shape[2:]) for a in per_segment]
-        return jnp.concatenate(rows)[schedule._body_order]
-
-    return jax.tree.map(gather, ground, *levels)
+    sources = [jax.tree.map(lambda g: jnp.asarray(g)[None], ground)] + [_rows(lv, 2) for lv in levels]
+    return _gather_tree(sources, [schedule._where[b] for b in range(schedule.num_bodies)])
 
 
 def mobilities_to_levels(schedule: TreeSchedule, tree):
     """(nu, ...) pytree -> level layout (L, n, width, ...), zeros in unused slots."""
-    def gather(a, s):
-        padded = jnp.concatenate([a, jnp.zeros((1,) + a.shape[1:], a.dtype)])
-        return padded[s.u_index]
-
-    return tuple(jax.tree.map(lambda a, s=s: gather(a, s), tree) for s in schedule.segments)
+    return tuple(jax.tree.map(lambda a, s=s: take_rows(a, s.u_index), tree) for s in schedule.segments)
 
 
 def mobilities_from_levels(schedule: TreeSchedule, levels, empty):
@@ -197,12 +241,7 @@ def mobilities_from_levels(schedule: TreeSchedule, levels, empty):
     ``empty`` (a (0, ...) pytree) is the answer for a tree without bodies."""
     if not schedule.segments:
         return empty
-
-    def gather(*per_segment):
-        flat = jnp.concatenate([a.reshape((-1,) + a.shape[3:]) for a in per_segment])
-        return flat[schedule._u_order]
-
-    return jax.tree.map(gather, *levels)
+    return _gather_tree([_rows(lv, 3) for lv in levels], schedule._u_locations)
 
 
 def outward_levels(schedule: TreeSchedule, step, root, levels):
@@ -213,12 +252,11 @@ def outward_levels(schedule: TreeSchedule, step, root, levels):
     (its shape may differ between segments, e.g. per-mobility results).
     Returns (values, extras), each in the level layout.
     """
-    nb = schedule.num_bodies
-    done = jax.tree.map(lambda r: jnp.broadcast_to(r, (nb,) + jnp.shape(r)), root)
+    sources = [jax.tree.map(lambda r: jnp.asarray(r)[None], root)]
     values, extras = [], []
     vstep = jax.vmap(step)
-    for segment, inputs in zip(schedule.segments, levels):
-        carry = _take(done, segment.parent_index)
+    for segment, inputs, parents in zip(schedule.segments, levels, schedule._parent_locations):
+        carry = _gather_tree(sources, parents)
         if segment.scanned:
             def scan_step(value, x):
                 out = vstep(value, x)
@@ -230,10 +268,10 @@ def outward_levels(schedule: TreeSchedule, step, root, levels):
             for l in range(segment.length):
                 rows.append(vstep(carry, _take(inputs, l)))
                 carry = rows[-1][0]
-            value, extra = jax.tree.map(lambda *r: jnp.stack(r), *rows)
+            value, extra = _stack(rows)
         values.append(value)
         extras.append(extra)
-        done = _put(done, segment.body_index, _flatten_levels(value, 2))
+        sources.append(_rows(value, 2))
     return tuple(values), tuple(extras)
 
 
@@ -246,13 +284,24 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero):
     the outputs in the level layout and the sum of ``up`` over Ground's
     children.
     """
-    nb = schedule.num_bodies
-    acc = jax.tree.map(lambda z: jnp.broadcast_to(z, (nb,) + jnp.shape(z)), up_zero)
-    outputs = [None] * len(schedule.segments)
+    num = len(schedule.segments)
+    ups = [None] * num  # each segment's first-level ups, once computed
+    outputs = [None] * num
     vstep = jax.vmap(step)
-    for i in reversed(range(len(schedule.segments))):
+
+    def children_sum(i, count):
+        """(count, ...) sums of ``up`` over the children of segment i's deepest
+        bodies (i = num: Ground's), gathered from the segments done so far."""
+        total = jax.tree.map(lambda z: jnp.broadcast_to(z, (count,) + jnp.shape(z)), up_zero)
+        for locations in schedule._child_locations[i]:
+            sources = [up if up is not None else total for up in ups]  # only done ones are read
+            part = jax.tree.map(lambda like, *leaves: _gather(leaves, locations, like), total, *sources)
+            total = jax.tree.map(jnp.add, total, part)
+        return total
+
+    for i in reversed(range(num)):
         segment, inputs = schedule.segments[i], levels[i]
-        carry = _take(acc, _as_index(segment.bodies[-1]))
+        carry = children_sum(i, segment.size)
         if segment.scanned:
             def scan_step(children, x):
                 out, up = vstep(x, children)
@@ -264,11 +313,11 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero):
             for l in reversed(range(segment.length)):
                 row, carry = vstep(_take(inputs, l), carry)
                 rows.append(row)
-            out = jax.tree.map(lambda *r: jnp.stack(r[::-1]), *rows)
+            out = _stack(rows[::-1])
         outputs[i] = out
-        parents = segment.parents[0]
-        acc = jax.tree.map(lambda a, v: a.at[parents].add(v), acc, carry)
-    return tuple(outputs), _take(acc, 0)
+        ups[i] = carry
+    at_ground = jax.tree.map(lambda a: a[0], children_sum(num, 1))
+    return tuple(outputs), at_ground
 
 
 def outward(schedule: TreeSchedule, step, root, inputs):

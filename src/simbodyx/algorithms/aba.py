@@ -22,11 +22,9 @@ from simbodyx import tree
 from simbodyx.algorithms.per_body import (
     parent_offsets,
     shift_inertia_to_parent,
-    small_matmul,
-    small_matvec,
     spatial_inertias_in_ground,
 )
-from simbodyx.spatial.vectors import shift_force, shift_velocity
+from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
 
 
@@ -81,12 +79,12 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
         P_c, z_c = children
         P = M_b + P_c
         z = bias_b + z_c
-        U = small_matmul(P, H_b.T)
-        D_inv = spd_inverse(small_matmul(H_b, U) + jnp.diag(unused_b))
-        u_bar = T_b - small_matvec(H_b, z)
-        UD = small_matmul(U, D_inv)
-        Pa = P - small_matmul(UD, U.T)
-        za = z + small_matvec(Pa, c_b) + small_matvec(UD, u_bar)
+        U = mat_mul(P, H_b, transpose_b=True)
+        D_inv = spd_inverse(mat_mul(H_b, U) + jnp.diag(unused_b))
+        u_bar = T_b - mat_vec(H_b, z)
+        UD = mat_mul(U, D_inv)
+        Pa = P - mat_mul(UD, U, transpose_b=True)
+        za = z + mat_vec(Pa, c_b) + mat_vec(UD, u_bar)
         out = (P, z, U, D_inv, u_bar)
         return out, (shift_inertia_to_parent(Pa, r_b), shift_force(za, -r_b))
 
@@ -104,8 +102,8 @@ def accelerate(topology: Topology, art: Articulated, levels, dtype):
     def step(A_P, inputs):
         (r_b, _, c_b, _), H_b, U_b, D_inv_b, u_bar_b = inputs
         A_prime = shift_velocity(A_P, r_b) + c_b
-        udot = small_matvec(D_inv_b, u_bar_b - small_matvec(U_b.T, A_prime))
-        return A_prime + small_matvec(H_b.T, udot), udot
+        udot = mat_vec(D_inv_b, u_bar_b - mat_vec(U_b, A_prime, transpose=True))
+        return A_prime + mat_vec(H_b, udot, transpose=True), udot
 
     schedule = topology.schedule
     root = jnp.zeros(6, dtype)

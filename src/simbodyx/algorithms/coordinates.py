@@ -14,7 +14,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from simbodyx.spatial.vectors import mat_vec
 from simbodyx.topology import Topology
+from simbodyx.tree import take_rows
 
 
 def _apply_blocks(topology: Topology, q, x, block, rows_are_q: bool, transpose: bool, qdot=None):
@@ -25,18 +27,18 @@ def _apply_blocks(topology: Topology, q, x, block, rows_are_q: bool, transpose: 
     expected = topology.nu if rows_q else topology.nq
     if x.shape != (expected,):
         raise ValueError(f"input vector has shape {x.shape}, expected ({expected},)")
-    out = jnp.zeros(topology.nq if rows_q else topology.nu, x.dtype)
+    per_group = []
     for group in topology.groups:
-        out_idx, in_idx = (group.q_array, group.u_array) if rows_q else (group.u_array, group.q_array)
-        x_g = x[in_idx]
+        x_g = take_rows(x, group.u_array if rows_q else group.q_array)
         if group.kind.qdot_is_u:
             y_g = jnp.zeros_like(x_g) if block is _n_dot else x_g
         else:
-            extra = q[group.q_array] if qdot is None else qdot[group.q_array]
-            B = jax.vmap(lambda qb, eb, k=group.kind: block(k, qb, eb))(q[group.q_array], extra)
-            y_g = jnp.einsum("nji,nj->ni" if transpose else "nij,nj->ni", B, x_g)
-        out = out.at[out_idx.reshape(-1)].set(y_g.reshape(-1))
-    return out
+            q_g = take_rows(q, group.q_array)
+            extra = q_g if qdot is None else take_rows(qdot, group.q_array)
+            B = jax.vmap(lambda qb, eb, k=group.kind: block(k, qb, eb))(q_g, extra)
+            y_g = mat_vec(jnp.swapaxes(B, -1, -2) if transpose else B, x_g)
+        per_group.append(y_g)
+    return topology.from_groups("q" if rows_q else "u", per_group, jnp.zeros((), x.dtype))
 
 
 _jit = functools.partial(jax.jit, static_argnames="topology")

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from simbodyx import tree
 from simbodyx.algorithms.coordinates import multiply_by_n
 from simbodyx.algorithms.per_body import parent_offsets
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import cross, rotate_spatial, shift_velocity, spatial_vec
+from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, rotate_spatial, shift_velocity, spatial_vec
 from simbodyx.state import PositionCache, VelocityCache
 from simbodyx.topology import Topology
 
@@ -24,18 +23,17 @@ from simbodyx.topology import Topology
 def evaluate_mobilizers(topology: Topology, params: Parameters, q):
     """X_FM for every body (identity for Ground and Welds) and H_FM (nu, 6),
     one vmapped kernel call per kind group."""
-    nb, dtype = topology.num_bodies, q.dtype
-    R = jnp.broadcast_to(jnp.eye(3, dtype=dtype), (nb, 3, 3))
-    p = jnp.zeros((nb, 3), dtype)
-    H = jnp.zeros((topology.nu, 6), dtype)
+    R, p, H = [], [], []
     for group, jp in zip(topology.groups, params.joint_params):
-        q_g = q[group.q_array]
+        q_g = tree.take_rows(q, group.q_array)
         R_g, p_g = jax.vmap(group.kind.X_FM)(q_g, jp)
-        H_g = jax.vmap(group.kind.H_FM)(q_g, jp)
-        R = R.at[group.body_array].set(R_g)
-        p = p.at[group.body_array].set(p_g)
-        H = H.at[group.u_array.reshape(-1)].set(H_g.reshape(-1, 6))
-    return Transform(R, p), H
+        R.append(R_g)
+        p.append(p_g)
+        H.append(jax.vmap(group.kind.H_FM)(q_g, jp))
+    dtype = q.dtype
+    R = topology.from_groups("body", R, jnp.eye(3, dtype=dtype))
+    p = topology.from_groups("body", p, jnp.zeros(3, dtype))
+    return Transform(R, p), topology.from_groups("u", H, jnp.zeros(6, dtype))
 
 
 def realize_position(topology: Topology, params: Parameters, q) -> PositionCache:
@@ -46,27 +44,25 @@ def realize_position(topology: Topology, params: Parameters, q) -> PositionCache
         root = Transform(jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype))
         X_GB = tree.outward(topology.schedule, Transform.compose, root, X_PB)
         # H_PB_G = rotate(R_GF, shift(H_FM, p_MoBo in F)).
-        parent = np.asarray(topology.parent)
-        u_body = np.asarray(topology.u_body, dtype=np.int32)
-        R_GF = X_GB.R[parent] @ params.X_PF.R
+        R_GF = mat_mul(tree.take_rows(X_GB.R, topology.parent), params.X_PF.R)
         p_MB_F = X_FM.rotate(X_MB.p)
-        H_PB_G = rotate_spatial(R_GF[u_body], shift_velocity(H_FM, p_MB_F[u_body]))
+        u_body = topology.u_body
+        H_PB_G = rotate_spatial(tree.take_rows(R_GF, u_body), shift_velocity(H_FM, tree.take_rows(p_MB_F, u_body)))
         return PositionCache(X_FM=X_FM, X_GB=X_GB, H_FM=H_FM, H_PB_G=H_PB_G)
 
 
 def sum_per_body(topology: Topology, rows, u):
     """(nb, 6): sum over each body's mobilities of rows[k] * u[k]."""
-    u_body = np.asarray(topology.u_body, dtype=np.int32)
-    return jnp.zeros((topology.num_bodies, 6), rows.dtype).at[u_body].add(rows * u[:, None])
+    return jnp.sum(tree.take_rows(rows * u[:, None], topology.body_u_index), axis=1)
 
 
 def _hdot_fm_u(topology: Topology, params: Parameters, q, qdot, u):
     """(nb, 6): HDot_FM u per body, in F (exact, by forward-mode AD of H_FM)."""
-    HDot = jnp.zeros((topology.nu, 6), q.dtype)
-    for group, jp in zip(topology.groups, params.joint_params):
-        H_dot = jax.vmap(group.kind.H_FM_dot)(q[group.q_array], qdot[group.q_array], jp)
-        HDot = HDot.at[group.u_array.reshape(-1)].set(H_dot.reshape(-1, 6))
-    return sum_per_body(topology, HDot, u)
+    HDot = [
+        jax.vmap(group.kind.H_FM_dot)(tree.take_rows(q, group.q_array), tree.take_rows(qdot, group.q_array), jp)
+        for group, jp in zip(topology.groups, params.joint_params)
+    ]
+    return sum_per_body(topology, topology.from_groups("u", HDot, jnp.zeros(6, q.dtype)), u)
 
 
 def realize_velocity(topology: Topology, params: Parameters, position: PositionCache, q, u) -> VelocityCache:
@@ -75,7 +71,6 @@ def realize_velocity(topology: Topology, params: Parameters, position: PositionC
     with jax.named_scope("realize_velocity"):
         V_FM = sum_per_body(topology, position.H_FM, u)
         V_PB = sum_per_body(topology, position.H_PB_G, u)
-        parent = np.asarray(topology.parent)
         p_PB = parent_offsets(topology, position.X_GB)
 
         def step(V_GP, inputs):
@@ -90,24 +85,22 @@ def realize_velocity(topology: Topology, params: Parameters, position: PositionC
         #   [w_P x w_rel;  w_P x (w_P x r) + 2 w_P x v_rel]
         #   + R_GF [alpha0;  a0 + alpha0 x r_MB + w_FM x (w_FM x r_MB)],
         # with [alpha0; a0] = HDot_FM u and r_MB = p_MoBo, both in F.
-        w_P = V_GB[parent, :3]
+        w_P = tree.take_rows(V_GB[:, :3], topology.parent)
         w_rel, v_rel = V_PB[:, :3], V_PB[:, 3:]
         HDu = _hdot_fm_u(topology, params, q, qdot, u)
         r_MB = position.X_FM.rotate(params.X_BM.inverse().p)
         w_FM = V_FM[:, :3]
         alpha0 = HDu[:, :3]
         a_F = HDu[:, 3:] + cross(alpha0, r_MB) + cross(w_FM, cross(w_FM, r_MB))
-        R_GF = position.X_GB.R[parent] @ params.X_PF.R
+        R_GF = mat_mul(tree.take_rows(position.X_GB.R, topology.parent), params.X_PF.R)
         coriolis = spatial_vec(cross(w_P, w_rel), cross(w_P, cross(w_P, p_PB)) + 2 * cross(w_P, v_rel))
         coriolis = coriolis + rotate_spatial(R_GF, spatial_vec(alpha0, a_F))
 
-        # Gyroscopic force about Bo in G: [w x (I_Bo w); m w x (w x c)].
+        # Gyroscopic force about Bo in G: [w x (I_Bo w); m w x (w x c)],
+        # I_Bo w formed in B as R (I (R^T w)).
         R = position.X_GB.R
         w = V_GB[:, :3]
-        c = jnp.einsum("bij,bj->bi", R, params.com)
-        I = R @ params.inertia @ jnp.swapaxes(R, -1, -2)
-        gyroscopic = spatial_vec(
-            cross(w, jnp.einsum("bij,bj->bi", I, w)),
-            params.mass[:, None] * cross(w, cross(w, c)),
-        )
+        c = mat_vec(R, params.com)
+        I_w = mat_vec(R, mat_vec(params.inertia, mat_vec(R, w, transpose=True)))
+        gyroscopic = spatial_vec(cross(w, I_w), params.mass[:, None] * cross(w, cross(w, c)))
         return VelocityCache(V_FM=V_FM, V_GB=V_GB, qdot=qdot, mobilizer_coriolis=coriolis, gyroscopic=gyroscopic)

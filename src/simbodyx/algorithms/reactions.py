@@ -18,7 +18,7 @@ import numpy as np
 from simbodyx import tree
 from simbodyx.algorithms.aba import articulate
 from simbodyx.algorithms.rnea import body_inertial_forces, shift_force_to_parent, subtree_forces
-from simbodyx.spatial.vectors import shift_force
+from simbodyx.spatial.vectors import mat_vec, shift_force
 
 
 def _to_Mo(topology, instance, position, F_Bo):
@@ -35,7 +35,7 @@ def reactions_articulated(topology, instance, position, velocity, mobility_force
                         velocity.gyroscopic - body_forces, mobility_forces)
     schedule, zero = topology.schedule, jnp.zeros(6, A_GB.dtype)
     P = tree.from_levels(schedule, art.P, jnp.zeros((6, 6), A_GB.dtype))
-    F = jnp.einsum("bij,bj->bi", P, A_GB) + tree.from_levels(schedule, art.z, zero)
+    F = mat_vec(P, A_GB) + tree.from_levels(schedule, art.z, zero)
     return _to_Mo(topology, instance, position, F)
 
 

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import parent_offsets, spatial_inertias_in_ground
-from simbodyx.spatial.vectors import shift_force
+from simbodyx.spatial.vectors import mat_vec, shift_force
 from simbodyx.topology import Topology
 
 
@@ -38,7 +38,7 @@ def subtree_forces(topology: Topology, position, F_own):
 
 def project_onto_mobilities(topology: Topology, position, F):
     """(nu,): f_k = H_PB_G[k] . F_{body of k} for body-indexed spatial forces F."""
-    return jnp.einsum("kj,kj->k", position.H_PB_G, F[jnp.asarray(topology.u_body, dtype=jnp.int32)])
+    return jnp.sum(position.H_PB_G * tree.take_rows(F, topology.u_body), axis=-1)
 
 
 def jacobian_transpose_times(topology: Topology, position, body_forces):
@@ -49,7 +49,7 @@ def jacobian_transpose_times(topology: Topology, position, body_forces):
 def body_inertial_forces(instance, position, A_GB, gyroscopic=None):
     """(nb, 6): M_B A_B (+ b_B), about Bo in G."""
     M = spatial_inertias_in_ground(instance, position.X_GB)
-    F = jnp.einsum("bij,bj->bi", M, A_GB)
+    F = mat_vec(M, A_GB)
     return F if gyroscopic is None else F + gyroscopic
 
 

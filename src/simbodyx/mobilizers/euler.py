@@ -9,7 +9,8 @@ import dataclasses
 import jax.numpy as jnp
 
 from simbodyx.mobilizers.base import Mobilizer
-from simbodyx.spatial.rotation import rot_x, rot_y, rot_z
+from simbodyx.spatial.rotation import body_fixed_xyz_to_matrix, rot_x, rot_y
+from simbodyx.spatial.vectors import mat_mul
 
 
 def _angular_rows(axes):
@@ -25,7 +26,7 @@ class Universal(Mobilizer):
     nu = 2
 
     def X_FM(self, q, params):
-        return rot_x(q[0]) @ rot_y(q[1]), jnp.zeros(3, q.dtype)
+        return mat_mul(rot_x(q[0]), rot_y(q[1])), jnp.zeros(3, q.dtype)
 
     def H_FM(self, q, params):
         Rx = rot_x(q[0])
@@ -40,9 +41,9 @@ class Gimbal(Mobilizer):
     nu = 3
 
     def X_FM(self, q, params):
-        return rot_x(q[0]) @ rot_y(q[1]) @ rot_z(q[2]), jnp.zeros(3, q.dtype)
+        return body_fixed_xyz_to_matrix(q), jnp.zeros(3, q.dtype)
 
     def H_FM(self, q, params):
         Rx = rot_x(q[0])
-        Rxy = Rx @ rot_y(q[1])
+        Rxy = mat_mul(Rx, rot_y(q[1]))
         return _angular_rows(jnp.stack([Rx[:, 0], Rx[:, 1], Rxy[:, 2]]))

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from simbodyx.mobilizers.base import Mobilizer
 from simbodyx.spatial.rotation import body_fixed_xyz_to_matrix, quaternion_to_matrix
+from simbodyx.spatial.vectors import mat_mul
 
 
 def quaternion_N(q):
@@ -94,12 +95,12 @@ class Ball(Mobilizer):
     def N(self, q):
         if not self.use_euler_angles:
             return quaternion_N(q)
-        return euler_xyz_N_body(q) @ self.rotation(q).T
+        return mat_mul(euler_xyz_N_body(q), self.rotation(q), transpose_b=True)
 
     def N_inv(self, q):
         if not self.use_euler_angles:
             return quaternion_N_inv(q)
-        return self.rotation(q) @ euler_xyz_rates_to_body_velocity(q)
+        return mat_mul(self.rotation(q), euler_xyz_rates_to_body_velocity(q))
 
 
 @dataclasses.dataclass(frozen=True)

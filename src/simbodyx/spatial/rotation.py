@@ -11,7 +11,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
-from simbodyx.spatial.vectors import safe_norm
+from simbodyx.spatial.vectors import mat_mul, mat_vec, safe_norm
 
 
 def rot_x(angle):
@@ -91,7 +91,7 @@ def matrix_to_quaternion(R):
 
 def body_fixed_xyz_to_matrix(angles):
     """R = Rx(a0) Ry(a1) Rz(a2) for body-fixed X-Y-Z angles (..., 3)."""
-    return rot_x(angles[..., 0]) @ rot_y(angles[..., 1]) @ rot_z(angles[..., 2])
+    return mat_mul(mat_mul(rot_x(angles[..., 0]), rot_y(angles[..., 1])), rot_z(angles[..., 2]))
 
 
 def matrix_to_body_fixed_xyz(R):
@@ -114,7 +114,7 @@ def axis_angle_to_matrix(axis, angle):
     angle = jnp.asarray(angle)[..., None, None]
     K = skew(n)
     eye = jnp.eye(3, dtype=K.dtype)
-    return eye + jnp.sin(angle) * K + (1 - jnp.cos(angle)) * (K @ K)
+    return eye + jnp.sin(angle) * K + (1 - jnp.cos(angle)) * mat_mul(K, K)
 
 
 def skew(v):
@@ -187,5 +187,5 @@ class Rotation(eqx.Module):
 
     def __matmul__(self, other):
         if isinstance(other, Rotation):
-            return Rotation(self.matrix @ other.matrix)
-        return jnp.einsum("...ij,...j->...i", self.matrix, jnp.asarray(other))
+            return Rotation(mat_mul(self.matrix, other.matrix))
+        return mat_vec(self.matrix, jnp.asarray(other))

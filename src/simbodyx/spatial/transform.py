@@ -8,10 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.spatial.rotation import Rotation, _float_array
-
-
-def _mv(R, v):
-    return jnp.einsum("...ij,...j->...i", R, v)
+from simbodyx.spatial.vectors import mat_mul, mat_vec
 
 
 class Transform(eqx.Module):
@@ -47,19 +44,19 @@ class Transform(eqx.Module):
     def inverse(self) -> Transform:
         """X_BA = ~X_AB = (R_AB^T, -R_AB^T p_AB)."""
         Rt = jnp.swapaxes(self.R, -1, -2)
-        return Transform(Rt, -_mv(Rt, self.p))
+        return Transform(Rt, -mat_vec(Rt, self.p))
 
     def compose(self, X_BC: Transform) -> Transform:
         """X_AC = X_AB * X_BC."""
-        return Transform(self.R @ X_BC.R, self.p + _mv(self.R, X_BC.p))
+        return Transform(mat_mul(self.R, X_BC.R), self.p + mat_vec(self.R, X_BC.p))
 
     def apply(self, p_BS):
         """Station re-measured in A: p_AS = R_AB p_BS + p_AB."""
-        return self.p + _mv(self.R, jnp.asarray(p_BS))
+        return self.p + mat_vec(self.R, jnp.asarray(p_BS))
 
     def rotate(self, v_B):
         """Vector re-expressed in A (no shift): v_A = R_AB v_B."""
-        return _mv(self.R, jnp.asarray(v_B))
+        return mat_vec(self.R, jnp.asarray(v_B))
 
     def __matmul__(self, other):
         if isinstance(other, Transform):
