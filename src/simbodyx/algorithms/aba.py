@@ -7,7 +7,11 @@ tree segment; a body's unused rows are zero and marked by ``used``):
   U = P H^T,  D = H U + diag(1 - used),  u_bar = T - H z
   Pa = P - U D^-1 U^T,  za = z + Pa a_c + U D^-1 u_bar
 Outward: A' = Phi A_P + a_c,  udot = D^-1 (u_bar - U^T A'),  A = A' + H^T udot.
-Unused slots carry D = 1, u_bar = 0 and so produce udot = 0. Both sweeps
+Unused slots carry D = 1, u_bar = 0 and so produce udot = 0.
+
+Pa is symmetrized at every body: without it, rounding asymmetry grows
+geometrically down chains of multi-mobility joints (a 30-body Ball chain
+had |M M^-1 - 1| = 2.6; with it, 1e-10, about cond(M) eps). Both sweeps
 work in the tree's level layout (``tree.outward_levels``), so the
 per-mobility quantities U, D^-1, u_bar pass from one to the other at their
 natural width: a Pin chain's D is 1x1, not a padded 6x6.
@@ -84,6 +88,7 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
         u_bar = T_b - mat_vec(H_b, z)
         UD = mat_mul(U, D_inv)
         Pa = P - mat_mul(UD, U, transpose_b=True)
+        Pa = 0.5 * (Pa + jnp.swapaxes(Pa, -1, -2))  # see the module notes
         za = z + mat_vec(Pa, c_b) + mat_vec(UD, u_bar)
         out = (P, z, U, D_inv, u_bar)
         return out, (shift_inertia_to_parent(Pa, r_b), shift_force(za, -r_b))

@@ -1,0 +1,128 @@
+"""The same tree as a MuJoCo model (``pip install mujoco``; MJX with ``mujoco-mjx``).
+
+Supported mobilizers: Pin (hinge about z), Slider (slide along x), Universal
+and Gimbal (two or three hinges about x, y(, z), which MuJoCo composes
+body-fixed like Simbody), Ball (ball) and, on Ground only, Free (free).
+The MuJoCo body frame is our M frame, placed on the parent's M frame by
+X_BM(parent)^-1 X_PF. Contacts and constraints are disabled, so
+``mj_forward`` computes the unconstrained forward dynamics that
+``calc_acceleration_ignoring_constraints`` does.
+
+Coordinates: MuJoCo's quaternions are [w, x, y, z] like ours; its Ball
+angular velocity is expressed in M (ours in F); its free joint has q =
+[p_GM; quaternion of R_GM] and velocity [v in G; w in M] (ours [w; v] in F).
+Every velocity map here is a constant rotation of u given q, and the same
+map takes udot to MuJoCo's qacc (the time derivative of R_MF w_F is R_MF
+wdot_F because w_F is parallel to the rotation rate).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simbodyx.spatial.rotation import matrix_to_quaternion
+
+_HINGES = {"Pin": ("0 0 1",), "Universal": ("1 0 0", "0 1 0"), "Gimbal": ("1 0 0", "0 1 0", "0 0 1")}
+SUPPORTED = sorted(set(_HINGES) | {"Slider", "Ball", "Free"})
+
+
+def _vec(x):
+    return " ".join(f"{float(v):.17g}" for v in np.asarray(x).reshape(-1))
+
+
+def _quat(R):
+    return np.asarray(matrix_to_quaternion(np.asarray(R, dtype=float)))
+
+
+def _joints(kind: str, name: str) -> str:
+    if kind in _HINGES:
+        return "".join(f'<joint name="{name}_{i}" type="hinge" axis="{a}"/>' for i, a in enumerate(_HINGES[kind]))
+    return {"Slider": f'<joint name="{name}" type="slide" axis="1 0 0"/>',
+            "Ball": f'<joint name="{name}" type="ball"/>',
+            "Free": f'<freejoint name="{name}"/>'}[kind]
+
+
+def to_mjcf(matter, gravity=(0.0, -9.81, 0.0)):
+    """(MJCF text, bodies) for a built matter subsystem (see the module notes).
+    MuJoCo numbers bodies depth-first: its body k + 1 is our ``bodies[k]``,
+    and its q and velocity follow that order."""
+    n = matter.get_num_bodies()
+    children = {i: [] for i in range(n)}
+    for i in range(1, n):
+        b = matter.get_mobilized_body(i)
+        kind = type(b).__name__
+        if kind not in SUPPORTED:
+            raise ValueError(f"{b._label}: no MuJoCo joint for {kind}; supported: {SUPPORTED}")
+        if kind == "Free" and not b.parent.is_ground():
+            raise ValueError(f"{b._label}: MuJoCo allows free joints only on bodies hanging from Ground")
+        if float(b.get_default_mass_properties().mass) <= 0:
+            raise ValueError(f"{b._label}: MuJoCo needs a positive mass on every moving body")
+        children[b.parent.index].append(i)
+
+    order = []
+
+    def body(i: int) -> str:
+        order.append(i)
+        b = matter.get_mobilized_body(i)
+        placement = b.get_default_inboard_frame()
+        if not b.parent.is_ground():
+            placement = b.parent.get_default_outboard_frame().inverse() @ placement
+        mp = b.get_default_mass_properties()
+        X_MB = b.get_default_outboard_frame().inverse()
+        R_MB = np.asarray(X_MB.R, dtype=float)
+        I = R_MB @ np.asarray(mp.calc_central_inertia().matrix, dtype=float) @ R_MB.T
+        full = [I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2]]
+        inner = "".join(body(c) for c in children[i])
+        return (f'<body name="{b.name}" pos="{_vec(placement.p)}" quat="{_vec(_quat(placement.R))}">'
+                f'<inertial pos="{_vec(X_MB @ mp.com)}" mass="{float(mp.mass):.17g}" fullinertia="{_vec(full)}"/>'
+                f"{_joints(type(b).__name__, b.name)}{inner}</body>")
+
+    world = "".join(body(c) for c in children[0])
+    xml = (f'<mujoco model="simbodyx"><compiler angle="radian"/>'
+           f'<option gravity="{_vec(gravity)}"><flag contact="disable" constraint="disable"/></option>'
+           f"<worldbody>{world}</worldbody></mujoco>")
+    return xml, tuple(order)
+
+
+def _velocity_block(b, state):
+    """(n, n): MuJoCo's velocity of this joint from our u of it."""
+    kind, n = type(b).__name__, b.get_num_u(state)
+    R_MF = np.asarray(b.get_mobilizer_transform(state).R, dtype=float).T
+    if kind == "Ball":
+        return R_MF
+    if kind == "Free":
+        block = np.zeros((6, 6))
+        block[:3, 3:] = np.asarray(b.get_inboard_frame(state).R, dtype=float)
+        block[3:, :3] = R_MF
+        return block
+    return np.eye(n)
+
+
+def velocity_map(matter, state, bodies):
+    """T (nu, nu) with MuJoCo's qvel = T u (and qacc = T udot); ``state``
+    realized to Position, ``bodies`` from :func:`to_mjcf`."""
+    nu = state.u.shape[0]
+    T = np.zeros((nu, nu))
+    row = 0
+    for i in bodies:
+        b = matter.get_mobilized_body(i)
+        col, n = b.get_first_u_index(state), b.get_num_u(state)
+        T[row:row + n, col:col + n] = _velocity_block(b, state)
+        row += n
+    return T
+
+
+def configuration(matter, state, bodies):
+    """(qpos, qvel) for MuJoCo from a State realized to Position."""
+    q = []
+    for i in bodies:
+        b = matter.get_mobilized_body(i)
+        qb = np.asarray(b.get_q_as_vector(state), dtype=float)
+        kind = type(b).__name__
+        if kind == "Ball":
+            qb = qb / np.linalg.norm(qb)
+        elif kind == "Free":
+            X_GM = b.get_inboard_frame(state) @ b.get_mobilizer_transform(state)
+            qb = np.concatenate([np.asarray(X_GM.p, dtype=float), _quat(X_GM.R)])
+        q.extend(qb)
+    return np.array(q), velocity_map(matter, state, bodies) @ np.asarray(state.u, dtype=float)
