@@ -234,6 +234,88 @@ def time_pinocchio(sx, system, matter, model, name, repeats):
     return rows, None
 
 
+def _check(name, engine, theirs, ours):
+    scale = max(float(np.abs(ours).max()), 1.0)
+    if not np.allclose(theirs, ours, rtol=1e-8, atol=1e-8 * scale):
+        raise AssertionError(f"{name}: {engine} and simbodyx accelerations differ by "
+                             f"{np.abs(np.asarray(theirs) - ours).max():.3g}")
+
+
+def time_mujoco(sx, matter, model, name, batches, repeats):
+    """MuJoCo C (mj_forward, mj_inverse, one call at a time) and MJX
+    (jit(vmap) per batch, reverse-mode gradient), after checking both compute
+    the same accelerations as simbodyx. Contacts and constraints disabled."""
+    try:
+        import mujoco
+
+        from simbodyx.interop.mujoco import configuration, to_mjcf, velocity_map
+        xml, order = to_mjcf(matter)
+    except (ImportError, ValueError) as e:
+        return [], f"{name}: MuJoCo not timed ({e})"
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    count = max(batches + [1])
+    states = jax.vmap(lambda s: model.realize(s, sx.Stage.Acceleration))(random_states(model, count))
+    one = jax.tree.map(lambda x: x[0], states)
+    qpos, qvel = configuration(matter, one, order)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    a_ours = velocity_map(matter, one, order) @ np.asarray(one.acceleration.udot)
+    _check(name, "MuJoCo", d.qacc, a_ours)
+    rows = []
+    qacc = d.qacc.copy()
+
+    def inverse():
+        d.qacc[:] = qacc
+        mujoco.mj_inverse(m, d)
+
+    for op, call in {"forward_dynamics": lambda: mujoco.mj_forward(m, d), "inverse_dynamics": inverse}.items():
+        n, best = 2000, float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            for _ in range(n):
+                call()
+            best = min(best, (time.perf_counter() - t) / n)
+        rows.append({"engine": "mujoco", "model": name, "op": op, "batch": 1,
+                     "latency_us": 1e6 * best, "per_second": 1 / best})
+    try:
+        from mujoco import mjx
+    except ImportError as e:
+        return rows, f"{name}: MJX not timed ({e})"
+    mx = mjx.put_model(m)
+    d0 = mjx.make_data(mx)
+    maps = [configuration(matter, jax.tree.map(lambda x, i=i: x[i], states), order) for i in range(count)]
+    qpos_all = jnp.asarray(np.stack([p for p, _ in maps]), model.dtype)
+    qvel_all = jnp.asarray(np.stack([v for _, v in maps]), model.dtype)
+    tau = jnp.asarray(np.random.default_rng(1).normal(size=m.nv), model.dtype)
+
+    def fd(qpos, qvel, tau):
+        return mjx.forward(mx, d0.replace(qpos=qpos, qvel=qvel, qfrc_applied=tau)).qacc
+
+    def idyn(qpos, qvel, tau):
+        out = mjx.inverse(mx, d0.replace(qpos=qpos, qvel=qvel, qacc=tau))
+        return out.qfrc_inverse
+
+    def grad_fd(qpos, qvel, tau):
+        return jax.grad(lambda *a: jnp.sum(fd(*a) ** 2), argnums=(0, 1, 2))(qpos, qvel, tau)
+
+    for op, fn in {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd}.items():
+        f = jax.jit(fn)
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(qpos_all[0], qvel_all[0], tau))
+        compile_s = time.perf_counter() - t0
+        if op == "forward_dynamics":
+            _check(name, "MJX", np.asarray(f(qpos_all[0], qvel_all[0], jnp.zeros_like(tau))), a_ours)
+        rows.append({"engine": "mjx", "model": name, "op": op, "batch": 1, "compile_s": compile_s,
+                     "latency_us": 1e6 * best_time(f, qpos_all[0], qvel_all[0], tau, repeats=repeats)})
+        fb = jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))
+        for n in batches:
+            dt = best_time(fb, qpos_all[:n], qvel_all[:n], tau, repeats=repeats, inner=max(1, 2000 // n))
+            rows.append({"engine": "mjx", "model": name, "op": op, "batch": n,
+                         "latency_us": 1e6 * dt, "per_second": n / dt})
+    return rows, None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
@@ -241,6 +323,7 @@ def main():
     parser.add_argument("--ops", default="all")
     parser.add_argument("--batches", default="1024", help="comma list, e.g. 64,1024,4096,16384")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo and MJX peers")
     args = parser.parse_args()
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
@@ -259,6 +342,10 @@ def main():
             peer_rows, note = time_pinocchio(sx, system, matter, model, name, args.repeats)
             model_rows += peer_rows
             notes += [note] if note else []
+            if not args.no_mujoco:
+                peer_rows, note = time_mujoco(sx, matter, model, name, batches, args.repeats)
+                model_rows += peer_rows
+                notes += [note] if note else []
         rows += model_rows
         print(f"\n{name}: nb={model.topology.num_bodies - 1}, nq={model.topology.nq}, nu={model.topology.nu}")
         print(f"{'engine':10} {'op':22} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10}")
