@@ -84,7 +84,7 @@ def free_bodies(n):
 
 def humanoid(sx):
     """Free pelvis, Ball waist, Pin head, two legs (Ball hip, Pin knee,
-    Universal ankle, Pin toe), two Ball shoulders: 13 bodies, 28 u."""
+    Universal ankle, Pin toe), two Ball shoulders: 13 bodies, 30 u."""
     system, matter = _system(sx)
     T, MB = sx.Transform, sx.MobilizedBody
     body = sx.Body.Rigid(sx.MassProperties.from_central(2.0, [0, -0.2, 0], sx.Inertia(0.05, 0.03, 0.05)))
@@ -191,6 +191,19 @@ def time_simbodyx(sx, model, name, ops, batches, repeats):
             rows.append({"engine": "simbodyx", "model": name, "op": op, "batch": n,
                          "latency_us": 1e6 * dt, "per_second": n / dt})
     return rows
+
+
+def time_model_pass(model, name, repeats):
+    """Dispatch cost of passing the Model into a jitted call: a trivial
+    function of (model, state) against the same function closing over the
+    model, at batch 1."""
+    state = jax.tree.map(lambda x: x[0], random_states(model, 1))
+    closed = jax.jit(lambda s: s.q * 2.0 + model.params.mass[-1])
+    passed = jax.jit(lambda m, s: s.q * 2.0 + m.params.mass[-1])
+    t_closed = best_time(closed, state, repeats=repeats, inner=200)
+    t_passed = best_time(passed, model, state, repeats=repeats, inner=200)
+    return [{"engine": "simbodyx", "model": name, "op": "model_pass_overhead", "batch": 1,
+             "latency_us": 1e6 * max(t_passed - t_closed, 0.0), "dispatch_floor_us": 1e6 * t_closed}]
 
 
 def time_pinocchio(sx, system, matter, model, name, repeats):
@@ -338,6 +351,7 @@ def main():
         system, matter = MODELS[name](sx)
         model, _ = system.realize_topology()
         model_rows = time_simbodyx(sx, model, name, ops, batches, args.repeats)
+        model_rows += time_model_pass(model, name, args.repeats)
         if args.dtype == "float64":
             peer_rows, note = time_pinocchio(sx, system, matter, model, name, args.repeats)
             model_rows += peer_rows

@@ -93,3 +93,21 @@ def test_inward_pytree_and_vmap():
     counts, totals = jax.vmap(subtree)(values)
     assert counts[0].tolist() == [0, 4, 2, 3, 1, 1, 1]
     np.testing.assert_allclose(totals[1], 2 * np.array([0, 1 + 3 + 4 + 5, 2 + 6, 3 + 4 + 5, 4, 5, 6]))
+
+
+def test_take_rows_derivatives_are_a_gather_and_a_scatter_add():
+    # Rows repeat (7 -> 2 twice) and zero rows appear: forward and reverse mode
+    # agree with numpy's gather and its transpose, and the reverse pass has no
+    # pads (the transpose of slices would pad every piece to full size).
+    a = jnp.arange(16.0).reshape(8, 2)
+    index = np.array([8, 0, 1, 7, 7, 3, 8])
+    f = lambda a: tree.take_rows(a, index)
+    expected = np.concatenate([np.asarray(a), np.zeros((1, 2))])[index]
+    np.testing.assert_array_equal(jax.jvp(f, (a,), (a,))[1], expected)
+    w = jnp.arange(14.0).reshape(7, 2)
+    (grad,) = jax.vjp(f, a)[1](w)
+    expect_grad = np.zeros((9, 2))
+    np.add.at(expect_grad, index, np.asarray(w))
+    np.testing.assert_array_equal(grad, expect_grad[:8])
+    hlo = jax.jit(lambda a, w: jax.vjp(f, a)[1](w)).lower(a, w).as_text()
+    assert "stablehlo.scatter" in hlo and "stablehlo.pad" not in hlo

@@ -28,6 +28,7 @@ Two data layouts:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from functools import cached_property
 
 import jax
@@ -168,13 +169,22 @@ class TreeSchedule:
 
 def _gather(sources, locations, tail_like=None):
     """Rows ``sources[src][row]`` for each ``(src, row)`` of ``locations``
-    (None: a zero row), stacked; ``sources`` are arrays with rows on axis 0.
-    Consecutive rows of one source become one slice, so the result is a
-    concatenation of slices, which XLA's CPU backend fuses; a general gather
-    on batched data forces layout copies."""
+    (None: a zero row, shaped like the rows of ``tail_like`` or
+    ``sources[0]``), stacked; ``sources`` are arrays with rows on axis 0.
+
+    Computed as slices: consecutive rows of one source become one slice and
+    the result a concatenation, which XLA's CPU backend fuses (a gather on
+    batched data forces layout copies). Differentiated as one gather from
+    the stacked sources, whose transpose is a scatter-add; transposing the
+    slices instead would pad every piece to full size (quadratic)."""
     like = sources[0] if tail_like is None else tail_like
+    return _gather_rows(tuple(sources), tuple(locations), tuple(like.shape[1:]), np.dtype(like.dtype))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
+def _gather_rows(sources, locations, tail, dtype):
     pieces, run = [], None
-    for loc in tuple(locations) + ("end",):
+    for loc in locations + ("end",):
         if run is not None and loc != "end":
             src, row, count = run
             if (loc is None and src is None) or (loc is not None and src == loc[0] and row + count == loc[1]):
@@ -182,15 +192,21 @@ def _gather(sources, locations, tail_like=None):
                 continue
         if run is not None:
             src, row, count = run
-            if src is None:
-                pieces.append(jnp.zeros((count,) + like.shape[1:], like.dtype))
-            else:
-                pieces.append(sources[src][row:row + count])
+            pieces.append(jnp.zeros((count,) + tail, dtype) if src is None else sources[src][row:row + count])
         if loc != "end":
             run = [None, 0, 1] if loc is None else [loc[0], loc[1], 1]
     if not pieces:
-        return jnp.zeros((0,) + like.shape[1:], like.dtype)
+        return jnp.zeros((0,) + tail, dtype)
     return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
+
+
+@_gather_rows.defjvp
+def _gather_rows_jvp(locations, tail, dtype, primals, tangents):
+    (sources,), (d_sources,) = primals, tangents
+    offsets = np.cumsum([0] + [a.shape[0] for a in sources])
+    flat = np.asarray([offsets[-1] if loc is None else offsets[loc[0]] + loc[1] for loc in locations], np.int32)
+    stacked = jnp.concatenate(list(d_sources) + [jnp.zeros((1,) + tail, dtype)])
+    return _gather_rows(sources, locations, tail, dtype), stacked[flat]
 
 
 def take_rows(a, index):

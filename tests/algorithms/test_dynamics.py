@@ -290,3 +290,18 @@ def test_apply_body_force_and_torque_and_one_udot():
     assert np.count_nonzero(np.asarray(F)) == 6
     for k in range(b.num_u):
         assert float(b.get_one_udot(s, k)) == float(s.acceleration.udot[b.first_u_index + k])
+
+
+def test_solve_reuses_the_articulated_factorization():
+    """aba.solve (vector sweeps on a finished articulation) = M^-1 v, for the
+    articulation of a state with velocities and forces (only U, D^-1 matter)."""
+    from simbodyx.algorithms import aba
+
+    model, bodies, realize = mixed()
+    s = realize(model, random_state(model, seed=12))
+    s = model.realize(s, sx.Stage.Acceleration)
+    top = model.topology
+    art = aba.articulate(top, s.instance, s.position, s.velocity.mobilizer_coriolis,
+                         s.velocity.gyroscopic - s.dynamics.body_forces, s.dynamics.mobility_forces)
+    v = jnp.asarray(np.random.default_rng(3).normal(size=top.nu))
+    np.testing.assert_allclose(aba.solve(top, art, v), model.matter.multiply_by_m_inv(s, v), atol=1e-12)

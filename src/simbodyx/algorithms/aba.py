@@ -14,20 +14,27 @@ geometrically down chains of multi-mobility joints (a 30-body Ball chain
 had |M M^-1 - 1| = 2.6; with it, 1e-10, about cond(M) eps). Both sweeps
 work in the tree's level layout (``tree.outward_levels``), so the
 per-mobility quantities U, D^-1, u_bar pass from one to the other at their
-natural width: a Pin chain's D is 1x1, not a padded 6x6.
+natural width: a Pin chain's D is 1x1, not a padded 6x6. Once U and D^-1
+are known, further solves with M (``solve``) need only the vector sweeps;
+the derivative of forward dynamics uses that.
 """
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from simbodyx import tree
+from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import (
     parent_offsets,
     shift_inertia_to_parent,
     spatial_inertias_in_ground,
 )
+from simbodyx.algorithms.rnea import residual_forces
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
 
@@ -35,6 +42,9 @@ from simbodyx.topology import Topology
 class Articulated(eqx.Module):
     """Per-body results of the inward pass, in the level layout (in G about Bo)."""
 
+    r: tuple  #: (L, n, 3) p_PoBo
+    H: tuple  #: (L, n, k, 6) H_PB_G rows
+    c: tuple  #: (L, n, 6) mobilizer Coriolis acceleration
     P: tuple  #: (L, n, 6, 6) articulated-body inertia
     z: tuple  #: (L, n, 6) articulated bias force
     U: tuple  #: (L, n, 6, k) P H^T
@@ -58,25 +68,15 @@ def spd_inverse(D):
     return A[..., n:]
 
 
-def _levels(topology: Topology, position, r, per_body, per_mobility):
-    """The sweeps' inputs in the level layout."""
+def articulate(topology: Topology, instance, position, coriolis, bias_forces, mobility_forces) -> Articulated:
+    """The inward pass; ``bias_forces`` (nb, 6) is b - F_applied."""
     schedule = topology.schedule
-    H = tree.mobilities_to_levels(schedule, position.H_PB_G)
-    unused = tuple(jnp.asarray(~s.u_used, r.dtype) for s in schedule.segments)
-    return (
-        tree.to_levels(schedule, (r,) + per_body),
-        H,
-        unused,
-        tree.mobilities_to_levels(schedule, per_mobility),
-    )
-
-
-def articulate(topology: Topology, instance, position, coriolis, bias_forces, mobility_forces):
-    """The inward pass; ``bias_forces`` (nb, 6) is b - F_applied. Returns the
-    Articulated results and the level-layout inputs the outward pass reuses."""
     M = spatial_inertias_in_ground(instance, position.X_GB)
     r = parent_offsets(topology, position.X_GB)
-    bodies, H, unused, T = _levels(topology, position, r, (M, coriolis, bias_forces), mobility_forces)
+    bodies = tree.to_levels(schedule, (r, M, coriolis, bias_forces))
+    H = tree.mobilities_to_levels(schedule, position.H_PB_G)
+    T = tree.mobilities_to_levels(schedule, mobility_forces)
+    unused = tuple(jnp.asarray(~s.u_used, r.dtype) for s in schedule.segments)
 
     def step(inputs, children):
         (r_b, M_b, c_b, bias_b), H_b, unused_b, T_b = inputs
@@ -90,50 +90,100 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
         Pa = P - mat_mul(UD, U, transpose_b=True)
         Pa = 0.5 * (Pa + jnp.swapaxes(Pa, -1, -2))  # see the module notes
         za = z + mat_vec(Pa, c_b) + mat_vec(UD, u_bar)
-        out = (P, z, U, D_inv, u_bar)
-        return out, (shift_inertia_to_parent(Pa, r_b), shift_force(za, -r_b))
+        return (P, z, U, D_inv, u_bar), (shift_inertia_to_parent(Pa, r_b), shift_force(za, -r_b))
 
     dtype = bias_forces.dtype
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    out, _ = tree.inward_levels(topology.schedule, step, tuple(zip(bodies, H, unused, T)), zero)
-    art = Articulated(*(tuple(o[i] for o in out) for i in range(5)))
-    return art, (bodies, H)
+    out, _ = tree.inward_levels(schedule, step, tuple(zip(bodies, H, unused, T)), zero)
+    P, z, U, D_inv, u_bar = (tuple(o[i] for o in out) for i in range(5))
+    return Articulated(tuple(b[0] for b in bodies), H, tuple(b[2] for b in bodies), P, z, U, D_inv, u_bar)
 
 
-def accelerate(topology: Topology, art: Articulated, levels, dtype):
+def accelerate(topology: Topology, art: Articulated, dtype, with_coriolis=True):
     """The outward pass: (udot (nu,), A_GB (nb, 6))."""
-    bodies, H = levels
 
     def step(A_P, inputs):
-        (r_b, _, c_b, _), H_b, U_b, D_inv_b, u_bar_b = inputs
+        r_b, c_b, H_b, U_b, D_inv_b, u_bar_b = inputs
         A_prime = shift_velocity(A_P, r_b) + c_b
         udot = mat_vec(D_inv_b, u_bar_b - mat_vec(U_b, A_prime, transpose=True))
         return A_prime + mat_vec(H_b, udot, transpose=True), udot
 
     schedule = topology.schedule
     root = jnp.zeros(6, dtype)
-    inputs = tuple(zip(bodies, H, art.U, art.D_inv, art.u_bar))
-    A, udot = tree.outward_levels(schedule, step, root, inputs)
+    c = art.c if with_coriolis else tuple(jnp.zeros_like(c) for c in art.c)
+    A, udot = tree.outward_levels(schedule, step, root, tuple(zip(art.r, c, art.H, art.U, art.D_inv, art.u_bar)))
     return tree.mobilities_from_levels(schedule, udot, jnp.zeros(0, dtype)), tree.from_levels(schedule, A, root)
 
 
+def solve(topology: Topology, art: Articulated, v):
+    """M^-1 v (nu,) reusing the articulated quantities of ``art``: only the
+    vector sweeps run (no 6x6 algebra)."""
+    schedule = topology.schedule
+
+    def step(inputs, z_c):
+        r_b, H_b, U_b, D_inv_b, v_b = inputs
+        u_bar = v_b - mat_vec(H_b, z_c)
+        za = z_c + mat_vec(U_b, mat_vec(D_inv_b, u_bar))
+        return u_bar, shift_force(za, -r_b)
+
+    v_levels = tree.mobilities_to_levels(schedule, v)
+    u_bar, _ = tree.inward_levels(schedule, step, tuple(zip(art.r, art.H, art.U, art.D_inv, v_levels)),
+                                  jnp.zeros(6, v.dtype))
+    return accelerate(topology, eqx.tree_at(lambda a: a.u_bar, art, u_bar), v.dtype, with_coriolis=False)[0]
+
+
 def forward_dynamics(topology: Topology, instance, position, velocity, mobility_forces, body_forces):
-    """udot (nu,) and A_GB (nb, 6) with no constraints: M udot = T + J^T F - f_inertial."""
+    """udot (nu,) and A_GB (nb, 6) with no constraints: M udot = T + J^T F - f_inertial.
+
+    Differentiated analytically (a custom JVP, so forward and reverse mode
+    both work): the solution makes the inverse-dynamics residual
+    f(x, udot) = M udot + f_inertial - T - J^T F vanish for the inputs x, so
+    d udot = -M^-1 (df/dx dx), one linearized inverse dynamics (RNEA) and one
+    articulated-body solve, instead of differentiating through the
+    articulated-body recursion (Carpentier and Mansard 2018 take the same
+    route). Reverse mode transposes both: an RNEA vector-Jacobian product and
+    a solve with M^-1 (M is symmetric).
+    """
+    return _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces):
+    return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces)[:2]
+
+
+def _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces):
     bias = velocity.gyroscopic - body_forces
-    art, levels = articulate(topology, instance, position, velocity.mobilizer_coriolis, bias, mobility_forces)
-    return accelerate(topology, art, levels, bias.dtype)
+    art = articulate(topology, instance, position, velocity.mobilizer_coriolis, bias, mobility_forces)
+    return accelerate(topology, art, bias.dtype) + (art,)
+
+
+@_forward_dynamics.defjvp
+def _forward_dynamics_jvp(topology, primals, tangents):
+    instance, position, velocity, _, _ = primals
+    udot, A_GB, art = _solve_forward(topology, *primals)
+
+    def residual(instance, position, velocity, mobility_forces, body_forces):
+        return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
+
+    _, f_dot = jax.jvp(residual, primals, tangents)
+    udot_dot = -solve(topology, art, f_dot)
+    _, A_dot = jax.jvp(
+        lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
+        (position, velocity, udot), (tangents[1], tangents[2], udot_dot),
+    )
+    return (udot, A_GB), (udot_dot, A_dot)
 
 
 def multiply_by_m_inv(topology: Topology, instance, position, v):
     """M^-1 v (nu,), O(n): the articulated-body method with zero velocities and no body forces."""
     zeros = jnp.zeros((topology.num_bodies, 6), v.dtype)
-    art, levels = articulate(topology, instance, position, zeros, zeros, v)
-    return accelerate(topology, art, levels, v.dtype)[0]
+    return accelerate(topology, articulate(topology, instance, position, zeros, zeros, v), v.dtype)[0]
 
 
 def articulated_inertias(topology: Topology, instance, position):
     """(nb, 6, 6) articulated-body inertias P (Ground's row zero)."""
     dtype = position.X_GB.p.dtype
     zeros = jnp.zeros((topology.num_bodies, 6), dtype)
-    art, _ = articulate(topology, instance, position, zeros, zeros, jnp.zeros(topology.nu, dtype))
+    art = articulate(topology, instance, position, zeros, zeros, jnp.zeros(topology.nu, dtype))
     return tree.from_levels(topology.schedule, art.P, jnp.zeros((6, 6), dtype))

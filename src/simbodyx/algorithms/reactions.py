@@ -31,8 +31,8 @@ def _to_Mo(topology, instance, position, F_Bo):
 
 
 def reactions_articulated(topology, instance, position, velocity, mobility_forces, body_forces, A_GB):
-    art, _ = articulate(topology, instance, position, velocity.mobilizer_coriolis,
-                        velocity.gyroscopic - body_forces, mobility_forces)
+    art = articulate(topology, instance, position, velocity.mobilizer_coriolis,
+                     velocity.gyroscopic - body_forces, mobility_forces)
     schedule, zero = topology.schedule, jnp.zeros(6, A_GB.dtype)
     P = tree.from_levels(schedule, art.P, jnp.zeros((6, 6), A_GB.dtype))
     F = mat_vec(P, A_GB) + tree.from_levels(schedule, art.z, zero)
