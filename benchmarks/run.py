@@ -206,6 +206,10 @@ def time_model_pass(model, name, repeats):
              "latency_us": 1e6 * max(t_passed - t_closed, 0.0), "dispatch_floor_us": 1e6 * t_closed}]
 
 
+#: Larger Pinocchio models are skipped (see time_pinocchio).
+PINOCCHIO_MAX_NV = 512
+
+
 def time_pinocchio(sx, system, matter, model, name, repeats):
     """Pinocchio's ABA, RNEA, CRBA and ABA derivatives, one call at a time,
     after checking its accelerations equal ours."""
@@ -216,6 +220,9 @@ def time_pinocchio(sx, system, matter, model, name, repeats):
         pmodel, _ = to_pinocchio(matter)
     except (ImportError, ValueError) as e:
         return [], f"{name}: Pinocchio not timed ({e})"
+    if pmodel.nv > PINOCCHIO_MAX_NV:
+        return [], (f"{name}: Pinocchio not timed (nv = {pmodel.nv} > {PINOCCHIO_MAX_NV}: pin 4.1's "
+                    f"createData for the 768-dof Ball chain took over 23 GB here)")
     pdata = pmodel.createData()
     state = jax.tree.map(lambda x: x[0], random_states(model, 1))
     state = model.realize(state, sx.Stage.Position)
