@@ -3,10 +3,10 @@
     python benchmarks/run.py [--dtype float64|float32] [--models chain7,humanoid,...|all]
                              [--ops forward_dynamics,...] [--batches 1024,4096] [--repeats N]
 
-The defaults (chain7 and the humanoid, every operation, batch 1 and 1,024)
-take about 6 minutes on a 2-core machine; ``--models all`` adds chain30 and
-Simbody's 256-body set, whose compile times are themselves a finding (see
-benchmarks/README.md).
+The defaults (chain7 and the humanoid, every operation, batch 1 and 1,024,
+with the Pinocchio, MuJoCo and MJX peers) took 5.5 minutes on a 2-core
+machine; ``--models all`` adds chain30 and Simbody's 256-body set, whose
+compile times are themselves a finding (see benchmarks/README.md).
 
 For each model and operation: cold compile time of one jitted call, its
 latency, and jit(vmap) throughput per batch size. Pinocchio (``pin``), when
