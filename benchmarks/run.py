@@ -193,6 +193,21 @@ def time_simbodyx(sx, model, name, ops, batches, repeats):
     return rows
 
 
+def time_calls(engine, name, calls, repeats, n=2000):
+    """Rows for C engines called one state at a time: best of ``repeats`` loops of ``n`` calls."""
+    rows = []
+    for op, call in calls.items():
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            for _ in range(n):
+                call()
+            best = min(best, (time.perf_counter() - t) / n)
+        rows.append({"engine": engine, "model": name, "op": op, "batch": 1,
+                     "latency_us": 1e6 * best, "per_second": 1 / best})
+    return rows
+
+
 def time_model_pass(model, name, repeats):
     """Dispatch cost of passing the Model into a jitted call: a trivial
     function of (model, state) against the same function closing over the
@@ -240,18 +255,7 @@ def time_pinocchio(sx, system, matter, model, name, repeats):
         "calc_m": lambda: pin.crba(pmodel, pdata, q),
         "grad_forward_dynamics": lambda: pin.computeABADerivatives(pmodel, pdata, q, v, tau),
     }
-    rows = []
-    for op, call in calls.items():
-        n = 2000
-        best = float("inf")
-        for _ in range(repeats):
-            t = time.perf_counter()
-            for _ in range(n):
-                call()
-            best = min(best, (time.perf_counter() - t) / n)
-        rows.append({"engine": "pinocchio", "model": name, "op": op, "batch": 1,
-                     "latency_us": 1e6 * best, "per_second": 1 / best})
-    return rows, None
+    return time_calls("pinocchio", name, calls, repeats), None
 
 
 def _check(name, engine, theirs, ours):
@@ -282,22 +286,14 @@ def time_mujoco(sx, matter, model, name, batches, repeats):
     mujoco.mj_forward(m, d)
     a_ours = velocity_map(matter, one, order) @ np.asarray(one.acceleration.udot)
     _check(name, "MuJoCo", d.qacc, a_ours)
-    rows = []
     qacc = d.qacc.copy()
 
     def inverse():
         d.qacc[:] = qacc
         mujoco.mj_inverse(m, d)
 
-    for op, call in {"forward_dynamics": lambda: mujoco.mj_forward(m, d), "inverse_dynamics": inverse}.items():
-        n, best = 2000, float("inf")
-        for _ in range(repeats):
-            t = time.perf_counter()
-            for _ in range(n):
-                call()
-            best = min(best, (time.perf_counter() - t) / n)
-        rows.append({"engine": "mujoco", "model": name, "op": op, "batch": 1,
-                     "latency_us": 1e6 * best, "per_second": 1 / best})
+    calls = {"forward_dynamics": lambda: mujoco.mj_forward(m, d), "inverse_dynamics": inverse}
+    rows = time_calls("mujoco", name, calls, repeats)
     try:
         from mujoco import mjx
     except ImportError as e:
