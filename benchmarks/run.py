@@ -172,24 +172,35 @@ def random_states(model, n, seed=0):
     return jax.vmap(model.matter.normalize_quaternions)(states)
 
 
+def time_jax(engine, name, op, fn, one, batched, in_axes, batches, repeats, check=None):
+    """Rows for a JAX engine: cold compile and latency of ``jit(fn)`` on the
+    arguments ``one``, then ``jit(vmap(fn, in_axes))`` throughput on
+    ``batched(n)`` for each batch size. ``check(jitted_fn)`` runs after the
+    compile, before any timing."""
+    f = jax.jit(fn)
+    t0 = time.perf_counter()
+    jax.block_until_ready(f(*one))
+    compile_s = time.perf_counter() - t0
+    if check is not None:
+        check(f)
+    rows = [{"engine": engine, "model": name, "op": op, "batch": 1, "compile_s": compile_s,
+             "latency_us": 1e6 * best_time(f, *one, repeats=repeats)}]
+    fb = jax.jit(jax.vmap(fn, in_axes=in_axes))
+    for n in batches:
+        dt = best_time(fb, *batched(n), repeats=repeats, inner=max(1, 2000 // n))
+        rows.append({"engine": engine, "model": name, "op": op, "batch": n,
+                     "latency_us": 1e6 * dt, "per_second": n / dt})
+    return rows
+
+
 def time_simbodyx(sx, model, name, ops, batches, repeats):
+    one = jax.tree.map(lambda x: x[0], random_states(model, 1))
+    tau, F = _inputs(model, one)
     rows = []
     for op in ops:
         fn = make_ops(sx)[op]
-        one = jax.tree.map(lambda x: x[0], random_states(model, 1))
-        tau, F = _inputs(model, one)
-        f = jax.jit(lambda s, t, F, fn=fn: fn(model, s, t, F))
-        t0 = time.perf_counter()
-        jax.block_until_ready(f(one, tau, F))
-        compile_s = time.perf_counter() - t0
-        rows.append({"engine": "simbodyx", "model": name, "op": op, "batch": 1, "compile_s": compile_s,
-                     "latency_us": 1e6 * best_time(f, one, tau, F, repeats=repeats)})
-        fb = jax.jit(jax.vmap(lambda s, t, F, fn=fn: fn(model, s, t, F), in_axes=(0, None, None)))
-        for n in batches:
-            states = random_states(model, n)
-            dt = best_time(fb, states, tau, F, repeats=repeats, inner=max(1, 2000 // n))
-            rows.append({"engine": "simbodyx", "model": name, "op": op, "batch": n,
-                         "latency_us": 1e6 * dt, "per_second": n / dt})
+        rows += time_jax("simbodyx", name, op, lambda s, t, F, fn=fn: fn(model, s, t, F), (one, tau, F),
+                         lambda n: (random_states(model, n), tau, F), (0, None, None), batches, repeats)
     return rows
 
 
@@ -315,20 +326,13 @@ def time_mujoco(sx, matter, model, name, batches, repeats):
     def grad_fd(qpos, qvel, tau):
         return jax.grad(lambda *a: jnp.sum(fd(*a) ** 2), argnums=(0, 1, 2))(qpos, qvel, tau)
 
+    def check(f):
+        _check(name, "MJX", np.asarray(f(qpos_all[0], qvel_all[0], jnp.zeros_like(tau))), a_ours)
+
     for op, fn in {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd}.items():
-        f = jax.jit(fn)
-        t0 = time.perf_counter()
-        jax.block_until_ready(f(qpos_all[0], qvel_all[0], tau))
-        compile_s = time.perf_counter() - t0
-        if op == "forward_dynamics":
-            _check(name, "MJX", np.asarray(f(qpos_all[0], qvel_all[0], jnp.zeros_like(tau))), a_ours)
-        rows.append({"engine": "mjx", "model": name, "op": op, "batch": 1, "compile_s": compile_s,
-                     "latency_us": 1e6 * best_time(f, qpos_all[0], qvel_all[0], tau, repeats=repeats)})
-        fb = jax.jit(jax.vmap(fn, in_axes=(0, 0, None)))
-        for n in batches:
-            dt = best_time(fb, qpos_all[:n], qvel_all[:n], tau, repeats=repeats, inner=max(1, 2000 // n))
-            rows.append({"engine": "mjx", "model": name, "op": op, "batch": n,
-                         "latency_us": 1e6 * dt, "per_second": n / dt})
+        rows += time_jax("mjx", name, op, fn, (qpos_all[0], qvel_all[0], tau),
+                         lambda n: (qpos_all[:n], qvel_all[:n], tau), (0, 0, None), batches, repeats,
+                         check if op == "forward_dynamics" else None)
     return rows, None
 
 
