@@ -100,10 +100,37 @@ def humanoid(sx):
     return system, matter
 
 
+def every_joint(sx):
+    """One body on each of Simbody's 19 joint types (Ground is the 20th), as a
+    tree of two branches: 19 bodies, 58 u. Custom is a quaternion-plus-
+    translation joint written as X_FM(q) alone; FunctionBased couples two
+    coordinates through a sinusoid and a spline (both differentiated by AD)."""
+    from simbodyx import functions as fn
+
+    system, matter = _system(sx)
+    T, MB = sx.Transform, sx.MobilizedBody
+    custom = MB.Custom.Implementation(
+        7, 6, lambda q: (sx.spatial.quaternion_to_matrix(q[:4]), q[4:]), num_angles=4
+    )
+    coupled = (2, (None, None, fn.Linear((1.0, 0.0)), fn.Sinusoid(0.1, 1.0),
+                   fn.Spline((-3.0, -1.0, 0.0, 1.0, 3.0), (0.2, -0.1, 0.0, 0.3, 0.1)), None),
+               ((), (), (0,), (0,), (1,), ()))
+    joints = [("Pin", ()), ("Slider", ()), ("Screw", (0.1,)), ("Universal", ()), ("Cylinder", ()),
+              ("BendStretch", ()), ("Planar", ()), ("Gimbal", ()), ("Ball", ()), ("Ellipsoid", ((0.3, 0.2, 0.1),)),
+              ("Translation", ()), ("SphericalCoords", ()), ("LineOrientation", ()), ("FreeLine", ()),
+              ("Free", ()), ("Bushing", ()), ("Weld", ()), ("Custom", (custom,)), ("FunctionBased", coupled)]
+    branch = [matter.Ground(), matter.Ground()]
+    for i, (kind, extra) in enumerate(joints):
+        X_PF = T(sx.Rotation.about_x(0.3), [0.1, -0.5, 0.05])
+        branch[i % 2] = getattr(MB, kind)(branch[i % 2], X_PF, _link(sx), T(), *extra)
+    return system, matter
+
+
 MODELS = {
     "chain7": chain("Pin", 7),
     "chain30": chain("Pin", 30),
     "humanoid": humanoid,
+    "every_joint": every_joint,
     # Simbody's performance set, 256 bodies each.
     "pin_chain256": chain("Pin", 256),
     "slider_chain256": chain("Slider", 256),

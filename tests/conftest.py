@@ -15,7 +15,10 @@ jax.config.update(
 )
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
+import jax.numpy as jnp  # noqa: E402
+
 import simbodyx as sx  # noqa: E402
+from simbodyx import functions as fn  # noqa: E402
 
 #: Absolute tolerances for O(1) quantities computed two ways. float64: a few
 #: hundred ulps of accumulated rounding; float32 likewise at its epsilon.
@@ -45,18 +48,50 @@ def random_transform(rng, scale=0.5):
     return sx.Transform(sx.Rotation.from_quaternion(q / np.linalg.norm(q)), rng.normal(size=3) * scale)
 
 
-ALL_KINDS = (
+#: A Custom mobilizer as a user would write it: a quaternion then a
+#: translation (Free's layout and default u meaning), X_FM from q alone.
+CUSTOM_FREE = sx.MobilizedBody.Custom.Implementation(
+    7, 6, lambda q: (sx.spatial.quaternion_to_matrix(q[:4]), q[4:]), num_angles=4
+)
+#: A knee-like FunctionBased joint: rotation about z by q0, translations
+#: coupled nonlinearly to both coordinates (one through a natural spline).
+COUPLED_FUNCTIONS = (
+    (None, None, fn.Linear((1.0, 0.0)),
+     lambda x: 0.1 * jnp.sin(x[0]) + x[1], fn.Spline((-3.0, -1.0, 0.0, 1.0, 3.0), (0.2, -0.1, 0.0, 0.3, 0.1)), None),
+    ((), (), (0,), (0, 1), (0,), ()),
+)
+
+#: The common kinds: the algorithm tests' many separately compiled operators
+#: run on trees of these (compile time grows with the number of kinds).
+CORE_KINDS = (
     "Weld", "Pin", "Slider", "Screw", "Universal", "Cylinder", "Planar", "Gimbal",
     "Ball", "Translation", "Free",
+)
+#: Every joint type but Ground (tests/mobilizers/test_all_types.py runs the
+#: cross-method identities on one tree of them, in one compilation).
+ALL_KINDS = CORE_KINDS + (
+    "BendStretch", "Ellipsoid", "SphericalCoords", "LineOrientation", "FreeLine", "Bushing", "Custom", "FunctionBased",
 )
 
 
 def add_body(kind, parent, rng, body=None):
-    """One mobilized body of ``kind`` with random frames below ``parent``."""
+    """One mobilized body of ``kind`` with random frames below ``parent``;
+    ``kind`` is a MobilizedBody type name or (name, *constructor arguments)."""
+    kind, *extra = (kind,) if isinstance(kind, str) else kind
     cls = getattr(sx.MobilizedBody, kind)
     args = (parent, random_transform(rng), body or rigid(), random_transform(rng))
-    if kind == "Screw":
+    if extra:
+        args = args + tuple(extra)
+    elif kind == "Screw":
         args = args + (0.3,)
+    elif kind == "Ellipsoid":
+        args = args + (rng.uniform(0.2, 0.8, size=3),)
+    elif kind == "Custom":
+        args = args + (CUSTOM_FREE,)
+    elif kind == "FunctionBased":
+        args = args + (2, *COUPLED_FUNCTIONS)
+    elif kind == "SphericalCoords":
+        args = args + (0.2, True, np.pi / 2, False, "x", True)
     return cls(*args)
 
 

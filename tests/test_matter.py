@@ -37,8 +37,8 @@ def test_counts_and_options(model_state):
     m = model.matter
     euler = model.topology.use_euler_angles
     assert m.get_use_euler_angles(state) == euler
-    assert m.get_num_quaternions_in_use(state) == (0 if euler else 3)  # Ball, Free, Ball
-    assert m.get_num_bodies() == 13 and m.get_num_mobilities() == model.topology.nu
+    assert m.get_num_quaternions_in_use(state) == (0 if euler else 7)  # 6 kinds and Custom
+    assert m.get_num_bodies() == len(ALL_KINDS) + 2 and m.get_num_mobilities() == model.topology.nu
     ball_index = model.topology.quaternion_bodies[0] if not euler else 9
     assert m.is_using_quaternion(state, ball_index) == (not euler)
 

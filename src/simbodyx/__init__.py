@@ -19,6 +19,7 @@ from simbodyx.build import (
     SimbodyMatterSubsystem as SimbodyMatterSubsystem,
 )
 from simbodyx.forces import Force as Force, GeneralForceSubsystem as GeneralForceSubsystem
+from simbodyx.locks import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model
 from simbodyx.spatial import (

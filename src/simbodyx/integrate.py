@@ -40,12 +40,11 @@ def total_energy(model, state: State):
 
 
 def _next(state: State, dt, q, u) -> State:
-    q = normalize_quaternions(state.topology, q)
-    return State(state.t + dt, q, u, state.z, state.topology, state.instance)
+    return _with(state, state.t + dt, normalize_quaternions(state.topology, q), u)
 
 
 def _with(state: State, t, q, u) -> State:
-    return State(t, q, u, state.z, state.topology, state.instance)
+    return state.replace(t=t, q=q, u=u, keep=Stage.Time)
 
 
 def euler_step(model, state: State, dt) -> State:

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx import tree
+from simbodyx.locks import prescribed_udot
 from simbodyx.algorithms import aba, coordinates, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import parent_offsets, shift_inertia_to_parent, spatial_inertias_in_ground
@@ -127,7 +128,10 @@ class Matter:
         s = self._check(state)
         target = s.topology.with_euler_angles(use_euler_angles)
         q = s.topology.convert_q(s.q, target)
-        return State(s.t, q, s.u, s.z, target)
+        locks = s.locks
+        if locks is not None:
+            locks = eqx.tree_at(lambda l: l.q, locks, s.topology.convert_q(locks.q, target))
+        return State(s.t, q, s.u, s.z, target, locks=locks)
 
     @compiled
     def convert_to_euler_angles(self, state: State) -> State:
@@ -221,10 +225,11 @@ class Matter:
     # -- dynamics -------------------------------------------------------------------------
     @compiled
     def calc_acceleration_ignoring_constraints(self, state: State, mobility_forces=None, body_forces=None):
-        """(udot (nu,), A_GB (nb, 6)) from M udot = T + J^T F - f_inertial, O(n)."""
+        """(udot (nu,), A_GB (nb, 6)) from M udot = T + J^T F - f_inertial, O(n);
+        locked mobilities take their prescribed udot."""
         s = self._at(state, Stage.Velocity)
         T, F = self._applied(s, mobility_forces, body_forces)
-        return aba.forward_dynamics(s.topology, s.instance, s.position, s.velocity, T, F)
+        return aba.forward_dynamics(s.topology, s.instance, s.position, s.velocity, T, F, prescribed_udot(s))
 
     @compiled
     def calc_residual_force_ignoring_constraints(self, state: State, mobility_forces, body_forces, known_udot):
@@ -257,7 +262,7 @@ class Matter:
         s = self._at(state, Stage.Acceleration)
         return reactions.reactions_articulated(
             s.topology, s.instance, s.position, s.velocity,
-            s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB)
+            s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB, prescribed_udot(s))
 
     @compiled
     def calc_mobilizer_reaction_forces_using_free_body_method(self, state: State):

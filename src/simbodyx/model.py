@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 
 from simbodyx.forces.subsystem import Forces
+from simbodyx.locks import Locks, Motion
 from simbodyx.matter import Matter
 from simbodyx.parameters import Parameters
 from simbodyx.stage import Stage
@@ -56,7 +57,17 @@ class Model(eqx.Module):
             u=jnp.asarray(top.default_u, dtype).reshape(top.nu),
             z=jnp.zeros((0,), dtype),
             topology=top,
+            locks=self._default_locks(),
         )
+
+    def _default_locks(self) -> Locks | None:
+        """The lock_by_default settings (None when no mobilizer is locked by default)."""
+        top = self.topology
+        if all(level == Motion.NoLevel for level in top.default_lock_level):
+            return None
+        dtype = self.dtype
+        q, u = jnp.asarray(top.default_q, dtype).reshape(top.nq), jnp.asarray(top.default_u, dtype).reshape(top.nu)
+        return Locks(jnp.asarray(top.default_lock_level, jnp.int32), q, u, jnp.zeros_like(u))
 
     def with_euler_angles(self, use_euler_angles: bool = True) -> Model:
         """The same model with every quaternion replaced by body-fixed X-Y-Z

@@ -9,9 +9,12 @@ velocity caches; setting u drops the velocity cache.
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax.numpy as jnp
 
+from simbodyx.locks import Locks
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
 from simbodyx.stage import Stage
@@ -55,6 +58,8 @@ class State(eqx.Module):
     velocity: VelocityCache | None = None
     dynamics: DynamicsCache | None = None
     acceleration: AccelerationCache | None = None
+    #: Mobilizer locks (Instance-stage data), None while nothing is locked.
+    locks: Locks | None = None
 
     @property
     def stage(self) -> Stage:
@@ -87,15 +92,24 @@ class State(eqx.Module):
 
     def with_q(self, q) -> State:
         """A new State with q replaced; position and velocity caches dropped."""
-        q = self._checked("q", q, self.topology.nq)
-        return State(self.t, q, self.u, self.z, self.topology, self.instance)
+        return self.replace(q=self._checked("q", q, self.topology.nq), keep=Stage.Time)
 
     def with_u(self, u) -> State:
         """A new State with u replaced; velocity and later caches dropped."""
-        u = self._checked("u", u, self.topology.nu)
-        return State(self.t, self.q, u, self.z, self.topology, self.instance, self.position)
+        return self.replace(u=self._checked("u", u, self.topology.nu), keep=Stage.Position)
 
     def with_time(self, t) -> State:
         """A new State at time t; position and velocity caches dropped."""
-        t = jnp.asarray(t, dtype=self.t.dtype)
-        return State(t, self.q, self.u, self.z, self.topology, self.instance)
+        return self.replace(t=jnp.asarray(t, dtype=self.t.dtype), keep=Stage.Time)
+
+    def with_locks(self, locks: Locks | None) -> State:
+        """A new State with other mobilizer locks; caches dropped (Instance stage changed)."""
+        return self.replace(locks=locks, keep=Stage.Model)
+
+    def replace(self, keep: Stage = Stage.Model, **fields) -> State:
+        """A new State with ``fields`` replaced, keeping the caches of stages up to
+        ``keep`` (Time keeps the Instance cache, Position also the position cache)."""
+        caches = {"instance": Stage.Time, "position": Stage.Position, "velocity": Stage.Velocity,
+                  "dynamics": Stage.Dynamics, "acceleration": Stage.Acceleration}
+        dropped = {name: None for name, stage in caches.items() if stage > keep and name not in fields}
+        return dataclasses.replace(self, **{**dropped, **fields})

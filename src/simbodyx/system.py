@@ -49,11 +49,12 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
 
 @functools.partial(jax.jit, static_argnames="stage")
 def _realize(model, state: State, stage: Stage) -> State:
-    topology, params = model.topology, model.params
+    topology, params, locks = model.topology, model.params, state.locks
+    q, u = (state.q, state.u) if locks is None else locks.apply(topology, state.q, state.u)
     instance = params if stage >= Stage.Instance else None
-    position = realize_position(topology, params, state.q) if stage >= Stage.Position else None
-    velocity = realize_velocity(topology, params, position, state.q, state.u) if stage >= Stage.Velocity else None
-    realized = State(state.t, state.q, state.u, state.z, topology, instance, position, velocity)
+    position = realize_position(topology, params, q) if stage >= Stage.Position else None
+    velocity = realize_velocity(topology, params, position, q, u) if stage >= Stage.Velocity else None
+    realized = State(state.t, q, u, state.z, topology, instance, position, velocity, locks=locks)
     if stage < Stage.Dynamics:
         return realized
     with jax.named_scope("realize_dynamics"):
@@ -61,9 +62,10 @@ def _realize(model, state: State, stage: Stage) -> State:
     acceleration = None
     if stage >= Stage.Acceleration:
         with jax.named_scope("realize_acceleration"):
+            prescribed = None if locks is None else locks.prescribed_udot(topology)
             udot, A_GB = forward_dynamics(
-                topology, params, position, velocity, dynamics.mobility_forces, dynamics.body_forces
+                topology, params, position, velocity, dynamics.mobility_forces, dynamics.body_forces, prescribed
             )
-            qdotdot = calc_qdotdot(topology, state.q, state.u, udot)
+            qdotdot = calc_qdotdot(topology, q, u, udot)
             acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB)
-    return State(state.t, state.q, state.u, state.z, topology, instance, position, velocity, dynamics, acceleration)
+    return State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration, locks)

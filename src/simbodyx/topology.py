@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -20,20 +21,20 @@ MAX_BODY_U = 6
 
 @dataclasses.dataclass(frozen=True)
 class BodySpec:
-    """What the build API records per mobilized body; default q is stored in
-    quaternion mode and converted when the Euler-angle option is on."""
+    """What the build API records per mobilized body: its joint kind as built
+    (quaternion mode) and its defaults, with default q stored in quaternion
+    mode and converted when the Euler-angle option is on."""
 
     name: str
     parent: int
-    family: type
+    built_kind: Mobilizer
     default_q: tuple[float, ...]
     default_u: tuple[float, ...]
+    #: lock_by_default level (simbodyx.locks.Motion value; -1: not locked)
+    lock_level: int = -1
 
     def kind(self, use_euler_angles: bool) -> Mobilizer:
-        fields = {f.name for f in dataclasses.fields(self.family)}
-        if "use_euler_angles" in fields:
-            return self.family(use_euler_angles=use_euler_angles)
-        return self.family()
+        return self.built_kind.in_mode(use_euler_angles)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Topology:
         self.num_bodies = len(specs)
         self.schedule = TreeSchedule.from_parents(self.parent, nu, self.u_start)
         self.u_body = tuple(b for b in range(self.num_bodies) for _ in range(nu[b]))
+        self.q_body = tuple(b for b in range(self.num_bodies) for _ in range(nq[b]))
         # (nb, most mobilities of any body): body b's u indices, then nu (no mobility).
         self.body_u_index = np.full((self.num_bodies, max(nu)), self.nu, dtype=np.int32)
         for b in range(self.num_bodies):
@@ -90,6 +92,7 @@ class Topology:
             q for b, s in enumerate(specs) for q in self._default_q_in_mode(s, self.kinds[b])
         )
         self.default_u = tuple(u for s in specs for u in s.default_u)
+        self.default_lock_level = tuple(s.lock_level for s in specs)
         self.groups = self._group_by_kind()
         self._group_orders = {}
         self._key = (system_uid, use_euler_angles, specs)
@@ -101,7 +104,8 @@ class Topology:
         quat_kind = spec.kind(False)
         if quat_kind.quaternion_at is None or kind.quaternion_at is not None:
             return spec.default_q
-        q = quaternion_q_to_euler_q(np.asarray(spec.default_q, float), quat_kind.quaternion_at)
+        with jax.ensure_compile_time_eval():  # concrete even when first built inside a trace
+            q = quaternion_q_to_euler_q(np.asarray(spec.default_q, float), quat_kind.quaternion_at)
         return tuple(float(x) for x in np.asarray(q))
 
     def _group_by_kind(self) -> tuple[KindGroup, ...]:
@@ -129,6 +133,13 @@ class Topology:
         inverse = np.empty(size, dtype=np.int64)
         inverse[order] = np.arange(size)
         return inverse
+
+    def group_row(self, b: int) -> tuple[int, int]:
+        """(kind group, row within it) of body b (which must have mobilities)."""
+        for g, group in enumerate(self.groups):
+            if b in group.bodies:
+                return g, group.bodies.index(b)
+        raise ValueError(f"{self.body_label(b)} belongs to no kind group")
 
     def from_groups(self, axis: str, per_group, fill):
         """Assemble per-kind-group rows (one (n_g, ...) or (n_g, k, ...) array per

@@ -7,11 +7,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ALL_KINDS, FD_STEP, random_state, rigid, with_forces
+from conftest import CORE_KINDS, random_state, with_forces
 
 import simbodyx as sx
 
-MIXED = ALL_KINDS + ("Ball", "Pin", "Free", "Gimbal", "Slider")
+MIXED = CORE_KINDS + ("Ball", "Pin", "Free", "Gimbal", "Slider")
 
 
 @functools.lru_cache(maxsize=None)

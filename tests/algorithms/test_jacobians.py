@@ -10,11 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ALL_KINDS, FD_STEP, random_state, with_forces
+from conftest import CORE_KINDS, FD_STEP, random_state, with_forces
 
 import simbodyx as sx
 
-MIXED = ALL_KINDS + ("Ball", "Pin", "Free")
+MIXED = CORE_KINDS + ("Ball", "Pin", "Free")
 BODIES = (3, 7, 7, 12, 0)
 STATIONS = np.array([[0.1, -0.2, 0.3], [0.0, 0.5, 0.0], [-0.3, 0.1, 0.2], [0.2, 0.2, -0.1], [1.0, 2.0, 3.0]])
 

@@ -8,12 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ALL_KINDS, FD_STEP, FD_TOL, random_state, random_tree, rigid, tol
+from conftest import CORE_KINDS, FD_STEP, FD_TOL, random_state, random_tree, rigid, tol
 
 import simbodyx as sx
 from simbodyx.spatial import rot_z, vee
 
-MIXED = ALL_KINDS + ("Ball", "Pin", "Free", "Gimbal", "Slider")
+MIXED = CORE_KINDS + ("Ball", "Pin", "Free", "Gimbal", "Slider")
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import random_state, random_tree, rigid
+from conftest import random_state, random_tree
 
 import simbodyx as sx
 from simbodyx.algorithms.rnea import jacobian_transpose_times

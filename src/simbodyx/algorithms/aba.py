@@ -29,6 +29,7 @@ import jax.numpy as jnp
 
 from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.kinematics import sum_per_body
 from simbodyx.algorithms.per_body import (
     parent_offsets,
     shift_inertia_to_parent,
@@ -50,6 +51,7 @@ class Articulated(eqx.Module):
     U: tuple  #: (L, n, 6, k) P H^T
     D_inv: tuple  #: (L, n, k, k)
     u_bar: tuple  #: (L, n, k)
+    free: tuple | None = None  #: (L, n, k) 0 where a lock prescribes udot (None: no locks)
 
 
 def spd_inverse(D):
@@ -68,24 +70,33 @@ def spd_inverse(D):
     return A[..., n:]
 
 
-def articulate(topology: Topology, instance, position, coriolis, bias_forces, mobility_forces) -> Articulated:
-    """The inward pass; ``bias_forces`` (nb, 6) is b - F_applied."""
+def articulate(topology: Topology, instance, position, coriolis, bias_forces, mobility_forces,
+               free=None) -> Articulated:
+    """The inward pass; ``bias_forces`` (nb, 6) is b - F_applied. ``free`` (nu,)
+    is 0 for mobilities whose udot a lock prescribes: their H rows are dropped
+    (the joint is rigid here; a prescribed nonzero udot belongs in ``coriolis``)
+    and their slots behave like unused ones."""
     schedule = topology.schedule
     M = spatial_inertias_in_ground(instance, position.X_GB)
     r = parent_offsets(topology, position.X_GB)
     bodies = tree.to_levels(schedule, (r, M, coriolis, bias_forces))
-    H = tree.mobilities_to_levels(schedule, position.H_PB_G)
+    H_PB_G = position.H_PB_G if free is None else position.H_PB_G * free[:, None]
+    H = tree.mobilities_to_levels(schedule, H_PB_G)
     T = tree.mobilities_to_levels(schedule, mobility_forces)
-    unused = tuple(jnp.asarray(~s.u_used, r.dtype) for s in schedule.segments)
+    used = tuple(jnp.asarray(s.u_used, r.dtype) for s in schedule.segments)
+    free_levels = None
+    if free is not None:
+        free_levels = tuple(u * f for u, f in zip(used, tree.mobilities_to_levels(schedule, free)))
+        used = free_levels
 
     def step(inputs, children):
-        (r_b, M_b, c_b, bias_b), H_b, unused_b, T_b = inputs
+        (r_b, M_b, c_b, bias_b), H_b, used_b, T_b = inputs
         P_c, z_c = children
         P = M_b + P_c
         z = bias_b + z_c
         U = mat_mul(P, H_b, transpose_b=True)
-        D_inv = spd_inverse(mat_mul(H_b, U) + jnp.diag(unused_b))
-        u_bar = T_b - mat_vec(H_b, z)
+        D_inv = spd_inverse(mat_mul(H_b, U) + jnp.diag(1 - used_b))
+        u_bar = (T_b - mat_vec(H_b, z)) * used_b
         UD = mat_mul(U, D_inv)
         Pa = P - mat_mul(UD, U, transpose_b=True)
         Pa = 0.5 * (Pa + jnp.swapaxes(Pa, -1, -2))  # see the module notes
@@ -94,9 +105,10 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
 
     dtype = bias_forces.dtype
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    out, _ = tree.inward_levels(schedule, step, tuple(zip(bodies, H, unused, T)), zero)
+    out, _ = tree.inward_levels(schedule, step, tuple(zip(bodies, H, used, T)), zero)
     P, z, U, D_inv, u_bar = (tuple(o[i] for o in out) for i in range(5))
-    return Articulated(tuple(b[0] for b in bodies), H, tuple(b[2] for b in bodies), P, z, U, D_inv, u_bar)
+    return Articulated(tuple(b[0] for b in bodies), H, tuple(b[2] for b in bodies), P, z, U, D_inv, u_bar,
+                       free_levels)
 
 
 def accelerate(topology: Topology, art: Articulated, dtype, with_coriolis=True):
@@ -127,13 +139,19 @@ def solve(topology: Topology, art: Articulated, v):
         return u_bar, shift_force(za, -r_b)
 
     v_levels = tree.mobilities_to_levels(schedule, v)
+    if art.free is not None:  # prescribed (locked) udot stay zero
+        v_levels = tuple(x * f for x, f in zip(v_levels, art.free))
     u_bar, _ = tree.inward_levels(schedule, step, tuple(zip(art.r, art.H, art.U, art.D_inv, v_levels)),
                                   jnp.zeros(6, v.dtype))
     return accelerate(topology, eqx.tree_at(lambda a: a.u_bar, art, u_bar), v.dtype, with_coriolis=False)[0]
 
 
-def forward_dynamics(topology: Topology, instance, position, velocity, mobility_forces, body_forces):
-    """udot (nu,) and A_GB (nb, 6) with no constraints: M udot = T + J^T F - f_inertial.
+def forward_dynamics(topology: Topology, instance, position, velocity, mobility_forces, body_forces,
+                     prescribed=None):
+    """udot (nu,) and A_GB (nb, 6) with no constraints: M udot = T + J^T F - f_inertial
+    on the free mobilities. ``prescribed`` = (locked (nu,) 0/1, values (nu,)) fixes
+    the locked mobilities' udot (simbodyx.locks); the generalized forces that
+    produce them are the inverse-dynamics residual there.
 
     Differentiated analytically (a custom JVP, so forward and reverse mode
     both work): the solution makes the inverse-dynamics residual
@@ -142,32 +160,54 @@ def forward_dynamics(topology: Topology, instance, position, velocity, mobility_
     articulated-body solve, instead of differentiating through the
     articulated-body recursion (Carpentier and Mansard 2018 take the same
     route). Reverse mode transposes both: an RNEA vector-Jacobian product and
-    a solve with M^-1 (M is symmetric).
+    a solve with M^-1 (M is symmetric). With locks, the solve acts on the free
+    mobilities (M_ff) and the prescribed udot's own tangents enter the residual.
     """
-    return _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces)
+    return _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)
+
+
+def articulate_with_locks(topology: Topology, instance, position, velocity, mobility_forces, body_forces,
+                          prescribed=None) -> Articulated:
+    """The articulation for forward dynamics: locked mobilities rigid, their
+    prescribed udot moved into the Coriolis term."""
+    coriolis, free = velocity.mobilizer_coriolis, None
+    if prescribed is not None:
+        locked, udot_p = prescribed
+        coriolis = coriolis + sum_per_body(topology, position.H_PB_G, locked * udot_p)
+        free = 1 - locked
+    bias = velocity.gyroscopic - body_forces
+    return articulate(topology, instance, position, coriolis, bias, mobility_forces, free)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces):
-    return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces)[:2]
+def _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces, prescribed):
+    return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)[:2]
 
 
-def _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces):
-    bias = velocity.gyroscopic - body_forces
-    art = articulate(topology, instance, position, velocity.mobilizer_coriolis, bias, mobility_forces)
-    return accelerate(topology, art, bias.dtype) + (art,)
+def _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed):
+    art = articulate_with_locks(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)
+    udot, A_GB = accelerate(topology, art, body_forces.dtype)
+    if prescribed is not None:
+        locked, udot_p = prescribed
+        udot = udot + locked * udot_p  # the articulation leaves locked slots at 0
+    return udot, A_GB, art
 
 
 @_forward_dynamics.defjvp
 def _forward_dynamics_jvp(topology, primals, tangents):
-    instance, position, velocity, _, _ = primals
+    instance, position, velocity, _, _, prescribed = primals
     udot, A_GB, art = _solve_forward(topology, *primals)
 
-    def residual(instance, position, velocity, mobility_forces, body_forces):
+    def residual(instance, position, velocity, mobility_forces, body_forces, udot):
         return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
 
-    _, f_dot = jax.jvp(residual, primals, tangents)
-    udot_dot = -solve(topology, art, f_dot)
+    if prescribed is None:
+        _, f_dot = jax.jvp(lambda *x: residual(*x, udot), primals[:5], tangents[:5])
+        udot_dot = -solve(topology, art, f_dot)
+    else:  # prescribed udot move with their own tangents; the free rows of f stay 0
+        udot_given = prescribed[0] * tangents[5][1]
+        _, f_dot = jax.jvp(residual, primals[:5] + (udot,), tangents[:5] + (udot_given,))
+        udot_dot = udot_given - solve(topology, art, f_dot)
     _, A_dot = jax.jvp(
         lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
         (position, velocity, udot), (tangents[1], tangents[2], udot_dot),

@@ -10,12 +10,17 @@ unless the name says otherwise (``V_FM`` is expressed in F).
 
 from __future__ import annotations
 
+import enum
+
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from simbodyx import mobilizers
+from simbodyx.algorithms import rnea
 from simbodyx.algorithms.reactions import reactions_articulated
+from simbodyx.locks import Locks, Motion, prescribed_udot
 from simbodyx.build.body import Body
 from simbodyx.spatial.inertia import MassProperties, Inertia, spatial_inertia_matrix
 from simbodyx.spatial.rotation import Rotation, matrix_to_body_fixed_xyz, matrix_to_quaternion
@@ -50,12 +55,24 @@ def _check_frame(X, what: str, label: str) -> Transform:
     return Transform(R, p)
 
 
+class Direction(enum.Enum):
+    """Forward: q and u defined from parent to child (the default). Reverse: as
+    if the joint were built from child to parent (the tree keeps its direction)."""
+
+    Forward = 0
+    Reverse = 1
+
+
 class MobilizedBody:
-    """Base of every mobilized-body handle; ``MobilizedBody.Pin`` etc. are subclasses."""
+    """Base of every mobilized-body handle; ``MobilizedBody.Pin`` etc. are subclasses.
+    Every type but Weld takes a trailing ``MobilizedBody.Direction.Reverse``
+    (or ``direction=``)."""
+
+    Direction = Direction
 
     family: type = mobilizers.Weld
 
-    def __init__(self, parent, *args, name: str | None = None):
+    def __init__(self, parent, *args, name: str | None = None, direction: Direction = None):
         if not isinstance(parent, MobilizedBody):
             raise TypeError(
                 f"{type(self).__name__}: the parent must be a MobilizedBody, got {type(parent).__name__}"
@@ -79,17 +96,28 @@ class MobilizedBody:
         self._X_PF = _check_frame(X_PF, "X_PF (inboard frame)", self._label)
         self._X_BM = _check_frame(X_BM, "X_BM (outboard frame)", self._label)
         self._mass_properties = self._checked_mass_properties(body.mass_properties)
-        kind = self.family()
-        self._default_q = tuple(float(x) for x in kind.default_q())
-        self._default_u = (0.0,) * kind.nu
-        self._joint_params = self._parse_joint_params(*rest)
+        if rest and isinstance(rest[-1], Direction):
+            if direction is not None:
+                raise TypeError(f"{self._label}: direction given twice")
+            rest, direction = rest[:-1], rest[-1]
+        self._kind, self._joint_params = self._parse_kind(*rest)
+        self._direction = Direction.Forward if direction is None else Direction(direction)
+        if self._direction is Direction.Reverse:
+            if self._kind.nu == 0:
+                raise ValueError(f"{self._label}: a Weld has no direction (Simbody has no reversed Weld)")
+            self._kind = mobilizers.Reversed(self._kind)
+        self._default_q = tuple(float(x) for x in self._kind.default_q())
+        self._default_u = (0.0,) * self._kind.nu
+        self._lock_level = Motion.NoLevel
         self._index = matter._add(self)
         self._label = f"{type(self).__name__} {self._name!r} (body {self._index})"
 
-    def _parse_joint_params(self, *rest) -> tuple[float, ...]:
+    def _parse_kind(self, *rest) -> tuple[mobilizers.Mobilizer, tuple[float, ...]]:
+        """The joint kind and its numeric parameters from the constructor's
+        arguments after the body (none for most types)."""
         if rest:
             raise TypeError(f"{self._label}: unexpected extra arguments {rest!r}")
-        return ()
+        return self.family(), ()
 
     def _checked_mass_properties(self, mp) -> MassProperties:
         if not isinstance(mp, MassProperties):
@@ -97,10 +125,8 @@ class MobilizedBody:
         return mp.check(where=self._label)
 
     def _spec(self) -> BodySpec:
-        return BodySpec(self._name, self._parent._index, self.family, self._default_q, self._default_u)
-
-    def _quaternion_kind(self):
-        return self.family()
+        return BodySpec(self._name, self._parent._index, self._kind, self._default_q, self._default_u,
+                        int(self._lock_level))
 
     def _set(self, attr: str, value) -> MobilizedBody:
         self._matter.system.check_not_frozen(f"change {self._label}")
@@ -109,6 +135,13 @@ class MobilizedBody:
         return self
 
     # -- identity and tree navigation -----------------------------------------------
+    def get_direction(self) -> Direction:
+        """Whether q and u are defined parent-to-child (Forward) or reversed."""
+        return self._direction
+
+    def is_reversed(self) -> bool:
+        return self._direction is Direction.Reverse
+
     @property
     def index(self) -> int:
         """MobilizedBodyIndex (Ground is 0; a child's index exceeds its parent's)."""
@@ -194,7 +227,7 @@ class MobilizedBody:
     def set_default_q(self, q) -> MobilizedBody:
         """Default q in the quaternion layout; a quaternion is normalized (as Simbody)."""
         q = _concrete(q, "default q", self._label, (len(self._default_q),))
-        at = self._quaternion_kind().quaternion_at
+        at = self._kind.quaternion_at
         if at is not None:
             norm = np.linalg.norm(q[at:at + 4])
             if norm == 0:
@@ -296,6 +329,159 @@ class MobilizedBody:
     def get_qdot_as_vector(self, state: State):
         """qdot = N u for this mobilizer (Velocity)."""
         return self._cache(state, Stage.Velocity, "get_qdot_as_vector").qdot[self._q_slice(state)]
+
+    # -- fitting q and u to a requested pose or velocity ---------------------------------
+    # Each returns a new State and never fails: a request the joint cannot reach
+    # is projected onto what it can (built-in kinds in closed form, Custom and
+    # FunctionBased by least squares; see simbodyx.mobilizers.fitting). Only this
+    # mobilizer's q or u change, starting from (and partly keeping) their values.
+
+    def set_q_to_fit_transform(self, state: State, X_FM: Transform) -> State:
+        """q best matching the pose X_FM of M in F."""
+        R = self._target(X_FM.R, (3, 3), "R_FM", state)
+        return self._fit_q(state, R=R, p=self._target(X_FM.p, (3,), "p_FM", state))
+
+    def set_q_to_fit_rotation(self, state: State, R_FM) -> State:
+        """q best matching the orientation R_FM (a Rotation or (3, 3)); translational q kept."""
+        return self._fit_q(state, R=self._target(getattr(R_FM, "matrix", R_FM), (3, 3), "R_FM", state))
+
+    def set_q_to_fit_translation(self, state: State, p_FM) -> State:
+        """q best placing Mo at p_FM (in F); may turn the joint when that is how
+        it reaches (BendStretch, SphericalCoords, Ellipsoid)."""
+        return self._fit_q(state, p=self._target(p_FM, (3,), "p_FM", state))
+
+    def set_u_to_fit_velocity(self, state: State, V_FM) -> State:
+        """u best matching V_FM = [w_FM; v_FM] (in F) at the State's q (angular part first)."""
+        V = self._target(V_FM, (6,), "V_FM", state)
+        return self._fit_u(state, w=V[:3], v=V[3:])
+
+    def set_u_to_fit_angular_velocity(self, state: State, w_FM) -> State:
+        return self._fit_u(state, w=self._target(w_FM, (3,), "w_FM", state))
+
+    def set_u_to_fit_linear_velocity(self, state: State, v_FM) -> State:
+        """u best matching the velocity v_FM of Mo in F (in F)."""
+        return self._fit_u(state, v=self._target(v_FM, (3,), "v_FM", state))
+
+    def _target(self, x, shape, what, state):
+        x = jnp.asarray(x, state.q.dtype)
+        if x.shape != shape:
+            raise ValueError(f"{self._label}: {what} has shape {x.shape}, expected {shape}")
+        return x
+
+    def _joint_params_of(self, state: State):
+        """This joint's numeric parameters: the State's Instance values if realized, else the defaults."""
+        if state.instance is None:
+            return jnp.asarray(self._joint_params, state.q.dtype)
+        group, row = self._topology_of(state).group_row(self._index)
+        return state.instance.joint_params[group][row]
+
+    def _fit_q(self, state: State, R=None, p=None) -> State:
+        kind = self._topology_of(state).kinds[self._index]
+        if kind.nq == 0:
+            return state
+        q = kind.fit_q(self.get_q_as_vector(state), self._joint_params_of(state), R, p)
+        return self.set_q_from_vector(state, q)
+
+    def _fit_u(self, state: State, w=None, v=None) -> State:
+        kind = self._topology_of(state).kinds[self._index]
+        if kind.nu == 0:
+            return state
+        q, u = self.get_q_as_vector(state), self.get_u_as_vector(state)
+        return self.set_u_from_vector(state, kind.fit_u(q, u, self._joint_params_of(state), w, v))
+
+    # -- locks (Simbody's lock, lockAt, unlock, lockByDefault) ---------------------------
+    # Position: q held, u = udot = 0. Velocity: u held, udot = 0. Acceleration:
+    # udot held (0 unless lock_at says otherwise). See simbodyx.locks.
+
+    def lock_by_default(self, level: Motion = Motion.Position) -> MobilizedBody:
+        """Lock this mobilizer in the default State (at its default q or u, or
+        udot = 0); ``Motion.NoLevel`` removes the default lock."""
+        level = Motion(level)
+        if level != Motion.NoLevel and self._kind.nu == 0:
+            raise ValueError(f"{self._label}: has no mobilities to lock")
+        return self._set("_lock_level", level)
+
+    def is_locked_by_default(self) -> bool:
+        return self._lock_level != Motion.NoLevel
+
+    def get_lock_by_default_level(self) -> Motion:
+        return Motion(self._lock_level)
+
+    def lock(self, state: State, level: Motion = Motion.Position) -> State:
+        """A new State with this mobilizer locked at its current q (Position;
+        u set to 0), current u (Velocity) or udot = 0 (Acceleration)."""
+        level = Motion(level)
+        value = {Motion.Position: self.get_q_as_vector, Motion.Velocity: self.get_u_as_vector}.get(
+            level, lambda s: jnp.zeros(self.get_num_u(s), s.u.dtype))(state)
+        return self.lock_at(state, value, level)
+
+    def lock_at(self, state: State, value, level: Motion = Motion.Position) -> State:
+        """A new State with this mobilizer locked at ``value``: q (nq; u set to 0)
+        for Position, u (nu) for Velocity, udot (nu) for Acceleration; a scalar
+        serves one-mobility joints. Caches are dropped (an Instance change)."""
+        level = Motion(level)
+        if level == Motion.NoLevel:
+            return self.unlock(state)
+        if self.get_num_u(state) == 0:
+            raise ValueError(f"{self._label}: has no mobilities to lock")
+        qs, us = self._q_slice(state), self._u_slice(state)
+        rows = qs if level == Motion.Position else us
+        value = jnp.reshape(jnp.asarray(value, state.q.dtype), (-1,))
+        if value.shape != (rows.stop - rows.start,):
+            raise ValueError(f"{self._label}: a {level.name} lock value needs {rows.stop - rows.start} entries, "
+                             f"got shape {value.shape}")
+        top = self._topology_of(state)
+        locks = state.locks if state.locks is not None else Locks.unlocked(top, state.q, state.u)
+        q, u = state.q, state.u
+        if level == Motion.Position:
+            locks = eqx.tree_at(lambda l: l.q, locks, locks.q.at[qs].set(value))
+            q, u = q.at[qs].set(value), u.at[us].set(0.0)
+        elif level == Motion.Velocity:
+            locks = eqx.tree_at(lambda l: l.u, locks, locks.u.at[us].set(value))
+            u = u.at[us].set(value)
+        else:
+            locks = eqx.tree_at(lambda l: l.udot, locks, locks.udot.at[us].set(value))
+        locks = eqx.tree_at(lambda l: l.level, locks, locks.level.at[self._index].set(int(level)))
+        return state.replace(q=q, u=u, locks=locks, keep=Stage.Model)
+
+    def unlock(self, state: State) -> State:
+        """A new State with this mobilizer free (a no-op if it was not locked)."""
+        if state.locks is None:
+            return state
+        locks = eqx.tree_at(lambda l: l.level, state.locks, state.locks.level.at[self._index].set(-1))
+        return state.replace(locks=locks, keep=Stage.Model)
+
+    def get_lock_level(self, state: State):
+        """The Motion level this mobilizer is locked at (NoLevel if free); a JAX
+        integer when ``state`` is traced."""
+        self._topology_of(state)
+        if state.locks is None:
+            return Motion.NoLevel
+        level = state.locks.level[self._index]
+        return level if isinstance(level, jax.core.Tracer) else Motion(int(level))
+
+    def is_locked(self, state: State):
+        return self.get_lock_level(state) != Motion.NoLevel
+
+    def get_lock_value_as_vector(self, state: State):
+        """The held q (Position), u (Velocity) or udot (Acceleration); empty if free."""
+        level = self.get_lock_level(state)
+        if level == Motion.NoLevel:
+            return jnp.zeros(0, state.q.dtype)
+        locks = state.locks
+        if level == Motion.Position:
+            return locks.q[self._q_slice(state)]
+        return (locks.u if level == Motion.Velocity else locks.udot)[self._u_slice(state)]
+
+    def get_tau_as_vector(self, state: State):
+        """The generalized forces (nu) the lock adds to hold its prescription,
+        M udot + f_inertial - f_applied at these mobilities; zero when free
+        (Acceleration)."""
+        self._cache(state, Stage.Acceleration, "get_tau_as_vector")
+        return _all_taus(state)[self._u_slice(state)]
+
+    def get_one_tau(self, state: State, which: int):
+        return self.get_tau_as_vector(state)[self._which(which, self.get_num_u(state), "u")]
 
     # -- Instance-stage data ---------------------------------------------------------
     def get_body_mass_properties(self, state: State) -> MassProperties:
@@ -585,11 +771,22 @@ class MobilizedBody:
 
 
 @eqx.filter_jit
+def _all_taus(s: State):
+    """(nu,) lock forces: the inverse-dynamics residual at locked mobilities."""
+    prescribed = prescribed_udot(s)
+    if prescribed is None:
+        return jnp.zeros_like(s.u)
+    residual = rnea.residual_forces(s.topology, s.instance, s.position, s.velocity, s.acceleration.udot,
+                                    s.dynamics.mobility_forces, s.dynamics.body_forces)[0]
+    return prescribed[0] * residual
+
+
+@eqx.filter_jit
 def _all_reactions(s: State):
     """Every mobilizer's reaction at Mo in G, from an Acceleration-stage State."""
     return reactions_articulated(
         s.topology, s.instance, s.position, s.velocity,
-        s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB)
+        s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB, prescribed_udot(s))
 
 
 class Ground(MobilizedBody):
@@ -609,12 +806,13 @@ class Ground(MobilizedBody):
         g._matter, g._parent, g._name, g._label = matter, None, "Ground", "Ground (body 0)"
         g._X_PF = g._X_BM = Transform(np.eye(3), np.zeros(3))
         g._mass_properties = MassProperties(0.0)
-        g._default_q, g._default_u, g._joint_params = (), (), ()
+        g._kind, g._default_q, g._default_u, g._joint_params = mobilizers.Ground(), (), (), ()
+        g._direction, g._lock_level = Direction.Forward, Motion.NoLevel
         g._index = matter._add(g)
         return g
 
     def _spec(self) -> BodySpec:
-        return BodySpec(self._name, 0, self.family, (), ())
+        return BodySpec(self._name, 0, self._kind, (), ())
 
 
 class Weld(MobilizedBody):
@@ -653,10 +851,10 @@ class Screw(MobilizedBody):
 
     family = mobilizers.Screw
 
-    def _parse_joint_params(self, *rest):
+    def _parse_kind(self, *rest):
         if len(rest) != 1:
             raise TypeError(f"{self._label}: Screw needs exactly one pitch argument")
-        return (float(_concrete(rest[0], "pitch", self._label, ())),)
+        return self.family(), (float(_concrete(rest[0], "pitch", self._label, ())),)
 
     def set_default_pitch(self, pitch) -> Screw:
         return self._set("_joint_params", (float(_concrete(pitch, "pitch", self._label, ())),))
@@ -750,9 +948,185 @@ class Free(Ball):
         return Transform(self.get_default_rotation(), jnp.asarray(self._default_q[4:]))
 
 
-for _cls in (Ground, Weld, Pin, Slider, Screw, Universal, Cylinder, Planar, Gimbal, Translation, Ball, Free):
+class Ellipsoid(Ball):
+    """q and u as Ball; Mo rides on an ellipsoid centred at Fo with semi-axes
+    ``radii`` (m, along Fx, Fy, Fz): ``Ellipsoid(parent, X_PF, body, X_BM[, radii])``
+    or ``Ellipsoid(parent, body[, radii])``; radii default to (0.5, 1/3, 0.25)
+    as in Simbody. At q = identity Mo sits at (0, 0, rz)."""
+
+    family = mobilizers.Ellipsoid
+    DEFAULT_RADII = (0.5, 1 / 3, 0.25)
+
+    def _checked_radii(self, radii) -> tuple[float, ...]:
+        r = _concrete(radii, "radii", self._label, (3,))
+        if np.any(r < 0):
+            raise ValueError(f"{self._label}: radii must be non-negative, got {r.tolist()}")
+        return tuple(float(x) for x in r)
+
+    def _parse_kind(self, *rest):
+        if len(rest) > 1:
+            raise TypeError(f"{self._label}: Ellipsoid takes at most one radii argument")
+        return self.family(), self._checked_radii(rest[0] if rest else self.DEFAULT_RADII)
+
+    def set_default_radii(self, radii) -> Ellipsoid:
+        return self._set("_joint_params", self._checked_radii(radii))
+
+    def get_default_radii(self) -> np.ndarray:
+        return np.asarray(self._joint_params)
+
+
+class BendStretch(MobilizedBody):
+    """q = [angle about the common z, radius along the rotated Mx] (polar coordinates)."""
+
+    family = mobilizers.BendStretch
+
+
+class SphericalCoords(MobilizedBody):
+    """q = [azimuth about Fz, zenith about the new My, radius along Mz (or Mx)].
+    Long form: ``SphericalCoords(parent, X_PF, body, X_BM, azimuth_offset,
+    negate_azimuth, zenith_offset, negate_zenith, radial_axis ('x' or 'z'),
+    negate_radial)``; the short forms give pure spherical coordinates."""
+
+    family = mobilizers.SphericalCoords
+
+    def _parse_kind(self, *rest):
+        if not rest:
+            return self.family(), ()
+        if len(rest) != 6:
+            raise TypeError(
+                f"{self._label}: SphericalCoords takes no options or all six (azimuth_offset, "
+                "negate_azimuth, zenith_offset, negate_zenith, radial_axis, negate_radial)"
+            )
+        az, neg_az, ze, neg_ze, axis, neg_r = rest
+        axis = {"x": "x", "X": "x", 0: "x", "z": "z", "Z": "z", 2: "z"}.get(axis)
+        if axis is None:
+            raise ValueError(f"{self._label}: radial_axis must be 'x' or 'z', got {rest[4]!r}")
+        kind = self.family(
+            azimuth_offset=float(_concrete(az, "azimuth_offset", self._label, ())),
+            negate_azimuth=bool(neg_az),
+            zenith_offset=float(_concrete(ze, "zenith_offset", self._label, ())),
+            negate_zenith=bool(neg_ze),
+            radial_axis=axis,
+            negate_radial=bool(neg_r),
+        )
+        return kind, ()
+
+    def set_default_angles(self, angles) -> SphericalCoords:
+        """Default [azimuth, zenith] coordinates (rad)."""
+        a = _concrete(angles, "angles", self._label, (2,))
+        return self.set_default_q([*a, self._default_q[2]])
+
+    def set_default_radius(self, radius) -> SphericalCoords:
+        return self.set_default_q([*self._default_q[:2], float(_concrete(radius, "radius", self._label, ()))])
+
+    def get_default_angles(self) -> np.ndarray:
+        return np.asarray(self._default_q[:2])
+
+    def get_default_radius(self) -> float:
+        return self._default_q[2]
+
+
+class LineOrientation(Ball):
+    """Orientation of a body with no inertia about Mz: q as Ball, u = (w_x, w_y)
+    of w_FM expressed in M."""
+
+    family = mobilizers.LineOrientation
+
+
+class FreeLine(Free):
+    """LineOrientation plus translation: q = [quaternion, p_FM], u = [w_x, w_y
+    (in M), v_FM (in F)]."""
+
+    family = mobilizers.FreeLine
+
+
+class Bushing(MobilizedBody):
+    """q = [X-Y-Z angles, p_FM]: translate by p_FM (in F), then rotate body-fixed
+    X-Y-Z about the new origin; u = qdot."""
+
+    family = mobilizers.Bushing
+
+    def set_default_transform(self, X_FM: Transform) -> Bushing:
+        R = _concrete(X_FM.R, "X_FM.R", self._label, (3, 3))
+        p = _concrete(X_FM.p, "X_FM.p", self._label, (3,))
+        return self.set_default_q([*np.asarray(matrix_to_body_fixed_xyz(jnp.asarray(R))), *p])
+
+    def get_default_transform(self) -> Transform:
+        q = jnp.asarray(self._default_q)
+        return Transform(Rotation.from_body_fixed_xyz(q[:3]), q[3:])
+
+
+class Custom(MobilizedBody):
+    """A user-defined mobilizer: ``Custom(parent, X_PF, body, X_BM, implementation)``
+    or ``Custom(parent, body, implementation)`` with ``implementation`` a
+    :class:`Custom.Implementation` (``simbodyx.mobilizers.Custom``): num_q,
+    num_u, num_angles and a pure JAX ``transform(q) -> (R_FM, p_FM)``; H and
+    HDot come from automatic differentiation unless supplied."""
+
+    family = mobilizers.Custom
+    Implementation = mobilizers.Custom
+
+    def _parse_kind(self, *rest):
+        if len(rest) != 1 or not isinstance(rest[0], mobilizers.Custom):
+            raise TypeError(f"{self._label}: Custom needs one MobilizedBody.Custom.Implementation argument")
+        kind = rest[0]
+        self._check_kind(kind)
+        return kind, ()
+
+    def _check_kind(self, kind):
+        """Evaluate the user's functions once at the default q: shapes, finiteness
+        and a proper rotation, with this body's name in any error."""
+        q = jnp.asarray(kind.default_q(), jnp.result_type(float))
+        try:
+            R, p = kind.X_FM(q, None)
+            H = kind.H_FM(q, None)
+            N, N_inv = kind.N(q), kind.N_inv(q)
+        except Exception as e:
+            raise ValueError(f"{self._label}: evaluating the mobilizer at its default q failed: {e}") from e
+        checks = ((R, (3, 3), "R_FM"), (p, (3,), "p_FM"), (H, (kind.nu, 6), "H_FM"),
+                  (N, (kind.nq, kind.nu), "N"), (N_inv, (kind.nu, kind.nq), "NInv"))
+        for value, shape, what in checks:
+            value = np.asarray(value)
+            if value.shape != shape:
+                raise ValueError(f"{self._label}: {what} has shape {value.shape} at the default q, expected {shape}")
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{self._label}: {what} is not finite at the default q")
+        R = np.asarray(R)
+        if np.max(np.abs(R.T @ R - np.eye(3))) > _FRAME_TOL or np.linalg.det(R) < 0:
+            raise ValueError(f"{self._label}: transform(q) does not return a proper rotation at the default q")
+
+
+class FunctionBased(Custom):
+    """Simbody's FunctionBased mobilizer: ``FunctionBased(parent, X_PF, body, X_BM,
+    num_mobilities, functions, coordinates[, axes])`` or ``FunctionBased(parent,
+    body, num_mobilities, functions, coordinates[, axes])``: six functions (x, y, z
+    rotation then x, y, z translation; None for 0) of the coordinates listed per
+    function, about / along the given axes (default x, y, z). See
+    :class:`simbodyx.mobilizers.FunctionBased` and :mod:`simbodyx.functions`."""
+
+    family = mobilizers.FunctionBased
+
+    def _parse_kind(self, *rest):
+        if len(rest) not in (3, 4):
+            raise TypeError(
+                f"{self._label}: FunctionBased takes (num_mobilities, functions, coordinates[, axes])"
+            )
+        try:
+            kind = mobilizers.FunctionBased(rest[0], tuple(rest[1]), tuple(rest[2]), *(
+                (tuple(map(tuple, np.asarray(rest[3], dtype=float))),) if len(rest) == 4 else ()))
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{self._label}: {e}") from None
+        self._check_kind(kind)
+        return kind, ()
+
+
+for _cls in (
+    Ground, Weld, Pin, Slider, Screw, Universal, Cylinder, BendStretch, Planar, Gimbal, Ball, Ellipsoid,
+    Translation, SphericalCoords, LineOrientation, FreeLine, Free, Bushing, Custom, FunctionBased,
+):
     setattr(MobilizedBody, _cls.__name__, _cls)
 MobilizedBody.Torsion = MobilizedBody.Revolute = Pin
+MobilizedBody.PolarCoords = BendStretch
 MobilizedBody.Prismatic = Slider
 MobilizedBody.Orientation = MobilizedBody.Spherical = Ball
 MobilizedBody.Cartesian = MobilizedBody.CartesianCoords = Translation

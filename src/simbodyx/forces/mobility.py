@@ -13,7 +13,7 @@ def _mobility_index(forces, body, which, label, need_q=False):
     forces._check_body(body, label)
     if not isinstance(which, int) or not 0 <= which < body.num_u:
         raise IndexError(f"{label}: mobility index {which!r} out of range for {body._label} with {body.num_u} u")
-    if need_q and not body.family.qdot_is_u:
+    if need_q and not body._kind.qdot_is_u:
         raise ValueError(f"{label}: {body._label} has qdot != u, so its q and u cannot be paired by index")
     return body.index, which
 

@@ -53,6 +53,8 @@ def to_mjcf(matter, gravity=(0.0, -9.81, 0.0)):
         kind = type(b).__name__
         if kind not in SUPPORTED:
             raise ValueError(f"{b._label}: no MuJoCo joint for {kind}; supported: {SUPPORTED}")
+        if b.is_reversed():
+            raise ValueError(f"{b._label}: no MuJoCo joint for a reversed {kind}")
         if kind == "Free" and not b.parent.is_ground():
             raise ValueError(f"{b._label}: MuJoCo allows free joints only on bodies hanging from Ground")
         if float(b.get_default_mass_properties().mass) <= 0:

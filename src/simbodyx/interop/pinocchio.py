@@ -31,6 +31,8 @@ def to_pinocchio(matter, gravity=(0.0, -9.81, 0.0)):
         kind = type(b).__name__
         if kind not in JOINTS:
             raise ValueError(f"{b._label}: no Pinocchio joint for {kind}; supported: {sorted(JOINTS)}")
+        if b.is_reversed():
+            raise ValueError(f"{b._label}: no Pinocchio joint for a reversed {kind}")
         parent = b.parent
         placement = b.get_default_inboard_frame()
         if not parent.is_ground():

@@ -9,6 +9,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from simbodyx.mobilizers.base import Mobilizer, rows, unit
+from simbodyx.mobilizers.fitting import closest_z_angle, pick
 from simbodyx.spatial.rotation import rot_z
 
 
@@ -25,6 +26,10 @@ class Pin(Mobilizer):
     def H_FM(self, q, params):
         return rows(unit(2, q.dtype))
 
+    def fit_q(self, q, params, R=None, p=None):
+        """The angle of the z rotation closest to R; p is ignored."""
+        return jnp.stack([pick(R, closest_z_angle, q[0])])
+
 
 @dataclasses.dataclass(frozen=True)
 class Slider(Mobilizer):
@@ -38,6 +43,10 @@ class Slider(Mobilizer):
 
     def H_FM(self, q, params):
         return rows(unit(0, q.dtype, linear=True))
+
+    def fit_q(self, q, params, R=None, p=None):
+        """p's x component; R is ignored."""
+        return jnp.stack([pick(p, lambda p: p[0], q[0])])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +64,16 @@ class Screw(Mobilizer):
     def H_FM(self, q, params):
         return rows(unit(2, q.dtype) + params[0] * unit(2, q.dtype, linear=True))
 
+    def fit_q(self, q, params, R=None, p=None):
+        """From p alone q = p_z / pitch; with R, the closest z angle on the turn
+        nearest p_z / pitch (or nearest the current q)."""
+        pitch = params[0]
+        along = pick(p, lambda p: jnp.where(pitch != 0, p[2] / jnp.where(pitch != 0, pitch, 1.0), q[0]), q[0])
+        if R is None:
+            return jnp.stack([along])
+        angle = closest_z_angle(R)
+        return jnp.stack([angle + 2 * jnp.pi * jnp.round((along - angle) / (2 * jnp.pi))])
+
 
 @dataclasses.dataclass(frozen=True)
 class Cylinder(Mobilizer):
@@ -68,3 +87,6 @@ class Cylinder(Mobilizer):
 
     def H_FM(self, q, params):
         return rows(unit(2, q.dtype), unit(2, q.dtype, linear=True))
+
+    def fit_q(self, q, params, R=None, p=None):
+        return jnp.stack([pick(R, closest_z_angle, q[0]), pick(p, lambda p: p[2], q[1])])

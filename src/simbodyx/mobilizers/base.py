@@ -18,6 +18,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from simbodyx.mobilizers import fitting
 from simbodyx.spatial.rotation import (
     body_fixed_xyz_to_matrix,
     matrix_to_body_fixed_xyz,
@@ -39,6 +40,11 @@ class Mobilizer:
     def default_q(self) -> tuple[float, ...]:
         return (0.0,) * self.nq
 
+    def in_mode(self, use_euler_angles: bool) -> Mobilizer:
+        """This kind under the model's rotation option (kinds without a
+        quaternion are the same in both modes)."""
+        return self
+
     def X_FM(self, q, params):
         """(R_FM (3, 3), p_FM (3,)) for this joint's q (nq,)."""
         raise NotImplementedError
@@ -58,6 +64,17 @@ class Mobilizer:
     def N_dot(self, q, qdot):
         """(nq, nu) time derivative of N along qdot (exact, by forward-mode AD)."""
         return jax.jvp(self.N, (q,), (qdot,))[1]
+
+    def fit_q(self, q, params, R=None, p=None):
+        """q (nq,) whose X_FM best matches the rotation R (3, 3) and/or the
+        translation p (3,) of M in F (None: not requested), starting from and
+        otherwise keeping the current q; unreachable requests are projected
+        onto the reachable poses. Generic rule: see :mod:`.fitting`."""
+        return fitting.fit_q(self, q, params, R, p)
+
+    def fit_u(self, q, u, params, w=None, v=None):
+        """u (nu,) whose V_FM best matches w_FM and/or v_FM (in F) at this q."""
+        return fitting.fit_u(self, q, u, params, w, v)
 
     def H_FM_dot(self, q, qdot, params):
         """(nu, 6) time derivative of H_FM along qdot; HDot_FM u is A_FM's bias."""

@@ -1,20 +1,30 @@
-"""Unrestricted orientation: Ball (Orientation, Spherical) and Free.
+"""Mobilizers with unrestricted orientation coordinates: Ball (Orientation,
+Spherical), Free, Ellipsoid, LineOrientation and FreeLine.
 
-q holds a quaternion [w, x, y, z] (not necessarily normalized) or, with the
-model's Euler-angle option, body-fixed X-Y-Z angles. In both modes the
-angular u is w_FM, the angular velocity of M in F expressed in F, so H is
-constant; Free's translational q is p_FM and u = v_FM = d/dt p_FM (in F).
+The rotational q is a quaternion [w, x, y, z] (not necessarily normalized)
+or, with the model's Euler-angle option, body-fixed X-Y-Z angles; any
+translational q (Free, FreeLine: p_FM in F) follows it. Ball, Free and
+Ellipsoid take the angular velocity w_FM expressed in F as their angular u;
+LineOrientation and FreeLine take only its x and y components expressed in M
+(spin about Mz is not a mobility). Translational u are v_FM = d/dt p_FM in F.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax.numpy as jnp
 
 from simbodyx.mobilizers.base import Mobilizer
-from simbodyx.spatial.rotation import body_fixed_xyz_to_matrix, quaternion_to_matrix
-from simbodyx.spatial.vectors import mat_mul
+from simbodyx.mobilizers.fitting import pick, rotation_between
+from simbodyx.spatial.rotation import (
+    body_fixed_xyz_to_matrix,
+    matrix_to_body_fixed_xyz,
+    matrix_to_quaternion,
+    quaternion_to_matrix,
+)
+from simbodyx.spatial.vectors import cross, mat_mul
 
 
 def quaternion_N(q):
@@ -62,45 +72,103 @@ def euler_xyz_N_body(a):
     ])
 
 
-@dataclasses.dataclass(frozen=True)
-class Ball(Mobilizer):
-    """Fo = Mo; u = w_FM in F. nq = 4 (quaternion) or 3 (Euler angles)."""
+def _block_diag(a, b):
+    top = jnp.concatenate([a, jnp.zeros((a.shape[0], b.shape[1]), a.dtype)], axis=1)
+    bottom = jnp.concatenate([jnp.zeros((b.shape[0], a.shape[1]), a.dtype), b], axis=1)
+    return jnp.concatenate([top, bottom], axis=0)
 
-    nu = 3
+
+def _rows(angular, linear):
+    """(k, 6) H rows [angular; linear] from (k, 3) halves."""
+    return jnp.concatenate([angular, linear], axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Oriented(Mobilizer):
+    """Shared rotation-coordinate handling: q = [rotation (4 or 3), p (num_translations)]."""
+
     use_euler_angles: bool = False
     qdot_is_u = False
+    num_translations: ClassVar[int] = 0
+
+    @property
+    def num_rotation_q(self) -> int:
+        return 3 if self.use_euler_angles else 4
 
     @property
     def nq(self):
-        return 3 if self.use_euler_angles else 4
+        return self.num_rotation_q + self.num_translations
 
     @property
     def quaternion_at(self):
         return None if self.use_euler_angles else 0
 
     def default_q(self):
-        return (0.0, 0.0, 0.0) if self.use_euler_angles else (1.0, 0.0, 0.0, 0.0)
+        identity = (0.0, 0.0, 0.0) if self.use_euler_angles else (1.0, 0.0, 0.0, 0.0)
+        return identity + (0.0,) * self.num_translations
+
+    def in_mode(self, use_euler_angles):
+        return dataclasses.replace(self, use_euler_angles=use_euler_angles)
 
     def rotation(self, q):
-        """R_FM from this kind's rotational q."""
-        return body_fixed_xyz_to_matrix(q) if self.use_euler_angles else quaternion_to_matrix(q)
+        """R_FM from the leading rotational q (any extra q are ignored)."""
+        qr = q[:self.num_rotation_q]
+        return body_fixed_xyz_to_matrix(qr) if self.use_euler_angles else quaternion_to_matrix(qr)
+
+    def rotation_N(self, q, in_M: bool):
+        """(nq_rot, 3) d(rotational q)/dt per unit angular velocity, expressed in M or F."""
+        qr = q[:self.num_rotation_q]
+        if self.use_euler_angles:
+            N_M = euler_xyz_N_body(qr)
+            return N_M if in_M else mat_mul(N_M, self.rotation(qr), transpose_b=True)
+        N_F = quaternion_N(qr)
+        return mat_mul(N_F, self.rotation(qr)) if in_M else N_F
+
+    def rotation_N_inv(self, q, in_M: bool):
+        """(3, nq_rot) angular velocity (in M or F) per unit rotational qdot;
+        times rotation_N it is |q|^2 1 for a quaternion, 1 for Euler angles."""
+        qr = q[:self.num_rotation_q]
+        if self.use_euler_angles:
+            A = euler_xyz_rates_to_body_velocity(qr)
+            return mat_mul(self.rotation(qr), A) if not in_M else A
+        N_inv_F = quaternion_N_inv(qr)
+        return mat_mul(self.rotation(qr).T, N_inv_F) if in_M else N_inv_F
+
+    def rotation_q(self, R):
+        """The rotational q of R: a unit quaternion with w >= 0, or X-Y-Z angles."""
+        return matrix_to_body_fixed_xyz(R) if self.use_euler_angles else matrix_to_quaternion(R)
+
+    def fit_q(self, q, params, R=None, p=None):
+        """R exactly (every rotation is reachable); p exactly where q holds a
+        translation (ignored otherwise)."""
+        n = self.num_rotation_q
+        translation = pick(p, lambda p: p, q[n:]) if self.num_translations else q[n:]
+        return jnp.concatenate([pick(R, self.rotation_q, q[:n]), translation])
+
+    def _with_translation(self, block):
+        if not self.num_translations:
+            return block
+        return _block_diag(block, jnp.eye(self.num_translations, dtype=block.dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class Ball(Oriented):
+    """Fo = Mo; u = w_FM in F; H = [1; 0] is constant."""
+
+    nu = 3
 
     def X_FM(self, q, params):
         return self.rotation(q), jnp.zeros(3, q.dtype)
 
     def H_FM(self, q, params):
         eye = jnp.eye(3, dtype=q.dtype)
-        return jnp.concatenate([eye, jnp.zeros_like(eye)], axis=-1)
+        return _rows(eye, jnp.zeros_like(eye))
 
     def N(self, q):
-        if not self.use_euler_angles:
-            return quaternion_N(q)
-        return mat_mul(euler_xyz_N_body(q), self.rotation(q), transpose_b=True)
+        return self._with_translation(self.rotation_N(q, in_M=False))
 
     def N_inv(self, q):
-        if not self.use_euler_angles:
-            return quaternion_N_inv(q)
-        return mat_mul(self.rotation(q), euler_xyz_rates_to_body_velocity(q))
+        return self._with_translation(self.rotation_N_inv(q, in_M=False))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,28 +176,77 @@ class Free(Ball):
     """Six dof: q = [orientation (4 or 3), p_FM (3)], u = [w_FM; v_FM], both in F."""
 
     nu = 6
-
-    @property
-    def nq(self):
-        return 6 if self.use_euler_angles else 7
-
-    def default_q(self):
-        return super().default_q() + (0.0, 0.0, 0.0)
+    num_translations = 3
 
     def X_FM(self, q, params):
-        return self.rotation(q[:-3]), q[-3:]
+        return self.rotation(q), q[-3:]
 
     def H_FM(self, q, params):
         return jnp.eye(6, dtype=q.dtype)
 
+
+@dataclasses.dataclass(frozen=True)
+class Ellipsoid(Ball):
+    """q and u as Ball; Mo rides on the ellipsoid with semi-axes params = radii
+    (along Fx, Fy, Fz, in m): p_FM = radii * Mz (elementwise, Mz in F), so the
+    reference pose (q = identity) puts Mo at (0, 0, rz). H's linear parts are
+    radii * (e_k x Mz)."""
+
+    num_params = 3
+
+    def X_FM(self, q, params):
+        R = self.rotation(q)
+        return R, params * R[:, 2]
+
+    def H_FM(self, q, params):
+        eye = jnp.eye(3, dtype=q.dtype)
+        return _rows(eye, params * cross(eye, self.rotation(q)[:, 2]))
+
+    def fit_q(self, q, params, R=None, p=None):
+        """R fixes the pose (p then follows). From p alone: turn the current
+        orientation minimally so that Mz is parallel to p / radii, which puts
+        Mo on the ellipsoid exactly in p's direction (Simbody's rule, exact
+        only for a sphere, points Mz at p instead)."""
+        if R is not None or p is None:
+            return super().fit_q(q, params, R, None)
+        R_now = self.rotation(q)
+        toward = jnp.where(params > 0, p / jnp.where(params > 0, params, 1.0), 0.0)
+        return self.rotation_q(mat_mul(rotation_between(R_now[:, 2], toward), R_now))
+
+
+@dataclasses.dataclass(frozen=True)
+class LineOrientation(Oriented):
+    """Orientation of a body with no inertia about Mz (a linear molecule):
+    u = (w_x, w_y) of w_FM expressed in M; H = [Mx; 0], [My; 0] (in F)."""
+
+    nu = 2
+
+    def X_FM(self, q, params):
+        return self.rotation(q), jnp.zeros(3, q.dtype)
+
+    def H_FM(self, q, params):
+        axes = self.rotation(q)[:, :2].T
+        return _rows(axes, jnp.zeros_like(axes))
+
     def N(self, q):
-        return _block_diag(super().N(q[:-3]), jnp.eye(3, dtype=q.dtype))
+        return self._with_translation(self.rotation_N(q, in_M=True)[:, :2])
 
     def N_inv(self, q):
-        return _block_diag(super().N_inv(q[:-3]), jnp.eye(3, dtype=q.dtype))
+        return self._with_translation(self.rotation_N_inv(q, in_M=True)[:2])
 
 
-def _block_diag(a, b):
-    top = jnp.concatenate([a, jnp.zeros((a.shape[0], b.shape[1]), a.dtype)], axis=1)
-    bottom = jnp.concatenate([jnp.zeros((b.shape[0], a.shape[1]), a.dtype), b], axis=1)
-    return jnp.concatenate([top, bottom], axis=0)
+@dataclasses.dataclass(frozen=True)
+class FreeLine(LineOrientation):
+    """LineOrientation plus free translation: q = [orientation, p_FM],
+    u = [w_x, w_y (in M), v_FM (in F)]."""
+
+    nu = 5
+    num_translations = 3
+
+    def X_FM(self, q, params):
+        return self.rotation(q), q[-3:]
+
+    def H_FM(self, q, params):
+        eye = jnp.eye(3, dtype=q.dtype)
+        angular = super().H_FM(q, params)
+        return jnp.concatenate([angular, _rows(jnp.zeros_like(eye), eye)], axis=0)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from simbodyx.mobilizers.base import Mobilizer, rows, unit
-from simbodyx.spatial.rotation import rot_z
-
 import jax.numpy as jnp
+
+from simbodyx.mobilizers.base import Mobilizer, rows, unit
+from simbodyx.mobilizers.fitting import closest_z_angle, pick
+from simbodyx.spatial.rotation import rot_z
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,3 +22,7 @@ class Planar(Mobilizer):
 
     def H_FM(self, q, params):
         return rows(unit(2, q.dtype), unit(0, q.dtype, True), unit(1, q.dtype, True))
+
+    def fit_q(self, q, params, R=None, p=None):
+        """The closest z angle; p's x and y (its z is unreachable and dropped)."""
+        return jnp.concatenate([jnp.stack([pick(R, closest_z_angle, q[0])]), pick(p, lambda p: p[:2], q[1:])])

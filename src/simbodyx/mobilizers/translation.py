@@ -7,6 +7,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from simbodyx.mobilizers.base import Mobilizer, rows, unit
+from simbodyx.mobilizers.fitting import pick
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,3 +20,6 @@ class Translation(Mobilizer):
 
     def H_FM(self, q, params):
         return rows(*(unit(k, q.dtype, linear=True) for k in range(3)))
+
+    def fit_q(self, q, params, R=None, p=None):
+        return pick(p, lambda p: p, q)
