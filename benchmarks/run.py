@@ -366,7 +366,7 @@ def time_mujoco(sx, matter, model, name, batches, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    parser.add_argument("--models", default="chain7,humanoid", help=f"comma list, or 'all': {','.join(MODELS)}")
+    parser.add_argument("--models", default="chain7,humanoid,every_joint", help=f"comma list, or 'all': {','.join(MODELS)}")
     parser.add_argument("--ops", default="all")
     parser.add_argument("--batches", default="1024", help="comma list, e.g. 64,1024,4096,16384")
     parser.add_argument("--repeats", type=int, default=7)

@@ -105,3 +105,15 @@ def test_long_chains_stay_accurate(kind):
         state, state.dynamics.mobility_forces, state.dynamics.body_forces, jnp.zeros(model.topology.nu)))
     udot = np.linalg.solve(M, -bias)
     np.testing.assert_allclose(state.acceleration.udot, udot, atol=tol * np.abs(udot).max())
+
+
+def test_gradients_through_a_scanned_chain():
+    """A 12-body chain is scanned (more than tree.UNROLL_MAX_LEVELS levels):
+    forward and reverse mode through forward dynamics against central
+    differences (the reverse mode once failed inside JAX's scan transpose)."""
+    system, _, _, _ = with_forces(("Pin", "Ball") * 6, seed=5, branching=False)
+    model, state = system.realize_topology()
+    assert any(segment.scanned for segment in model.topology.schedule.segments)
+    s = random_state(model, seed=1, scale=0.5)
+    check_grads(forward(model, s), (s.q, s.u, jnp.zeros(model.topology.nu)), order=1, modes=("fwd", "rev"),
+                atol=1e-6, rtol=1e-6)

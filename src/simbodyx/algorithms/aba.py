@@ -35,7 +35,7 @@ from simbodyx.algorithms.per_body import (
     shift_inertia_to_parent,
     spatial_inertias_in_ground,
 )
-from simbodyx.algorithms.rnea import residual_forces
+from simbodyx.algorithms.rnea import multiply_by_m, residual_forces
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
 
@@ -203,16 +203,31 @@ def _forward_dynamics_jvp(topology, primals, tangents):
 
     if prescribed is None:
         _, f_dot = jax.jvp(lambda *x: residual(*x, udot), primals[:5], tangents[:5])
-        udot_dot = -solve(topology, art, f_dot)
+        udot_dot = -_symmetric_solve(topology, instance, position, art, f_dot)
     else:  # prescribed udot move with their own tangents; the free rows of f stay 0
         udot_given = prescribed[0] * tangents[5][1]
         _, f_dot = jax.jvp(residual, primals[:5] + (udot,), tangents[:5] + (udot_given,))
-        udot_dot = udot_given - solve(topology, art, f_dot)
+        udot_dot = udot_given - _symmetric_solve(topology, instance, position, art, f_dot)
     _, A_dot = jax.jvp(
         lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
         (position, velocity, udot), (tangents[1], tangents[2], udot_dot),
     )
     return (udot, A_GB), (udot_dot, A_dot)
+
+
+def _symmetric_solve(topology, instance, position, art, v):
+    """solve(art, v) declared to JAX as the symmetric linear solve it is, so
+    reverse mode transposes it by calling it again (JAX cannot transpose the
+    scans of long chains inside a custom JVP rule by itself). With locks the
+    operator is M_ff^-1 on the free rows and 0 on the locked ones; ``matvec``
+    states its inverse (M_ff on free rows, identity on locked) for JAX's checks."""
+    free = jnp.ones_like(v) if art.free is None else tree.mobilities_from_levels(
+        topology.schedule, art.free, jnp.zeros(0, v.dtype))
+
+    def matvec(x):
+        return free * multiply_by_m(topology, instance, position, free * x) + (1 - free) * x
+
+    return jax.lax.custom_linear_solve(matvec, v, lambda _, b: solve(topology, art, b), symmetric=True)
 
 
 def multiply_by_m_inv(topology: Topology, instance, position, v):
