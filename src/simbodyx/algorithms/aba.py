@@ -203,11 +203,11 @@ def _forward_dynamics_jvp(topology, primals, tangents):
 
     if prescribed is None:
         _, f_dot = jax.jvp(lambda *x: residual(*x, udot), primals[:5], tangents[:5])
-        udot_dot = -_symmetric_solve(topology, instance, position, art, f_dot)
+        udot_dot = -_symmetric_solve(topology, instance, position, art, f_dot, None)
     else:  # prescribed udot move with their own tangents; the free rows of f stay 0
         udot_given = prescribed[0] * tangents[5][1]
         _, f_dot = jax.jvp(residual, primals[:5] + (udot,), tangents[:5] + (udot_given,))
-        udot_dot = udot_given - _symmetric_solve(topology, instance, position, art, f_dot)
+        udot_dot = udot_given - _symmetric_solve(topology, instance, position, art, f_dot, 1 - prescribed[0])
     _, A_dot = jax.jvp(
         lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
         (position, velocity, udot), (tangents[1], tangents[2], udot_dot),
@@ -215,16 +215,17 @@ def _forward_dynamics_jvp(topology, primals, tangents):
     return (udot, A_GB), (udot_dot, A_dot)
 
 
-def _symmetric_solve(topology, instance, position, art, v):
+def _symmetric_solve(topology, instance, position, art, v, free):
     """solve(art, v) declared to JAX as the symmetric linear solve it is, so
     reverse mode transposes it by calling it again (JAX cannot transpose the
     scans of long chains inside a custom JVP rule by itself). With locks the
     operator is M_ff^-1 on the free rows and 0 on the locked ones; ``matvec``
-    states its inverse (M_ff on free rows, identity on locked) for JAX's checks."""
-    free = jnp.ones_like(v) if art.free is None else tree.mobilities_from_levels(
-        topology.schedule, art.free, jnp.zeros(0, v.dtype))
+    states its inverse (M_ff on free rows, identity on locked) for JAX's checks;
+    ``free`` (nu,) is the articulation's free mask (None: no locks)."""
 
     def matvec(x):
+        if free is None:
+            return multiply_by_m(topology, instance, position, x)
         return free * multiply_by_m(topology, instance, position, free * x) + (1 - free) * x
 
     return jax.lax.custom_linear_solve(matvec, v, lambda _, b: solve(topology, art, b), symmetric=True)

@@ -19,7 +19,7 @@ import numpy as np
 from simbodyx.functions import as_function
 from simbodyx.mobilizers.base import Mobilizer, euler_q_to_quaternion_q
 from simbodyx.mobilizers.orientation import (
-    _block_diag,
+    block_diag,
     euler_xyz_N_body,
     euler_xyz_rates_to_body_velocity,
     quaternion_N,
@@ -144,7 +144,7 @@ class Custom(Mobilizer):
         if self.n_matrix is not None:
             return jnp.asarray(self.n_matrix(qu), qu.dtype)
         if self.has_quaternion:
-            return _block_diag(quaternion_N(qu[:4]), jnp.eye(self.num_q - 4, dtype=qu.dtype))
+            return block_diag(quaternion_N(qu[:4]), jnp.eye(self.num_q - 4, dtype=qu.dtype))
         return jnp.eye(self.num_q, self.num_u, dtype=qu.dtype)
 
     def _user_N_inv(self, qu):
@@ -154,7 +154,7 @@ class Custom(Mobilizer):
             N = self._user_N(qu)
             return jnp.linalg.solve(N.T @ N, N.T)
         if self.has_quaternion:
-            return _block_diag(quaternion_N_inv(qu[:4]), jnp.eye(self.num_q - 4, dtype=qu.dtype))
+            return block_diag(quaternion_N_inv(qu[:4]), jnp.eye(self.num_q - 4, dtype=qu.dtype))
         return jnp.eye(self.num_u, self.num_q, dtype=qu.dtype)
 
     def _euler_blocks(self, q):
@@ -165,7 +165,7 @@ class Custom(Mobilizer):
         to_euler = mat_mul(mat_mul(euler_xyz_N_body(a), R, transpose_b=True), quaternion_N_inv(quat)) / (quat @ quat)
         to_quat = mat_mul(quaternion_N(quat), mat_mul(R, euler_xyz_rates_to_body_velocity(a)))
         eye = jnp.eye(self.num_q - 4, dtype=q.dtype)
-        return _block_diag(to_euler, eye), _block_diag(to_quat, eye)
+        return block_diag(to_euler, eye), block_diag(to_quat, eye)
 
     def N(self, q):
         if not self._euler_mode:

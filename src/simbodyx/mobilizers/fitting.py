@@ -59,8 +59,9 @@ def fit_u(kind, q, u, params, w=None, v=None):
         if target is None:
             continue
         A = H[:, part].T @ null
-        u = u + null @ jnp.linalg.pinv(A) @ (jnp.asarray(target, u.dtype) - H[:, part].T @ u)
-        null = null @ (eye - jnp.linalg.pinv(A) @ A)
+        A_pinv = jnp.linalg.pinv(A)
+        u = u + null @ A_pinv @ (jnp.asarray(target, u.dtype) - H[:, part].T @ u)
+        null = null @ (eye - A_pinv @ A)
     return u
 
 

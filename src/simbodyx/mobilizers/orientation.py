@@ -24,7 +24,7 @@ from simbodyx.spatial.rotation import (
     matrix_to_quaternion,
     quaternion_to_matrix,
 )
-from simbodyx.spatial.vectors import cross, mat_mul
+from simbodyx.spatial.vectors import cross, mat_mul, spatial_vec
 
 
 def quaternion_N(q):
@@ -72,15 +72,11 @@ def euler_xyz_N_body(a):
     ])
 
 
-def _block_diag(a, b):
+def block_diag(a, b):
+    """[[a, 0], [0, b]] for two matrices."""
     top = jnp.concatenate([a, jnp.zeros((a.shape[0], b.shape[1]), a.dtype)], axis=1)
     bottom = jnp.concatenate([jnp.zeros((b.shape[0], a.shape[1]), a.dtype), b], axis=1)
     return jnp.concatenate([top, bottom], axis=0)
-
-
-def _rows(angular, linear):
-    """(k, 6) H rows [angular; linear] from (k, 3) halves."""
-    return jnp.concatenate([angular, linear], axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +144,7 @@ class Oriented(Mobilizer):
     def _with_translation(self, block):
         if not self.num_translations:
             return block
-        return _block_diag(block, jnp.eye(self.num_translations, dtype=block.dtype))
+        return block_diag(block, jnp.eye(self.num_translations, dtype=block.dtype))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +158,7 @@ class Ball(Oriented):
 
     def H_FM(self, q, params):
         eye = jnp.eye(3, dtype=q.dtype)
-        return _rows(eye, jnp.zeros_like(eye))
+        return spatial_vec(eye, jnp.zeros_like(eye))
 
     def N(self, q):
         return self._with_translation(self.rotation_N(q, in_M=False))
@@ -200,7 +196,7 @@ class Ellipsoid(Ball):
 
     def H_FM(self, q, params):
         eye = jnp.eye(3, dtype=q.dtype)
-        return _rows(eye, params * cross(eye, self.rotation(q)[:, 2]))
+        return spatial_vec(eye, params * cross(eye, self.rotation(q)[:, 2]))
 
     def fit_q(self, q, params, R=None, p=None):
         """R fixes the pose (p then follows). From p alone: turn the current
@@ -226,7 +222,7 @@ class LineOrientation(Oriented):
 
     def H_FM(self, q, params):
         axes = self.rotation(q)[:, :2].T
-        return _rows(axes, jnp.zeros_like(axes))
+        return spatial_vec(axes, jnp.zeros_like(axes))
 
     def N(self, q):
         return self._with_translation(self.rotation_N(q, in_M=True)[:, :2])
@@ -249,4 +245,4 @@ class FreeLine(LineOrientation):
     def H_FM(self, q, params):
         eye = jnp.eye(3, dtype=q.dtype)
         angular = super().H_FM(q, params)
-        return jnp.concatenate([angular, _rows(jnp.zeros_like(eye), eye)], axis=0)
+        return jnp.concatenate([angular, spatial_vec(jnp.zeros_like(eye), eye)], axis=0)
