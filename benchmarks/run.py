@@ -275,7 +275,7 @@ def time_pinocchio(sx, system, matter, model, name, repeats):
         return [], f"{name}: Pinocchio not timed ({e})"
     if pmodel.nv > PINOCCHIO_MAX_NV:
         return [], (f"{name}: Pinocchio not timed (nv = {pmodel.nv} > {PINOCCHIO_MAX_NV}: pin 4.1's "
-                    f"createData for the 768-dof Ball chain took over 23 GB here)")
+                    f"createData took over 23 GB here on the 768-dof Ball chain)")
     pdata = pmodel.createData()
     state = jax.tree.map(lambda x: x[0], random_states(model, 1))
     state = model.realize(state, sx.Stage.Position)

@@ -16,8 +16,8 @@ def test_segments():
     s = tree.TreeSchedule.from_parents(PARENT)
     assert [seg.bodies.tolist() for seg in s.segments] == [[[1, 2], [3, 6]], [[4, 5]]]
     assert [seg.parents.tolist() for seg in s.segments] == [[[0, 0], [1, 2]], [[3, 3]]]
-    assert s._child_locations[0] == (((1, 0), None), ((1, 1), None))  # body 3's two children
-    assert s._child_locations[-1] == (((0, 0),), ((0, 1),))  # Ground's
+    assert s._child_locations[0] == (2, ((1, 0), (1, 1), None, None))  # body 3's two children, 6's none
+    assert s._child_locations[-1] == (2, ((0, 0), (0, 1)))  # Ground's
 
 
 def test_take_rows_uses_slices_and_zero_rows():
@@ -26,6 +26,23 @@ def test_take_rows_uses_slices_and_zero_rows():
     np.testing.assert_array_equal(tree.take_rows(a, index), np.concatenate([np.zeros((1, 2)), a])[(index + 1) % 7])
     hlo = jax.jit(lambda a: tree.take_rows(a, index)).lower(a).as_text()
     assert "gather" not in hlo
+
+
+def test_take_rows_repeats_and_many_pieces():
+    """Each row k times (a binary tree's parents) is a slice then a repeat;
+    past MAX_SLICES pieces, one gather. Values and derivatives match numpy's."""
+    n = 4 * tree.MAX_SLICES
+    a = jnp.arange(3.0 * n).reshape(n, 3)
+    for index in (np.repeat(np.arange(3, 9), 2), np.arange(0, n, 2), np.array([1, 1, 2, 2, 2, 3])):
+        np.testing.assert_array_equal(tree.take_rows(a, index), np.asarray(a)[index])
+        weights = jnp.arange(1.0, 1.0 + 3 * len(index)).reshape(-1, 3)
+        grad = jax.grad(lambda a: jnp.sum(weights * tree.take_rows(a, index)))(a)
+        expect = np.zeros((n, 3))
+        np.add.at(expect, index, np.asarray(weights))
+        np.testing.assert_array_equal(grad, expect)
+    hlo = jax.jit(lambda a: tree.take_rows(a, np.repeat(np.arange(3, 9), 2))).lower(a).as_text()
+    assert "gather" not in hlo and hlo.count("slice") == 1
+    assert "gather" in jax.jit(lambda a: tree.take_rows(a, np.arange(0, n, 2))).lower(a).as_text()
 
 
 def test_long_chain_is_one_scanned_segment():
@@ -77,6 +94,22 @@ def test_inward_subtree_sums_and_order():
     # Subtree sums: 3 -> 4+8+16, 1 -> 1+28, 2 -> 2+32.
     assert out.tolist() == [0, 29, 34, 28, 8, 16, 32]
     assert int(at_ground) == 63
+
+
+def test_inward_bushy_tree():
+    """A binary tree and a Ground with many children: child sums gathered
+    at once per level (summed by a reduction above eight children)."""
+    parent = (0,) + (0,) * 12 + tuple(1 + (b - 13) // 2 for b in range(13, 37))
+    s = tree.TreeSchedule.from_parents(parent)
+    labels = jnp.asarray(2 ** np.arange(len(parent)) % 1009)
+    out, at_ground = jax.jit(lambda x: tree.inward(s, lambda own, c: (own + c, own + c), x, jnp.array(0)))(labels)
+    children = {b: [c for c in range(1, len(parent)) if parent[c] == b] for b in range(len(parent))}
+
+    def subtree(b):
+        return int(labels[b]) + sum(subtree(c) for c in children[b])
+
+    assert out.tolist() == [0] + [subtree(b) for b in range(1, len(parent))]
+    assert int(at_ground) == subtree(0) - int(labels[0])
 
 
 def test_inward_pytree_and_vmap():

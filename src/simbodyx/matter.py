@@ -17,11 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx import tree
 from simbodyx.locks import prescribed_udot
-from simbodyx.algorithms import aba, coordinates, energy, jacobians, reactions, rnea
+from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
-from simbodyx.algorithms.per_body import parent_offsets, shift_inertia_to_parent, spatial_inertias_in_ground
+from simbodyx.algorithms.per_body import spatial_inertias_in_ground
 from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.spatial.vectors import mat_vec
 from simbodyx.stage import Stage
@@ -179,9 +178,9 @@ class Matter:
 
     @compiled
     def calc_m(self, state: State):
-        """The dense mass matrix M (nu, nu), column by column from multiply_by_m."""
+        """The dense mass matrix M (nu, nu) by the composite-rigid-body method (Position)."""
         s = self._at(state, Stage.Position)
-        return _columns(s, lambda v: rnea.multiply_by_m(s.topology, s.instance, s.position, v), -1)
+        return crba.mass_matrix(s.topology, s.instance, s.position)
 
     @compiled
     def multiply_by_m_inv(self, state: State, v):
@@ -199,15 +198,7 @@ class Matter:
     def calc_composite_body_inertias(self, state: State):
         """(nb, 6, 6): each body and its whole subtree, rigidly welded, about Bo in G."""
         s = self._at(state, Stage.Position)
-        M = spatial_inertias_in_ground(s.instance, s.position.X_GB)
-        r = parent_offsets(s.topology, s.position.X_GB)
-
-        def step(inputs, children):
-            M_b, r_b = inputs
-            K = M_b + children
-            return K, shift_inertia_to_parent(K, r_b)
-
-        return tree.inward(s.topology.schedule, step, (M, r), jnp.zeros((6, 6), M.dtype))[0]
+        return crba.composite_inertias(s.topology, s.instance, s.position)
 
     def get_composite_body_inertia(self, state: State, body):
         return self.calc_composite_body_inertias(state)[int(body)]

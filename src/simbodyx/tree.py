@@ -37,6 +37,8 @@ import numpy as np
 
 #: Segments with at most this many levels are unrolled rather than scanned.
 UNROLL_MAX_LEVELS = 8
+#: A static row gather made of more slices than this is one gather instead.
+MAX_SLICES = 16
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -136,8 +138,9 @@ class TreeSchedule:
 
     @cached_property
     def _child_locations(self):
-        """Per segment i: for k = 0, 1, ..., the k-th child of each body of its
-        deepest level as (segment t, row of t's first level), None if absent.
+        """Per segment i: (c, locations), ``c`` the most children of any body of
+        its deepest level and ``locations`` those children body by body, c
+        each, as (segment t, row of t's first level), None for a missing one.
         Index -1 (one past the last segment) lists Ground's children."""
         targets = [seg.bodies[-1] for seg in self.segments] + [np.zeros(1, np.int32)]
         children = [[[] for _ in t] for t in targets]
@@ -151,8 +154,8 @@ class TreeSchedule:
                 children[i][k].append((t, j))
         out = []
         for per_body in children:
-            depth = max((len(c) for c in per_body), default=0)
-            out.append(tuple(tuple(c[k] if k < len(c) else None for c in per_body) for k in range(depth)))
+            c = max((len(ch) for ch in per_body), default=0)
+            out.append((c, tuple(ch[k] if k < len(ch) else None for ch in per_body for k in range(c))))
         return tuple(out)
 
     @cached_property
@@ -183,30 +186,63 @@ def _gather(sources, locations, tail_like=None):
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
 def _gather_rows(sources, locations, tail, dtype):
-    pieces, run = [], None
-    for loc in locations + ("end",):
-        if run is not None and loc != "end":
-            src, row, count = run
-            if (loc is None and src is None) or (loc is not None and src == loc[0] and row + count == loc[1]):
-                run[2] += 1
-                continue
-        if run is not None:
-            src, row, count = run
-            pieces.append(jnp.zeros((count,) + tail, dtype) if src is None else sources[src][row:row + count])
-        if loc != "end":
-            run = [None, 0, 1] if loc is None else [loc[0], loc[1], 1]
+    repeats = _uniform_repeats(locations)
+    if repeats > 1:  # e.g. a binary tree's parents: each row twice
+        rows = _gather_rows(sources, locations[::repeats], tail, dtype)
+        return jnp.broadcast_to(rows[:, None], (rows.shape[0], repeats) + tail).reshape((-1,) + tail)
+    runs = _runs(locations)
+    if len(runs) > MAX_SLICES:  # one gather compiles faster than hundreds of slices
+        return _stacked(sources, tail, dtype)[_flat_index(sources, locations)]
+    pieces = [jnp.zeros((count,) + tail, dtype) if src is None else sources[src][row:row + count]
+              for src, row, count in runs]
     if not pieces:
         return jnp.zeros((0,) + tail, dtype)
     return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
 
 
+def _runs(locations):
+    """Maximal runs of consecutive rows of one source: (src, row, count),
+    src None for a run of zero rows."""
+    runs = []
+    for loc in locations:
+        src, row = (None, 0) if loc is None else loc
+        if runs and runs[-1][0] == src and (src is None or runs[-1][1] + runs[-1][2] == row):
+            runs[-1][2] += 1
+        else:
+            runs.append([src, row, 1])
+    return [tuple(r) for r in runs]
+
+
+def _uniform_repeats(locations):
+    """k > 1 when ``locations`` is each of its distinct entries k times in a
+    row (and not all one entry), else 1."""
+    n = len(locations)
+    k = 1
+    while k < n and locations[k] == locations[0]:
+        k += 1
+    if k == 1 or k == n or n % k:
+        return 1
+    blocks = [locations[i:i + k] for i in range(0, n, k)]
+    same = all(len(set(b)) == 1 for b in blocks) and all(a[0] != b[0] for a, b in zip(blocks, blocks[1:]))
+    return k if same else 1
+
+
+def _stacked(sources, tail, dtype):
+    """The sources stacked on axis 0 with one zero row appended."""
+    return jnp.concatenate(list(sources) + [jnp.zeros((1,) + tail, dtype)])
+
+
+def _flat_index(sources, locations):
+    """Row of each location in ``_stacked(sources)`` (None: the zero row)."""
+    offsets = np.cumsum([0] + [a.shape[0] for a in sources])
+    return np.asarray([offsets[-1] if loc is None else offsets[loc[0]] + loc[1] for loc in locations], np.int32)
+
+
 @_gather_rows.defjvp
 def _gather_rows_jvp(locations, tail, dtype, primals, tangents):
     (sources,), (d_sources,) = primals, tangents
-    offsets = np.cumsum([0] + [a.shape[0] for a in sources])
-    flat = np.asarray([offsets[-1] if loc is None else offsets[loc[0]] + loc[1] for loc in locations], np.int32)
-    stacked = jnp.concatenate(list(d_sources) + [jnp.zeros((1,) + tail, dtype)])
-    return _gather_rows(sources, locations, tail, dtype), stacked[flat]
+    d_rows = _stacked(d_sources, tail, dtype)[_flat_index(sources, locations)]
+    return _gather_rows(sources, locations, tail, dtype), d_rows
 
 
 def take_rows(a, index):
@@ -308,12 +344,19 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero):
     def children_sum(i, count):
         """(count, ...) sums of ``up`` over the children of segment i's deepest
         bodies (i = num: Ground's), gathered from the segments done so far."""
-        total = jax.tree.map(lambda z: jnp.broadcast_to(z, (count,) + jnp.shape(z)), up_zero)
-        for locations in schedule._child_locations[i]:
-            sources = [up if up is not None else total for up in ups]  # only done ones are read
-            part = jax.tree.map(lambda like, *leaves: _gather(leaves, locations, like), total, *sources)
-            total = jax.tree.map(jnp.add, total, part)
-        return total
+        c, locations = schedule._child_locations[i]
+        zero = jax.tree.map(lambda z: jnp.broadcast_to(z, (count,) + jnp.shape(z)), up_zero)
+        if c == 0:
+            return zero
+        sources = [up if up is not None else zero for up in ups]  # only done ones are read
+
+        def total(like, *leaves):
+            rows = _gather(leaves, locations, like).reshape((count, c) + like.shape[1:])
+            if c > 8:
+                return jnp.sum(rows, axis=1)
+            return functools.reduce(jnp.add, [rows[:, k] for k in range(c)])  # elementwise, fuses
+
+        return jax.tree.map(total, zero, *sources)
 
     for i in reversed(range(num)):
         segment, inputs = schedule.segments[i], levels[i]

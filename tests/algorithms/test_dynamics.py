@@ -125,14 +125,20 @@ def test_inverse_dynamics_of_forward_dynamics_returns_the_applied_forces():
     np.testing.assert_allclose(model.matter.multiply_by_m(s, udot2), T2 + tree_equiv, atol=1e-11)
 
 
-def test_mdot_minus_2c_quadratic_form():
+def test_mdot_finite_differences_and_skew_identity():
     # u^T (Mdot - 2C) u = 0, with C u the velocity-dependent inertial force.
     model, bodies, realize = mixed()
     s = realize(model, random_state(model, seed=6))
     qdot = s.velocity.qdot
-    Mdot = jax.jvp(lambda q: model.matter.calc_m(s.with_q(q)), (s.q,), (qdot,))[1]
+    calc_m = lambda q: model.matter.calc_m(s.with_q(q))
+    Mdot = jax.jvp(calc_m, (s.q,), (qdot,))[1]
     Cu = model.matter.calc_residual_force_ignoring_constraints(s, None, None, jnp.zeros_like(s.u))
     np.testing.assert_allclose(s.u @ Mdot @ s.u, 2 * s.u @ Cu, rtol=1e-11)
+    # Mdot itself against a central difference along qdot (tangent to the unit
+    # quaternions): truncation ~eps^2, rounding ~1e-16/eps, both far below 1e-8.
+    eps = 1e-6
+    fd = (calc_m(s.q + eps * qdot) - calc_m(s.q - eps * qdot)) / (2 * eps)
+    np.testing.assert_allclose(Mdot, fd, atol=1e-8 * np.abs(Mdot).max())
 
 
 def test_reaction_methods_agree_and_balance():
