@@ -39,6 +39,8 @@ import numpy as np
 UNROLL_MAX_LEVELS = 8
 #: A static row gather made of more slices than this is one gather instead.
 MAX_SLICES = 16
+#: Children summed by elementwise adds up to this many per body; a reduction above.
+MAX_ADDED_CHILDREN = 8
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -352,7 +354,7 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero):
 
         def total(like, *leaves):
             rows = _gather(leaves, locations, like).reshape((count, c) + like.shape[1:])
-            if c > 8:
+            if c > MAX_ADDED_CHILDREN:
                 return jnp.sum(rows, axis=1)
             return functools.reduce(jnp.add, [rows[:, k] for k in range(c)])  # elementwise, fuses
 

@@ -55,7 +55,7 @@ def mass_matrix(topology: Topology, instance, position):
     F = mat_vec(tree.take_rows(K, u_body), H)  # (nu, 6) at each mobility's Bo
     p = tree.take_rows(position.X_GB.p, u_body)
     d = p[None, :, :] - p[:, None, :]  # (i, j): p_GBj - p_GBi
-    torque = F[None, :, :3] + cross(d, jnp.broadcast_to(F[None, :, 3:], d.shape))
+    torque = F[None, :, :3] + cross(d, F[None, :, 3:])
     full = jnp.sum(H[:, None, :3] * torque, -1) + jnp.sum(H[:, None, 3:] * F[None, :, 3:], -1)
     below, same = ancestry(topology)
     upper = jnp.where(below, full, 0)
