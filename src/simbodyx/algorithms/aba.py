@@ -66,7 +66,7 @@ def spd_inverse(D):
     for k in range(n):
         row = A[..., k, :] / A[..., k, k:k + 1]
         A = A - A[..., :, k:k + 1] * row[..., None, :]
-        A = A.at[..., k, :].set(row)
+        A = jnp.concatenate([A[..., :k, :], row[..., None, :], A[..., k + 1:, :]], axis=-2)  # no scatter
     return A[..., n:]
 
 

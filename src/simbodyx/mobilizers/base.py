@@ -17,6 +17,7 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx.mobilizers import fitting
 from simbodyx.spatial.rotation import (
@@ -88,7 +89,7 @@ def rows(*cols):
 
 def unit(axis: int, dtype, linear: bool = False):
     """The spatial column with a unit angular (or linear) part along axis 0, 1 or 2."""
-    return jnp.zeros(6, dtype).at[axis + 3 * linear].set(1.0)
+    return jnp.asarray(np.eye(6)[axis + 3 * linear], dtype)  # a constant, not a scatter
 
 
 def quaternion_q_to_euler_q(q, at: int):

@@ -15,17 +15,19 @@ def mat_mul(a, b, transpose_b=False):
     index of broadcast products: elementwise operations only, which XLA's CPU
     backend fuses with their neighbours into few kernels. A batched ``dot``
     per 3x3 or 6x6 product, or a reduction, each becomes a kernel of its own
-    (~1 us apiece at batch 1, and a round trip through memory batched)."""
+    (~1 us apiece at batch 1, and a round trip through memory batched).
+    Columns are width-1 slices (``k:k + 1``): an integer index beside ``None``
+    would lower to a gather, and its derivative to a scatter-add."""
     if transpose_b:
-        return _inner_sum(lambda k: a[..., :, k, None] * b[..., None, :, k], a.shape[-1])
-    return _inner_sum(lambda k: a[..., :, k, None] * b[..., None, k, :], a.shape[-1])
+        return _inner_sum(lambda k: a[..., :, k:k + 1] * b[..., :, k][..., None, :], a.shape[-1])
+    return _inner_sum(lambda k: a[..., :, k:k + 1] * b[..., k:k + 1, :], a.shape[-1])
 
 
 def mat_vec(a, x, transpose=False):
     """a @ x (or a^T @ x) for (..., m, k) x (..., k), fused like :func:`mat_mul`."""
     if transpose:
-        return _inner_sum(lambda k: a[..., k, :] * x[..., k, None], a.shape[-2])
-    return _inner_sum(lambda k: a[..., :, k] * x[..., k, None], a.shape[-1])
+        return _inner_sum(lambda k: a[..., k, :] * x[..., k:k + 1], a.shape[-2])
+    return _inner_sum(lambda k: a[..., :, k] * x[..., k:k + 1], a.shape[-1])
 
 
 def _inner_sum(term, n):

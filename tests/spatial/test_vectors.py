@@ -1,0 +1,72 @@
+"""The small fixed-size products of spatial/vectors.py against jnp.einsum."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from simbodyx.spatial.vectors import cross, mat_mul, mat_vec
+
+PRODUCTS = {
+    "a b": (lambda a, b: mat_mul(a, b), "...ij,...jk->...ik"),
+    "a b^T": (lambda a, b: mat_mul(a, b, transpose_b=True), "...ij,...kj->...ik"),
+}
+
+
+def _primitives(jaxpr):
+    names = set()
+    for eqn in jaxpr.eqns:
+        names.add(eqn.primitive.name)
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns"):
+                names |= _primitives(inner)
+    return names
+
+
+@pytest.mark.parametrize("name", PRODUCTS)
+@pytest.mark.parametrize("n", [3, 6])
+def test_mat_mul_matches_einsum_batched_jit_vmap_grad(name, n):
+    fn, spec = PRODUCTS[name]
+    rng = np.random.default_rng(n)
+    a, b = rng.normal(size=(2, 4, n, n)), rng.normal(size=(2, 4, n, n))
+    expected = np.einsum(spec, a, b)
+    np.testing.assert_allclose(fn(a, b), expected, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(jax.vmap(fn))(a, b), expected, rtol=1e-13, atol=1e-13)
+    ours = jax.grad(lambda a, b: jnp.sum(jnp.sin(fn(a, b))), argnums=(0, 1))(a, b)
+    theirs = jax.grad(lambda a, b: jnp.sum(jnp.sin(jnp.einsum(spec, a, b))), argnums=(0, 1))(a, b)
+    for x, y in zip(ours, theirs):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_mat_vec_matches_einsum(transpose):
+    rng = np.random.default_rng(1)
+    a, x = rng.normal(size=(5, 3, 6, 6)), rng.normal(size=(5, 3, 6))
+    expected = np.einsum("...ji,...j->...i" if transpose else "...ij,...j->...i", a, x)
+    np.testing.assert_allclose(mat_vec(a, x, transpose), expected, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(jax.vmap(lambda a, x: mat_vec(a, x, transpose)))(a, x), expected,
+                               rtol=1e-13, atol=1e-13)
+
+
+def test_cross_matches_numpy():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(7, 3)), rng.normal(size=(7, 3))
+    np.testing.assert_allclose(cross(a, b), np.cross(a, b), rtol=1e-14, atol=1e-14)
+
+
+def test_products_are_elementwise_without_gathers():
+    """The products are written with static slices only: an integer index
+    beside ``None`` (``a[..., k, None]``) lowers to a gather, whose derivative
+    is a scatter-add, and both cost compile time and kernels on every
+    dynamics path (benchmarks/README.md)."""
+    a = jnp.ones((4, 6, 6))
+    x = jnp.ones((4, 6))
+
+    def everything(a, x):
+        return (jnp.sum(mat_mul(a, a)) + jnp.sum(mat_mul(a, a, transpose_b=True))
+                + jnp.sum(mat_vec(a, x)) + jnp.sum(mat_vec(a, x, transpose=True)))
+
+    for jaxpr in (jax.make_jaxpr(everything)(a, x), jax.make_jaxpr(jax.grad(everything, (0, 1)))(a, x)):
+        found = _primitives(jaxpr.jaxpr)
+        assert not found & {"gather", "scatter", "scatter-add", "dot_general"}, found
