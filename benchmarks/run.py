@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx.parallel import shard_batch, use_cpu_cores, usable_cores
+
 # -- models (identical for every engine) --------------------------------------------------
 
 
@@ -202,7 +204,8 @@ def random_states(model, n, seed=0):
 def time_jax(engine, name, op, fn, one, batched, in_axes, batches, repeats, check=None):
     """Rows for a JAX engine: cold compile and latency of ``jit(fn)`` on the
     arguments ``one``, then ``jit(vmap(fn, in_axes))`` throughput on
-    ``batched(n)`` for each batch size. ``check(jitted_fn)`` runs after the
+    ``batched(n)`` for each batch size, the batch sharded over the CPU
+    devices (``--cpu-devices``). ``check(jitted_fn)`` runs after the
     compile, before any timing."""
     f = jax.jit(fn)
     t0 = time.perf_counter()
@@ -214,7 +217,10 @@ def time_jax(engine, name, op, fn, one, batched, in_axes, batches, repeats, chec
              "latency_us": 1e6 * best_time(f, *one, repeats=repeats)}]
     fb = jax.jit(jax.vmap(fn, in_axes=in_axes))
     for n in batches:
-        dt = best_time(fb, *batched(n), repeats=repeats, inner=max(1, 2000 // n))
+        args = batched(n)
+        if n % len(jax.devices()) == 0:  # each device runs its share of the batch (simbodyx.parallel)
+            args = tuple(a if axis is None else shard_batch(a) for a, axis in zip(args, in_axes))
+        dt = best_time(fb, *args, repeats=repeats, inner=max(1, 2000 // n))
         rows.append({"engine": engine, "model": name, "op": op, "batch": n,
                      "latency_us": 1e6 * dt, "per_second": n / dt})
     return rows
@@ -371,7 +377,11 @@ def main():
     parser.add_argument("--batches", default="1024", help="comma list, e.g. 64,1024,4096,16384")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo and MJX peers")
+    parser.add_argument("--cpu-devices", type=int, default=usable_cores(),
+                        help="CPU devices the batches are sharded over (default: one per usable core; "
+                             "1 for the single-device figures)")
     args = parser.parse_args()
+    use_cpu_cores(args.cpu_devices)
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
@@ -380,7 +390,7 @@ def main():
     batches = [int(b) for b in args.batches.split(",") if b]
     rows, notes = [], []
     print(f"jax {jax.__version__}, {args.dtype}, {platform.machine()}, {jax.devices()[0].platform}, "
-          f"XLA_FLAGS={__import__('os').environ.get('XLA_FLAGS', '')!r}")
+          f"{len(jax.devices())} device(s), XLA_FLAGS={__import__('os').environ.get('XLA_FLAGS', '')!r}")
     for name in (MODELS if args.models == "all" else args.models.split(",")):
         system, matter = MODELS[name](sx)
         model, _ = system.realize_topology()
@@ -403,7 +413,7 @@ def main():
                   f"{r.get('compile_s', float('nan')):>10.2f}")
     for note in notes:
         print(note)
-    print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "rows": rows}))
+    print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()), "rows": rows}))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ frozen (``Model.astype`` converts an existing model). simbodyx never changes
 JAX's global configuration itself.
 """
 
-from simbodyx import integrate as integrate, mobilizers as mobilizers, spatial as spatial, tree as tree
+from simbodyx import integrate as integrate, mobilizers as mobilizers, parallel as parallel, spatial as spatial, tree as tree
 from simbodyx.build import (
     Body as Body,
     MobilizedBody as MobilizedBody,
