@@ -2,14 +2,18 @@
 
     python benchmarks/run.py [--dtype float64|float32] [--models chain7,humanoid,...|all]
                              [--ops forward_dynamics,...] [--batches 1024,4096] [--repeats N]
+                             [--cpu-devices N] [--chunk-size N]
 
-The defaults (chain7 and the humanoid, every operation, batch 1 and 1,024,
-with the Pinocchio, MuJoCo and MJX peers) took 5.5 minutes on a 2-core
-machine; ``--models all`` adds chain30 and Simbody's 256-body set, whose
-compile times are themselves a finding (see benchmarks/README.md).
+The defaults (chain7, the humanoid and every_joint, every operation, batch 1
+and 1,024, with the Pinocchio, MuJoCo and MJX peers) take about 7 minutes on
+a 2-core machine; ``--models all`` adds chain30 and Simbody's 256-body set,
+whose compile times are themselves a finding (see benchmarks/README.md).
 
 For each model and operation: cold compile time of one jitted call, its
-latency, and jit(vmap) throughput per batch size. Pinocchio (``pin``), when
+latency, and batched throughput per batch size, computed the way
+``simbodyx.parallel`` recommends for MJX and simbodyx alike: the batch
+sharded over one CPU device per core, each share run in chunks of 128 states
+(``--cpu-devices 1 --chunk-size 0`` is a plain ``jit(vmap)``). Pinocchio (``pin``), when
 installed, is timed in the same run on the models it can represent (Pin,
 Slider, Ball, Free joints), after checking that it computes the same
 accelerations. Prints a table per model and one JSON line. Each figure is
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
@@ -28,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.parallel import shard_batch, use_cpu_cores, usable_cores
+from simbodyx.parallel import CHUNK_SIZE, batched, shard_batch, use_cpu_cores, usable_cores
 
 # -- models (identical for every engine) --------------------------------------------------
 
@@ -201,12 +206,12 @@ def random_states(model, n, seed=0):
     return jax.vmap(model.matter.normalize_quaternions)(states)
 
 
-def time_jax(engine, name, op, fn, one, batched, in_axes, batches, repeats, check=None):
+def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, chunk_size, check=None):
     """Rows for a JAX engine: cold compile and latency of ``jit(fn)`` on the
-    arguments ``one``, then ``jit(vmap(fn, in_axes))`` throughput on
-    ``batched(n)`` for each batch size, the batch sharded over the CPU
-    devices (``--cpu-devices``). ``check(jitted_fn)`` runs after the
-    compile, before any timing."""
+    arguments ``one``, then the throughput of ``jit(simbodyx.parallel.batched(fn,
+    in_axes, chunk_size))`` (a vmap over the CPU devices' shares, in chunks)
+    on ``make_batch(n)``, placed sharded, for each batch size.
+    ``check(jitted_fn)`` runs after the compile, before any timing."""
     f = jax.jit(fn)
     t0 = time.perf_counter()
     jax.block_until_ready(f(*one))
@@ -215,9 +220,9 @@ def time_jax(engine, name, op, fn, one, batched, in_axes, batches, repeats, chec
         check(f)
     rows = [{"engine": engine, "model": name, "op": op, "batch": 1, "compile_s": compile_s,
              "latency_us": 1e6 * best_time(f, *one, repeats=repeats)}]
-    fb = jax.jit(jax.vmap(fn, in_axes=in_axes))
+    fb = jax.jit(batched(fn, in_axes, chunk_size))
     for n in batches:
-        args = batched(n)
+        args = make_batch(n)
         if n % len(jax.devices()) == 0:  # each device runs its share of the batch (simbodyx.parallel)
             args = tuple(a if axis is None else shard_batch(a) for a, axis in zip(args, in_axes))
         dt = best_time(fb, *args, repeats=repeats, inner=max(1, 2000 // n))
@@ -226,14 +231,15 @@ def time_jax(engine, name, op, fn, one, batched, in_axes, batches, repeats, chec
     return rows
 
 
-def time_simbodyx(sx, model, name, ops, batches, repeats):
+def time_simbodyx(sx, model, name, ops, batches, repeats, chunk_size):
     one = jax.tree.map(lambda x: x[0], random_states(model, 1))
     tau, F = _inputs(model, one)
     rows = []
     for op in ops:
         fn = make_ops(sx)[op]
         rows += time_jax("simbodyx", name, op, lambda s, t, F, fn=fn: fn(model, s, t, F), (one, tau, F),
-                         lambda n: (random_states(model, n), tau, F), (0, None, None), batches, repeats)
+                         lambda n: (random_states(model, n), tau, F), (0, None, None), batches, repeats,
+                         chunk_size)
     return rows
 
 
@@ -309,7 +315,7 @@ def _check(name, engine, theirs, ours):
                              f"{np.abs(np.asarray(theirs) - ours).max():.3g}")
 
 
-def time_mujoco(sx, matter, model, name, batches, repeats):
+def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
     """MuJoCo C (mj_forward, mj_inverse, one call at a time) and MJX
     (jit(vmap) per batch, reverse-mode gradient), after checking both compute
     the same accelerations as simbodyx. Contacts and constraints disabled."""
@@ -365,7 +371,7 @@ def time_mujoco(sx, matter, model, name, batches, repeats):
     for op, fn in {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd}.items():
         rows += time_jax("mjx", name, op, fn, (qpos_all[0], qvel_all[0], tau),
                          lambda n: (qpos_all[:n], qvel_all[:n], tau), (0, 0, None), batches, repeats,
-                         check if op == "forward_dynamics" else None)
+                         chunk_size, check if op == "forward_dynamics" else None)
     return rows, None
 
 
@@ -380,8 +386,11 @@ def main():
     parser.add_argument("--cpu-devices", type=int, default=usable_cores(),
                         help="CPU devices the batches are sharded over (default: one per usable core; "
                              "1 for the single-device figures)")
+    parser.add_argument("--chunk-size", type=int, default=CHUNK_SIZE,
+                        help="states per chunk of each device's share (0: one vmap per share)")
     args = parser.parse_args()
     use_cpu_cores(args.cpu_devices)
+    chunk_size = args.chunk_size or None
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
@@ -390,18 +399,18 @@ def main():
     batches = [int(b) for b in args.batches.split(",") if b]
     rows, notes = [], []
     print(f"jax {jax.__version__}, {args.dtype}, {platform.machine()}, {jax.devices()[0].platform}, "
-          f"{len(jax.devices())} device(s), XLA_FLAGS={__import__('os').environ.get('XLA_FLAGS', '')!r}")
+          f"{len(jax.devices())} device(s), chunks of {chunk_size}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     for name in (MODELS if args.models == "all" else args.models.split(",")):
         system, matter = MODELS[name](sx)
         model, _ = system.realize_topology()
-        model_rows = time_simbodyx(sx, model, name, ops, batches, args.repeats)
+        model_rows = time_simbodyx(sx, model, name, ops, batches, args.repeats, chunk_size)
         model_rows += time_model_pass(model, name, args.repeats)
         if args.dtype == "float64":
             peer_rows, note = time_pinocchio(sx, system, matter, model, name, args.repeats)
             model_rows += peer_rows
             notes += [note] if note else []
             if not args.no_mujoco:
-                peer_rows, note = time_mujoco(sx, matter, model, name, batches, args.repeats)
+                peer_rows, note = time_mujoco(sx, matter, model, name, batches, args.repeats, chunk_size)
                 model_rows += peer_rows
                 notes += [note] if note else []
         rows += model_rows
@@ -413,7 +422,8 @@ def main():
                   f"{r.get('compile_s', float('nan')):>10.2f}")
     for note in notes:
         print(note)
-    print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()), "rows": rows}))
+    print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()),
+                      "chunk_size": chunk_size, "rows": rows}))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """simbodyx.parallel: a batch sharded over CPU devices computes what the
 unsharded batch does; clear errors for what cannot be sharded."""
 
+import functools
 import pathlib
 import subprocess
 import sys
@@ -22,7 +23,7 @@ def _pendulum_states(n):
     sx.Force.UniformGravity(sx.GeneralForceSubsystem(system), matter, [0, -9.81, 0])
     body = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02)))
     link = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform(), body, sx.Transform())
-    sx.MobilizedBody.Ball(link, sx.Transform([0, -1, 0]), body, sx.Transform())
+    sx.MobilizedBody.Pin(link, sx.Transform([0, -1, 0]), body, sx.Transform())
     model, state = system.realize_topology()
     rng = np.random.default_rng(0)
     q = jnp.asarray(np.asarray(state.q) + 0.3 * rng.normal(size=(n, model.topology.nq)))
@@ -37,6 +38,64 @@ def test_one_device_is_a_placement_that_changes_nothing():
     for a, b in zip(jax.tree.leaves(states), jax.tree.leaves(sharded)):
         np.testing.assert_array_equal(a, b)
     assert sx.parallel.use_cpu_cores(len(jax.devices("cpu"))) == len(jax.devices("cpu"))
+
+
+def _functions(model):
+    """Forward dynamics with a shared (unbatched) mobility force; and for the
+    gradients, the squared distance of a shared station p of the last body
+    from the origin: its per-state gradient with respect to (q, p), and the
+    gradient with respect to p of the sum over a batch mapped by any
+    vmap-like ``batch_map``."""
+    zero = jnp.zeros((model.topology.num_bodies, 6))
+
+    def fd(s, tau):
+        return model.matter.calc_acceleration_ignoring_constraints(model.realize(s, sx.Stage.Velocity), tau, zero)[0]
+
+    def reach(s, p):
+        X = model.realize(s, sx.Stage.Position).position.X_GB
+        return jnp.sum((X.p[-1] + X.R[-1] @ p) ** 2)
+
+    def per_state_grad(s, p):
+        return jax.grad(lambda q, p: reach(s.with_q(q), p), (0, 1))(s.q, p)
+
+    def outer_grad(batch_map, states, p):
+        return jax.grad(lambda p: jnp.sum(batch_map(reach, (0, None))(states, p)))(p)
+
+    return fd, per_state_grad, outer_grad
+
+
+@pytest.mark.parametrize("chunk_size", [None, 3])
+def test_batched_equals_vmap(chunk_size):
+    """One vmap, and chunks of 3 for 8 states (two chunks and a remainder):
+    under jit with gradients inside and through the map, and eagerly."""
+    model, states = _pendulum_states(8)
+    tau = jnp.asarray(np.random.default_rng(3).normal(size=model.topology.nu))
+    p = jnp.asarray([0.1, -1.0, 0.2])
+    fd, per_state_grad, outer_grad = _functions(model)
+    ours = functools.partial(sx.parallel.batched, chunk_size=chunk_size)
+
+    def close(got, expected):
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * float(jnp.abs(b).max()))
+
+    close(jax.jit(ours(fd, (0, None)))(states, tau), jax.vmap(fd, (0, None))(states, tau))
+    close(ours(fd, (0, None))(states, tau), jax.vmap(fd, (0, None))(states, tau))
+    close(jax.jit(ours(per_state_grad, (0, None)))(states, p), jax.vmap(per_state_grad, (0, None))(states, p))
+    close(jax.jit(lambda p: outer_grad(ours, states, p))(p), outer_grad(jax.vmap, states, p))
+
+
+def test_batched_errors():
+    model, states = _pendulum_states(4)
+    fd = _functions(model)[0]
+    tau = jnp.zeros(model.topology.nu)
+    with pytest.raises(ValueError, match="in_axes must be 0 or a tuple"):
+        sx.parallel.batched(fd, (0, 1))(states, tau)
+    with pytest.raises(ValueError, match="in_axes must be 0 or a tuple"):
+        sx.parallel.batched(fd, (0,))(states, tau)
+    with pytest.raises(ValueError, match="no argument is batched"):
+        sx.parallel.batched(fd, (None, None))(states, tau)
+    with pytest.raises(ValueError, match=r"one common leading size, got \[2, 4\]"):
+        sx.parallel.batched(fd)(states, jnp.zeros((2, model.topology.nu)))
 
 
 def test_errors_name_the_problem():
@@ -54,24 +113,38 @@ def test_errors_name_the_problem():
 
 
 def test_two_cpu_devices_in_a_fresh_process():
-    """use_cpu_cores(2) before JAX starts; the sharded batch's forward
-    dynamics and gradient equal the unsharded ones, and the results stay
-    spread over both devices."""
+    """use_cpu_cores(2) before JAX starts. shard_batch + jit(vmap): forward
+    dynamics and an RK4 rollout equal the unsharded ones and stay spread over
+    both devices. batched: a per-state gradient with respect to a shared
+    argument stays per state (no sum over devices), the gradient through the
+    map is the sum over all states."""
     script = textwrap.dedent("""
         import jax, jax.numpy as jnp, numpy as np
-        jax.config.update("jax_enable_x64", True)
+        import conftest  # float64 and the persistent compilation cache
         import simbodyx as sx
         assert sx.parallel.use_cpu_cores(2) == 2 and len(jax.devices()) == 2
         import test_parallel as t
         model, states = t._pendulum_states(6)
-        fd = lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot
-        grad = lambda s: jax.grad(lambda q: jnp.sum(fd(s.with_q(q)) ** 2))(s.q)
         sharded = sx.parallel.shard_batch(states)
         assert len(sharded.q.sharding.device_set) == 2
-        for f in (fd, grad):
+        fd = lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot
+        rollout = lambda s: sx.integrate.simulate(model, s, 1e-3, 10)[1].q
+        for f in (fd, rollout):
             out = jax.jit(jax.vmap(f))(sharded)
             assert len(out.sharding.device_set) == 2, out.sharding
             np.testing.assert_allclose(out, jax.jit(jax.vmap(f))(states), rtol=1e-13, atol=1e-13)
+
+        p = jnp.asarray([0.1, -1.0, 0.2])
+        _, per_state_grad, outer_grad = t._functions(model)
+        got = jax.jit(sx.parallel.batched(per_state_grad, (0, None), chunk_size=2))(states, p)
+        expected = jax.vmap(per_state_grad, (0, None))(states, p)
+        for a, b in zip(got, expected):
+            assert len(a.sharding.device_set) == 2, a.sharding
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * float(jnp.abs(b).max()))
+        got = jax.jit(lambda p: outer_grad(lambda f, ax: sx.parallel.batched(f, ax, chunk_size=2), states, p))(p)
+        expected = outer_grad(jax.vmap, states, p)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * float(jnp.abs(expected).max()))
+
         try:
             sx.parallel.shard_batch(t._pendulum_states(5)[1])
         except ValueError as e:

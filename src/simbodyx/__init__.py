@@ -6,8 +6,8 @@ States under ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
 
 Numbers follow JAX's default float type: float32 unless
 ``jax.config.update("jax_enable_x64", True)`` is set *before* the system is
-frozen (``Model.astype`` converts an existing model). simbodyx never changes
-JAX's global configuration itself.
+frozen (``Model.astype`` converts an existing model). simbodyx changes
+JAX's global configuration only when asked (``parallel.use_cpu_cores``).
 """
 
 from simbodyx import integrate as integrate, mobilizers as mobilizers, parallel as parallel, spatial as spatial, tree as tree

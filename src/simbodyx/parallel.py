@@ -1,4 +1,4 @@
-"""Spreading a batch over the CPU's cores.
+"""Running a batch fast: over every CPU core, in cache-sized chunks.
 
 JAX's CPU backend is one device by default: a batched call runs its kernels
 one after another and splits each across a shared thread pool. The dynamics
@@ -6,17 +6,21 @@ are hundreds of small kernels, for which that split barely pays (on a 2-core
 machine a 7-link chain's batched forward dynamics ran as fast on one core as
 on two). With one CPU device per core and the batch's leading axis sharded
 over them, ``jax.jit`` compiles the same program for each device's share and
-runs the shares side by side, with no communication (a ``vmap`` needs none):
-1.1-2.4x more states per second on 2 cores (benchmarks/README.md).
+runs the shares side by side, with no communication (a ``vmap`` needs none).
+And a ``vmap`` over thousands of states makes every intermediate thousands
+of states long, out of cache; :func:`batched` runs each device's share as a
+loop over chunks of ``chunk_size`` states instead. Figures in
+benchmarks/README.md.
 
     import jax, simbodyx as sx
     sx.parallel.use_cpu_cores()          # before any JAX computation
     ...
-    states = sx.parallel.shard_batch(states)   # (B, ...) leaves, B divisible by the device count
-    udot = jax.jit(jax.vmap(forward_dynamics))(states)   # sharded the same way
+    udot = jax.jit(sx.parallel.batched(forward_dynamics))(states)   # like jax.vmap
+    # or keep jax.vmap and only shard its input:
+    udot = jax.jit(jax.vmap(forward_dynamics))(sx.parallel.shard_batch(states))
 
 Nothing here changes JAX's configuration unless ``use_cpu_cores`` is called.
-On a GPU or TPU, ``shard_batch`` spreads the batch over the accelerators.
+On a GPU or TPU the same calls spread the batch over the accelerators.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ import os
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+#: States per chunk in :func:`batched`: the fastest of 32-512 for the suite's
+#: chain7 and humanoid forward dynamics on a 2-core machine (benchmarks/README.md).
+CHUNK_SIZE = 128
 
 
 def usable_cores() -> int:
@@ -82,3 +90,54 @@ def shard_batch(tree, devices=None):
                          "pad the batch or pass fewer devices")
     sharding = NamedSharding(Mesh(np.asarray(devices), ("batch",)), PartitionSpec("batch"))
     return jax.device_put(tree, sharding)
+
+
+def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
+    """``jax.vmap(fun, in_axes)`` with axis 0 as the batch axis, computed as
+    each device's share of the batch (``devices``, default ``jax.devices()``)
+    in a loop over chunks of ``chunk_size`` states (None: one ``vmap`` per
+    share). ``in_axes`` is 0 or a tuple of 0 / None per positional argument
+    (None: the argument is shared, not batched). Results are batched along
+    axis 0 (sharded over the devices). The batch is split over the devices
+    only when its size is a multiple of their count; otherwise one device
+    runs it all."""
+    devices = list(jax.devices() if devices is None else devices)
+
+    def run(*args):
+        axes = (in_axes,) * len(args) if not isinstance(in_axes, (tuple, list)) else tuple(in_axes)
+        if len(axes) != len(args) or any(a not in (0, None) for a in axes):
+            raise ValueError(f"batched: in_axes must be 0 or a tuple of 0/None per argument, got {in_axes!r} "
+                             f"for {len(args)} arguments")
+        mapped = [i for i, a in enumerate(axes) if a == 0]
+        if not mapped:
+            raise ValueError("batched: no argument is batched (in_axes all None)")
+        sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None
+                 for i in mapped for leaf in jax.tree.leaves(args[i])}
+        if len(sizes) != 1 or None in sizes:
+            raise ValueError("batched: the batched arguments need one common leading size, got "
+                             f"{sorted(sizes, key=str)}")
+        (batch,) = sizes
+
+        def share(*share_args):
+            def one(xs):
+                full = list(share_args)
+                for i, x in zip(mapped, xs):
+                    full[i] = x
+                return fun(*full)
+
+            xs = tuple(share_args[i] for i in mapped)
+            if chunk_size is None:
+                return jax.vmap(one)(xs)
+            return jax.lax.map(one, xs, batch_size=chunk_size)
+
+        if len(devices) == 1 or batch % len(devices):
+            return share(*args)
+        mesh = Mesh(np.asarray(devices), ("batch",))
+        specs = tuple(PartitionSpec("batch") if a == 0 else PartitionSpec() for a in axes)
+        # check_vma=False: with JAX's replication typing on, a per-state
+        # gradient with respect to a shared argument is summed over the
+        # devices (wrong, and a collective); tests/test_parallel.py checks it.
+        return jax.shard_map(share, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("batch"),
+                             check_vma=False)(*args)
+
+    return run
