@@ -31,8 +31,9 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-#: States per chunk in :func:`batched`: the fastest of 32-512 for the suite's
-#: chain7 and humanoid forward dynamics on a 2-core machine (benchmarks/README.md).
+#: States per chunk in :func:`batched`. For the suite's chain7 and humanoid
+#: forward dynamics on a 2-core machine, chunks of 64-256 were within noise of
+#: each other and 32 or 512 slower (benchmarks/README.md).
 CHUNK_SIZE = 128
 
 
@@ -46,7 +47,7 @@ def usable_cores() -> int:
 
 def use_cpu_cores(n: int | None = None) -> int:
     """Expose ``n`` CPU devices to JAX (default: :func:`usable_cores`), one per
-    core, for :func:`shard_batch`. Sets ``jax_num_cpu_devices``, so it must run
+    core, for :func:`batched` and :func:`shard_batch`. Sets ``jax_num_cpu_devices``, so it must run
     before JAX's first computation; afterwards it only succeeds if JAX already
     has ``n`` CPU devices. Returns ``n``."""
     n = usable_cores() if n is None else int(n)
