@@ -316,9 +316,10 @@ def _check(name, engine, theirs, ours):
 
 
 def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
-    """MuJoCo C (mj_forward, mj_inverse, one call at a time) and MJX
-    (jit(vmap) per batch, reverse-mode gradient), after checking both compute
-    the same accelerations as simbodyx. Contacts and constraints disabled."""
+    """MuJoCo C (mj_forward, mj_inverse, one call at a time) and MJX (batched
+    through the same ``time_jax`` as simbodyx; forward, inverse, and the
+    reverse-mode gradient), after checking both compute the same
+    accelerations as simbodyx. Contacts and constraints disabled."""
     try:
         import mujoco
 

@@ -92,6 +92,8 @@ def test_batched_errors():
         sx.parallel.batched(fd, (0, 1))(states, tau)
     with pytest.raises(ValueError, match="in_axes must be 0 or a tuple"):
         sx.parallel.batched(fd, (0,))(states, tau)
+    with pytest.raises(ValueError, match="chunk_size must be a positive integer or None, got 0"):
+        sx.parallel.batched(fd, chunk_size=0)
     with pytest.raises(ValueError, match="no argument is batched"):
         sx.parallel.batched(fd, (None, None))(states, tau)
     with pytest.raises(ValueError, match=r"one common leading size, got \[2, 4\]"):

@@ -103,6 +103,8 @@ def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
     only when its size is a multiple of their count; otherwise one device
     runs it all."""
     devices = list(jax.devices() if devices is None else devices)
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"batched: chunk_size must be a positive integer or None, got {chunk_size!r}")
 
     def run(*args):
         axes = (in_axes,) * len(args) if not isinstance(in_axes, (tuple, list)) else tuple(in_axes)
