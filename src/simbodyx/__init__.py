@@ -10,7 +10,13 @@ frozen (``Model.astype`` converts an existing model). simbodyx changes
 JAX's global configuration only when asked (``parallel.use_cpu_cores``).
 """
 
-from simbodyx import integrate as integrate, mobilizers as mobilizers, parallel as parallel, spatial as spatial, tree as tree
+from simbodyx import (
+    integrate as integrate,
+    mobilizers as mobilizers,
+    parallel as parallel,
+    spatial as spatial,
+    tree as tree,
+)
 from simbodyx.build import (
     Body as Body,
     MobilizedBody as MobilizedBody,

@@ -66,31 +66,42 @@ def use_cpu_cores(n: int | None = None) -> int:
     return n
 
 
+def _batch_size(caller: str, tree) -> int:
+    """The leading size that every array leaf of ``tree`` shares; a clear
+    error naming the leaf otherwise."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    if not leaves:
+        raise ValueError(f"{caller}: the tree has no array leaves")
+    sizes = {}
+    for path, leaf in leaves:
+        shape = np.shape(leaf)
+        if not shape:
+            raise ValueError(f"{caller}: leaf {jax.tree_util.keystr(path)} is a scalar; every batched leaf "
+                             "needs a leading batch axis (vmap the construction of the State)")
+        sizes.setdefault(shape[0], jax.tree_util.keystr(path))
+    if len(sizes) > 1:
+        detail = ", ".join(f"{where}: {size}" for size, where in sizes.items())
+        raise ValueError(f"{caller}: leaves disagree on the batch size ({detail})")
+    (batch,) = sizes
+    return batch
+
+
+def _batch_mesh(devices) -> Mesh:
+    """A one-axis mesh, axis "batch", over ``devices``."""
+    return Mesh(np.asarray(devices), ("batch",))
+
+
 def shard_batch(tree, devices=None):
     """``tree`` (a State, arrays, any pytree of arrays batched along axis 0)
     placed so that each of ``devices`` (default: ``jax.devices()``) holds an
     equal, contiguous slice of the batch. Every leaf needs the same leading
     size, divisible by the number of devices."""
     devices = list(jax.devices() if devices is None else devices)
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    if not leaves:
-        raise ValueError("shard_batch: the tree has no array leaves")
-    sizes = {}
-    for path, leaf in leaves:
-        shape = np.shape(leaf)
-        if not shape:
-            raise ValueError(f"shard_batch: leaf {jax.tree_util.keystr(path)} is a scalar; every leaf needs a "
-                             "leading batch axis (vmap the construction of the State)")
-        sizes.setdefault(shape[0], jax.tree_util.keystr(path))
-    if len(sizes) > 1:
-        detail = ", ".join(f"{where}: {size}" for size, where in sizes.items())
-        raise ValueError(f"shard_batch: leaves disagree on the batch size ({detail})")
-    (batch,) = sizes
+    batch = _batch_size("shard_batch", tree)
     if batch % len(devices):
         raise ValueError(f"shard_batch: batch size {batch} is not divisible by the {len(devices)} devices; "
                          "pad the batch or pass fewer devices")
-    sharding = NamedSharding(Mesh(np.asarray(devices), ("batch",)), PartitionSpec("batch"))
-    return jax.device_put(tree, sharding)
+    return jax.device_put(tree, NamedSharding(_batch_mesh(devices), PartitionSpec("batch")))
 
 
 def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
@@ -114,12 +125,7 @@ def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
         mapped = [i for i, a in enumerate(axes) if a == 0]
         if not mapped:
             raise ValueError("batched: no argument is batched (in_axes all None)")
-        sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None
-                 for i in mapped for leaf in jax.tree.leaves(args[i])}
-        if len(sizes) != 1 or None in sizes:
-            raise ValueError("batched: the batched arguments need one common leading size, got "
-                             f"{sorted(sizes, key=str)}")
-        (batch,) = sizes
+        batch = _batch_size("batched", {f"arg{i}": args[i] for i in mapped})
 
         def share(*share_args):
             def one(xs):
@@ -135,12 +141,11 @@ def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
 
         if len(devices) == 1 or batch % len(devices):
             return share(*args)
-        mesh = Mesh(np.asarray(devices), ("batch",))
         specs = tuple(PartitionSpec("batch") if a == 0 else PartitionSpec() for a in axes)
         # check_vma=False: with JAX's replication typing on, a per-state
         # gradient with respect to a shared argument is summed over the
         # devices (wrong, and a collective); tests/test_parallel.py checks it.
-        return jax.shard_map(share, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("batch"),
+        return jax.shard_map(share, mesh=_batch_mesh(devices), in_specs=specs, out_specs=PartitionSpec("batch"),
                              check_vma=False)(*args)
 
     return run

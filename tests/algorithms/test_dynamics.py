@@ -36,7 +36,7 @@ def test_two_link_planar_chain_mass_matrix_and_coriolis():
     matter = sx.SimbodyMatterSubsystem(system)
     body = lambda m, lc, I: sx.Body.Rigid(sx.MassProperties.from_central(m, [0, -lc, 0], sx.Inertia(I, I, I)))
     a = sx.MobilizedBody.Pin(matter.Ground(), body(m1, lc1, I1))
-    b = sx.MobilizedBody.Pin(a, sx.Transform([0, -l1, 0]), body(m2, lc2, I2), sx.Transform())
+    sx.MobilizedBody.Pin(a, sx.Transform([0, -l1, 0]), body(m2, lc2, I2), sx.Transform())
     model, state = system.realize_topology()
     q2, u1, u2 = 0.7, 1.3, -0.4
     state = model.realize(state.with_q(jnp.array([0.2, q2])).with_u(jnp.array([u1, u2])), sx.Stage.Velocity)
