@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from simbodyx import tree
 
@@ -144,3 +145,42 @@ def test_take_rows_derivatives_are_a_gather_and_a_scatter_add():
     np.testing.assert_array_equal(grad, expect_grad[:8])
     hlo = jax.jit(lambda a, w: jax.vjp(f, a)[1](w)).lower(a, w).as_text()
     assert "stablehlo.scatter" in hlo and "stablehlo.pad" not in hlo
+
+
+@pytest.mark.parametrize("parent", [
+    PARENT,
+    (0,) + tuple(range(3 * tree.UNROLL_MAX_LEVELS)),  # one scanned segment
+    (0,) + (0,) * 12 + tuple(1 + (b - 13) // 2 for b in range(13, 37)),  # Ground's 12 children, a binary tree
+], ids=["tree", "long_chain", "bushy"])
+def test_vectorized_steps_take_whole_levels(parent):
+    """``vectorized=True`` hands the step whole levels (a leading axis of
+    bodies) instead of vmapping it; the sweeps' results are the same."""
+    s = tree.TreeSchedule.from_parents(parent)
+    labels = jnp.arange(len(parent)) % 7
+    seen = {False: set(), True: set()}
+
+    def down(vectorized):
+        def step(value, own):
+            seen[vectorized].add(own.shape)
+            return (value * 3 + own) % 1000
+        return step
+
+    def up(vectorized):
+        def step(own, children):
+            count, total = children
+            seen[vectorized].add(own.shape)
+            return total + own, (count + 1, total + own)
+        return step
+
+    zero = (jnp.array(0), jnp.array(0))
+    for vectorized in (False, True):
+        out = jax.jit(lambda x: tree.outward(s, down(vectorized), jnp.array(0), x, vectorized=vectorized))(labels)
+        sums, at_ground = tree.inward(s, up(vectorized), labels, zero, vectorized=vectorized)
+        if vectorized:
+            np.testing.assert_array_equal(out, reference[0])
+            np.testing.assert_array_equal(sums, reference[1])
+            assert [int(x) for x in at_ground] == [int(x) for x in reference[2]]
+        reference = (out, sums, at_ground)
+    assert seen[False] == {()}
+    levels = {(seg.size,) for seg in s.segments}
+    assert levels <= seen[True] <= levels | {(1,)}  # (1,): inward's shape probe

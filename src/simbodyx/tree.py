@@ -298,17 +298,24 @@ def mobilities_from_levels(schedule: TreeSchedule, levels, empty):
     return _gather_tree([_rows(lv, 3) for lv in levels], schedule._u_locations)
 
 
-def outward_levels(schedule: TreeSchedule, step, root, levels):
+def _level_step(step, vectorized):
+    """``step`` applied to a whole level: as it is when ``vectorized`` (every
+    leaf then has a leading axis of the level's bodies), else vmapped."""
+    return step if vectorized else jax.vmap(step)
+
+
+def outward_levels(schedule: TreeSchedule, step, root, levels, vectorized=False):
     """Base-to-tip sweep in the level layout.
 
     ``step(value_parent, input_b) -> (value_b, extra_b)``: ``value`` is
     passed down the tree (Ground's is ``root``), ``extra`` is only collected
     (its shape may differ between segments, e.g. per-mobility results).
-    Returns (values, extras), each in the level layout.
+    Returns (values, extras), each in the level layout. ``vectorized``: see
+    :func:`outward`.
     """
     sources = [jax.tree.map(lambda r: jnp.asarray(r)[None], root)]
     values, extras = [], []
-    vstep = jax.vmap(step)
+    vstep = _level_step(step, vectorized)
     for segment, inputs, parents in zip(schedule.segments, levels, schedule._parent_locations):
         carry = _gather_tree(sources, parents)
         if segment.scanned:
@@ -329,7 +336,7 @@ def outward_levels(schedule: TreeSchedule, step, root, levels):
     return tuple(values), tuple(extras)
 
 
-def inward_levels(schedule: TreeSchedule, step, levels, up_zero):
+def inward_levels(schedule: TreeSchedule, step, levels, up_zero, vectorized=False):
     """Tip-to-base sweep in the level layout.
 
     ``step(input_b, children_b) -> (out_b, up_b)``: ``children_b`` is the sum
@@ -341,7 +348,7 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero):
     num = len(schedule.segments)
     ups = [None] * num  # each segment's first-level ups, once computed
     outputs = [None] * num
-    vstep = jax.vmap(step)
+    vstep = _level_step(step, vectorized)
 
     def children_sum(i, count):
         """(count, ...) sums of ``up`` over the children of segment i's deepest
@@ -381,21 +388,27 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero):
     return tuple(outputs), at_ground
 
 
-def outward(schedule: TreeSchedule, step, root, inputs):
+def outward(schedule: TreeSchedule, step, root, inputs, vectorized=False):
     """Base-to-tip sweep: ``out[b] = step(out[parent[b]], inputs[b])``, ``out[0] = root``.
 
     ``step`` maps one body (unbatched pytrees); ``inputs`` is a body-indexed
     pytree (row 0 unused). Returns the body-indexed pytree of outputs.
+    With ``vectorized=True`` the step is called on a whole level at once,
+    every leaf with a leading axis of bodies (write it with ``...``
+    broadcasting, as simbodyx.spatial's operators are); otherwise it is
+    vmapped, which costs several times more to trace.
     """
-    out, _ = outward_levels(schedule, lambda p, x: (step(p, x), ()), root, to_levels(schedule, inputs))
+    out, _ = outward_levels(schedule, lambda p, x: (step(p, x), ()), root, to_levels(schedule, inputs), vectorized)
     return from_levels(schedule, out, root)
 
 
-def inward(schedule: TreeSchedule, step, inputs, up_zero):
-    """Tip-to-base sweep on body-indexed pytrees (see :func:`inward_levels`).
-    Returns the body-indexed outputs (Ground's row zero) and the sum of
-    ``up`` over Ground's children."""
-    out, at_ground = inward_levels(schedule, step, to_levels(schedule, inputs), up_zero)
-    shape = jax.eval_shape(step, _take(inputs, 0), up_zero)[0]
+def inward(schedule: TreeSchedule, step, inputs, up_zero, vectorized=False):
+    """Tip-to-base sweep on body-indexed pytrees (see :func:`inward_levels`;
+    ``vectorized`` as in :func:`outward`). Returns the body-indexed outputs
+    (Ground's row zero) and the sum of ``up`` over Ground's children."""
+    out, at_ground = inward_levels(schedule, step, to_levels(schedule, inputs), up_zero, vectorized)
+    shape = jax.eval_shape(_level_step(step, vectorized), _take(inputs, slice(0, 1)),
+                           jax.tree.map(lambda z: jnp.asarray(z)[None], up_zero))[0]
+    shape = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape[1:], s.dtype), shape)
     ground = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape)
     return from_levels(schedule, out, ground), at_ground

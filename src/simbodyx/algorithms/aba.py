@@ -95,7 +95,7 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
         P = M_b + P_c
         z = bias_b + z_c
         U = mat_mul(P, H_b, transpose_b=True)
-        D_inv = spd_inverse(mat_mul(H_b, U) + jnp.diag(1 - used_b))
+        D_inv = spd_inverse(mat_mul(H_b, U) + (1 - used_b)[..., None] * jnp.eye(used_b.shape[-1], dtype=U.dtype))
         u_bar = (T_b - mat_vec(H_b, z)) * used_b
         UD = mat_mul(U, D_inv)
         Pa = P - mat_mul(UD, U, transpose_b=True)
@@ -105,7 +105,7 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
 
     dtype = bias_forces.dtype
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    out, _ = tree.inward_levels(schedule, step, tuple(zip(bodies, H, used, T)), zero)
+    out, _ = tree.inward_levels(schedule, step, tuple(zip(bodies, H, used, T)), zero, vectorized=True)
     P, z, U, D_inv, u_bar = (tuple(o[i] for o in out) for i in range(5))
     return Articulated(tuple(b[0] for b in bodies), H, tuple(b[2] for b in bodies), P, z, U, D_inv, u_bar,
                        free_levels)
@@ -123,7 +123,8 @@ def accelerate(topology: Topology, art: Articulated, dtype, with_coriolis=True):
     schedule = topology.schedule
     root = jnp.zeros(6, dtype)
     c = art.c if with_coriolis else tuple(jnp.zeros_like(c) for c in art.c)
-    A, udot = tree.outward_levels(schedule, step, root, tuple(zip(art.r, c, art.H, art.U, art.D_inv, art.u_bar)))
+    A, udot = tree.outward_levels(schedule, step, root, tuple(zip(art.r, c, art.H, art.U, art.D_inv, art.u_bar)),
+                                  vectorized=True)
     return tree.mobilities_from_levels(schedule, udot, jnp.zeros(0, dtype)), tree.from_levels(schedule, A, root)
 
 
@@ -142,7 +143,7 @@ def solve(topology: Topology, art: Articulated, v):
     if art.free is not None:  # prescribed (locked) udot stay zero
         v_levels = tuple(x * f for x, f in zip(v_levels, art.free))
     u_bar, _ = tree.inward_levels(schedule, step, tuple(zip(art.r, art.H, art.U, art.D_inv, v_levels)),
-                                  jnp.zeros(6, v.dtype))
+                                  jnp.zeros(6, v.dtype), vectorized=True)
     return accelerate(topology, eqx.tree_at(lambda a: a.u_bar, art, u_bar), v.dtype, with_coriolis=False)[0]
 
 

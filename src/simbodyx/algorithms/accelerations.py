@@ -28,4 +28,4 @@ def body_accelerations(topology: Topology, position, udot, coriolis=None):
         r_b, rel_b = inputs
         return shift_velocity(A_GP, r_b) + rel_b
 
-    return tree.outward(topology.schedule, step, jnp.zeros(6, udot.dtype), (r, rel))
+    return tree.outward(topology.schedule, step, jnp.zeros(6, udot.dtype), (r, rel), vectorized=True)

@@ -33,7 +33,7 @@ def composite_inertias(topology: Topology, instance, position):
         K = M_b + children
         return K, shift_inertia_to_parent(K, r_b)
 
-    return tree.inward(topology.schedule, step, (M, r), jnp.zeros((6, 6), M.dtype))[0]
+    return tree.inward(topology.schedule, step, (M, r), jnp.zeros((6, 6), M.dtype), vectorized=True)[0]
 
 
 def ancestry(topology: Topology):

@@ -42,7 +42,7 @@ def realize_position(topology: Topology, params: Parameters, q) -> PositionCache
         X_MB = params.X_BM.inverse()
         X_PB = params.X_PF.compose(X_FM).compose(X_MB)
         root = Transform(jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype))
-        X_GB = tree.outward(topology.schedule, Transform.compose, root, X_PB)
+        X_GB = tree.outward(topology.schedule, Transform.compose, root, X_PB, vectorized=True)
         # H_PB_G = rotate(R_GF, shift(H_FM, p_MoBo in F)).
         R_GF = mat_mul(tree.take_rows(X_GB.R, topology.parent), params.X_PF.R)
         p_MB_F = X_FM.rotate(X_MB.p)
@@ -77,7 +77,7 @@ def realize_velocity(topology: Topology, params: Parameters, position: PositionC
             r, V_rel = inputs
             return shift_velocity(V_GP, r) + V_rel
 
-        V_GB = tree.outward(topology.schedule, step, jnp.zeros(6, u.dtype), (p_PB, V_PB))
+        V_GB = tree.outward(topology.schedule, step, jnp.zeros(6, u.dtype), (p_PB, V_PB), vectorized=True)
         qdot = multiply_by_n(topology, q, u)
 
         # Mobilizer Coriolis acceleration (the udot-free part of A_GB given

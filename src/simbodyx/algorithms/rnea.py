@@ -33,7 +33,7 @@ def subtree_forces(topology: Topology, position, F_own):
         total = own + children
         return total, shift_force_to_parent(total, r_b)
 
-    return tree.inward(topology.schedule, step, (F_own, r), jnp.zeros(6, F_own.dtype))
+    return tree.inward(topology.schedule, step, (F_own, r), jnp.zeros(6, F_own.dtype), vectorized=True)
 
 
 def project_onto_mobilities(topology: Topology, position, F):

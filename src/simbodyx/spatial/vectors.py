@@ -8,6 +8,7 @@ origin named by the variable (``V_GB``: velocity of B's origin in G).
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
 
 def mat_mul(a, b, transpose_b=False):
@@ -16,18 +17,24 @@ def mat_mul(a, b, transpose_b=False):
     backend fuses with their neighbours into few kernels. A batched ``dot``
     per 3x3 or 6x6 product, or a reduction, each becomes a kernel of its own
     (~1 us apiece at batch 1, and a round trip through memory batched).
-    Columns are width-1 slices (``k:k + 1``): an integer index beside ``None``
-    would lower to a gather, and its derivative to a scatter-add."""
+    Columns and rows are width-1 slices (an integer index beside ``None``
+    would lower to a gather, and its derivative to a scatter-add), taken
+    with ``lax`` directly: numpy-style indexing costs far more to trace."""
     if transpose_b:
-        return _inner_sum(lambda k: a[..., :, k:k + 1] * b[..., :, k][..., None, :], a.shape[-1])
-    return _inner_sum(lambda k: a[..., :, k:k + 1] * b[..., k:k + 1, :], a.shape[-1])
+        return _inner_sum(lambda k: _slice(a, k, -1) * _slice(b, k, -1, keep=False)[..., None, :], a.shape[-1])
+    return _inner_sum(lambda k: _slice(a, k, -1) * _slice(b, k, -2), a.shape[-1])
 
 
 def mat_vec(a, x, transpose=False):
     """a @ x (or a^T @ x) for (..., m, k) x (..., k), fused like :func:`mat_mul`."""
     if transpose:
-        return _inner_sum(lambda k: a[..., k, :] * x[..., k:k + 1], a.shape[-2])
-    return _inner_sum(lambda k: a[..., :, k] * x[..., k:k + 1], a.shape[-1])
+        return _inner_sum(lambda k: _slice(a, k, -2, keep=False) * _slice(x, k, -1), a.shape[-2])
+    return _inner_sum(lambda k: _slice(a, k, -1, keep=False) * _slice(x, k, -1), a.shape[-1])
+
+
+def _slice(a, k, axis, keep=True):
+    """Entry ``k`` along ``axis``, the axis kept (width 1) or dropped."""
+    return lax.index_in_dim(a, k, axis % a.ndim, keepdims=keep)
 
 
 def _inner_sum(term, n):
@@ -46,14 +53,9 @@ def safe_norm(x, axis=-1, keepdims=False):
 
 def cross(a, b):
     """a x b along the last axis, written elementwise so XLA fuses it."""
-    return jnp.stack(
-        [
-            a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-            a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-            a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
-        ],
-        axis=-1,
-    )
+    a0, a1, a2 = (_slice(a, k, -1) for k in range(3))
+    b0, b1, b2 = (_slice(b, k, -1) for k in range(3))
+    return jnp.concatenate([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
 def spatial_vec(angular, linear):
