@@ -5,7 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from simbodyx.spatial.vectors import cross, mat_mul, mat_vec
+from simbodyx.spatial.rotation import skew
+from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, skew_times, times_skew
 
 PRODUCTS = {
     "a b": (lambda a, b: mat_mul(a, b), "...ij,...jk->...ik"),
@@ -53,6 +54,18 @@ def test_cross_matches_numpy():
     rng = np.random.default_rng(2)
     a, b = rng.normal(size=(7, 3)), rng.normal(size=(7, 3))
     np.testing.assert_allclose(cross(a, b), np.cross(a, b), rtol=1e-14, atol=1e-14)
+
+
+def test_skew_products_are_cross_products():
+    """[r]x M and M [r]x against products with the skew matrix (exact: the
+    skew matrix's zeros only add exact zeros), batched and under vmap."""
+    rng = np.random.default_rng(3)
+    r, M = rng.normal(size=(5, 3)), rng.normal(size=(5, 3, 3))
+    rx = np.asarray(skew(r))
+    np.testing.assert_allclose(skew_times(r, M), rx @ M, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(times_skew(M, r), M @ rx, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(jax.vmap(skew_times)(r, M), rx @ M, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(jax.vmap(times_skew)(M, r), M @ rx, rtol=1e-15, atol=1e-15)
 
 
 def test_products_are_elementwise_without_gathers():

@@ -12,8 +12,7 @@ import jax.numpy as jnp
 
 from simbodyx import tree
 from simbodyx.spatial.inertia import spatial_inertia_matrix
-from simbodyx.spatial.rotation import skew
-from simbodyx.spatial.vectors import mat_mul, mat_vec
+from simbodyx.spatial.vectors import mat_mul, mat_vec, skew_times, times_skew
 from simbodyx.topology import Topology
 
 
@@ -22,14 +21,13 @@ def shift_inertia_to_parent(P, r):
     inertia about Bo moved to Po, r = p_PoBo, by its 3x3 blocks
     P = [[A, B], [B^T, C]]:  E = B + [r]x C,  E^T = B^T - C [r]x,
     result [[A + [r]x B^T - E [r]x, E], [E^T, C]] (B^T read from P, so no
-    transposes)."""
-    rx = skew(r)
+    transposes; the products with [r]x are cross products)."""
     A, B, Bt, C = P[..., :3, :3], P[..., :3, 3:], P[..., 3:, :3], P[..., 3:, 3:]
-    E = B + mat_mul(rx, C)
-    top_left = A + mat_mul(rx, Bt) - mat_mul(E, rx)
+    E = B + skew_times(r, C)
+    top_left = A + skew_times(r, Bt) - times_skew(E, r)
     return jnp.concatenate([
         jnp.concatenate([top_left, E], -1),
-        jnp.concatenate([Bt - mat_mul(C, rx), C], -1),
+        jnp.concatenate([Bt - times_skew(C, r), C], -1),
     ], -2)
 
 

@@ -58,6 +58,17 @@ def cross(a, b):
     return jnp.concatenate([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
+def times_skew(M, r):
+    """M [r]x for (..., 3, 3) M: each row of M crossed with r (18 operations
+    per 3x3 block, against 45 for a product with the skew matrix's zeros)."""
+    return cross(M, r[..., None, :])
+
+
+def skew_times(r, M):
+    """[r]x M for (..., 3, 3) M: r crossed with each column of M."""
+    return jnp.swapaxes(cross(r[..., None, :], jnp.swapaxes(M, -1, -2)), -1, -2)
+
+
 def spatial_vec(angular, linear):
     """Stack ``[angular; linear]`` into (..., 6)."""
     return jnp.concatenate([angular, linear], axis=-1)
