@@ -8,7 +8,9 @@ child in the next (a chain, or a bundle of parallel chains) form a
 as one ``lax.scan`` over its levels, the carry being the previous level's
 values; a short segment is unrolled instead (scan's per-iteration overhead
 is larger than the work of a few small levels). Each level applies the step
-once, vmapped over the level's bodies. Compile cost therefore grows with the
+once, vmapped over the level's bodies, or, for a ``vectorized`` step (all of
+the library's own), called directly on the whole level: tracing a vmapped
+step costs about twice as much. Compile cost therefore grows with the
 number of segments (about the tree's branching), not with its depth: a
 256-body chain compiles like a 7-body one.
 
