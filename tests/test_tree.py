@@ -173,14 +173,13 @@ def test_vectorized_steps_take_whole_levels(parent):
         return step
 
     zero = (jnp.array(0), jnp.array(0))
+    results = {}
     for vectorized in (False, True):
         out = jax.jit(lambda x: tree.outward(s, down(vectorized), jnp.array(0), x, vectorized=vectorized))(labels)
         sums, at_ground = tree.inward(s, up(vectorized), labels, zero, vectorized=vectorized)
-        if vectorized:
-            np.testing.assert_array_equal(out, reference[0])
-            np.testing.assert_array_equal(sums, reference[1])
-            assert [int(x) for x in at_ground] == [int(x) for x in reference[2]]
-        reference = (out, sums, at_ground)
+        results[vectorized] = [np.asarray(x) for x in (out, sums, *at_ground)]
+    for ours, theirs in zip(results[True], results[False]):
+        np.testing.assert_array_equal(ours, theirs)
     assert seen[False] == {()}
     levels = {(seg.size,) for seg in s.segments}
     assert levels <= seen[True] <= levels | {(1,)}  # (1,): inward's shape probe

@@ -398,7 +398,7 @@ def outward(schedule: TreeSchedule, step, root, inputs, vectorized=False):
     With ``vectorized=True`` the step is called on a whole level at once,
     every leaf with a leading axis of bodies (write it with ``...``
     broadcasting, as simbodyx.spatial's operators are); otherwise it is
-    vmapped, which costs several times more to trace.
+    vmapped, which costs about twice as much to trace.
     """
     out, _ = outward_levels(schedule, lambda p, x: (step(p, x), ()), root, to_levels(schedule, inputs), vectorized)
     return from_levels(schedule, out, root)

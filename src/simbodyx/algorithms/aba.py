@@ -95,7 +95,8 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
         P = M_b + P_c
         z = bias_b + z_c
         U = mat_mul(P, H_b, transpose_b=True)
-        D_inv = spd_inverse(mat_mul(H_b, U) + (1 - used_b)[..., None] * jnp.eye(used_b.shape[-1], dtype=U.dtype))
+        unused = (1 - used_b)[..., None] * jnp.eye(used_b.shape[-1], dtype=U.dtype)  # 1 on unused diagonal slots
+        D_inv = spd_inverse(mat_mul(H_b, U) + unused)
         u_bar = (T_b - mat_vec(H_b, z)) * used_b
         UD = mat_mul(U, D_inv)
         Pa = P - mat_mul(UD, U, transpose_b=True)

@@ -21,7 +21,7 @@ def mat_mul(a, b, transpose_b=False):
     would lower to a gather, and its derivative to a scatter-add), taken
     with ``lax`` directly: numpy-style indexing costs far more to trace."""
     if transpose_b:
-        return _inner_sum(lambda k: _slice(a, k, -1) * _slice(b, k, -1, keep=False)[..., None, :], a.shape[-1])
+        return _inner_sum(lambda k: _slice(a, k, -1) * jnp.expand_dims(_slice(b, k, -1, keep=False), -2), a.shape[-1])
     return _inner_sum(lambda k: _slice(a, k, -1) * _slice(b, k, -2), a.shape[-1])
 
 
@@ -59,8 +59,8 @@ def cross(a, b):
 
 
 def times_skew(M, r):
-    """M [r]x for (..., 3, 3) M: each row of M crossed with r (18 operations
-    per 3x3 block, against 45 for a product with the skew matrix's zeros)."""
+    """M [r]x for (..., 3, 3) M: each row of M crossed with r (27 operations,
+    against 45 for a product with the skew matrix, zeros included)."""
     return cross(M, r[..., None, :])
 
 
