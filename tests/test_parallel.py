@@ -96,7 +96,8 @@ def test_batched_errors():
         sx.parallel.batched(fd, chunk_size=0)
     with pytest.raises(ValueError, match="no argument is batched"):
         sx.parallel.batched(fd, (None, None))(states, tau)
-    with pytest.raises(ValueError, match=r"batched: leaves disagree on the batch size \(\['arg0'\]\.t: 4, \['arg1'\]: 2\)"):
+    disagree = r"batched: leaves disagree on the batch size \(\['arg0'\]\.t: 4, \['arg1'\]: 2\)"
+    with pytest.raises(ValueError, match=disagree):
         sx.parallel.batched(fd)(states, jnp.zeros((2, model.topology.nu)))
     with pytest.raises(ValueError, match=r"batched: leaf \['arg1'\] is a scalar"):
         sx.parallel.batched(fd)(states, jnp.float64(0.0))
