@@ -12,36 +12,31 @@ from jax import lax
 
 
 def mat_mul(a, b, transpose_b=False):
-    """a @ b (or a @ b^T) for small matrices, written as a sum over the inner
-    index of broadcast products: elementwise operations only, which XLA's CPU
-    backend fuses with their neighbours into few kernels. A batched ``dot``
-    per 3x3 or 6x6 product, or a reduction, each becomes a kernel of its own
-    (~1 us apiece at batch 1, and a round trip through memory batched).
-    Columns and rows are width-1 slices (an integer index beside ``None``
-    would lower to a gather, and its derivative to a scatter-add), taken
-    with ``lax`` directly: numpy-style indexing costs far more to trace."""
+    """a @ b (or a @ b^T) for small matrices (..., m, k) and (..., k, n), as a
+    broadcast product summed over the inner index. XLA fuses the product into
+    the sum, and both transpose to the same two operations, so a gradient's
+    backward pass fuses as well as the forward one. A batched ``dot`` per 3x3
+    or 6x6 product is far slower on XLA's CPU backend; a sum of width-1 slices
+    (this module's form until 2026-11-23) fuses forward but its slices
+    transpose to full-size pads, which made reverse mode memory-bound
+    (benchmarks/README.md, "Reductions, not slices")."""
     if transpose_b:
-        return _inner_sum(lambda k: _slice(a, k, -1) * jnp.expand_dims(_slice(b, k, -1, keep=False), -2), a.shape[-1])
-    return _inner_sum(lambda k: _slice(a, k, -1) * _slice(b, k, -2), a.shape[-1])
+        b = jnp.swapaxes(b, -1, -2)
+    return jnp.sum(jnp.expand_dims(a, -1) * jnp.expand_dims(b, -3), axis=-2)
 
 
 def mat_vec(a, x, transpose=False):
-    """a @ x (or a^T @ x) for (..., m, k) x (..., k), fused like :func:`mat_mul`."""
+    """a @ x (or a^T @ x) for (..., m, k) x (..., k), formed like :func:`mat_mul`."""
     if transpose:
-        return _inner_sum(lambda k: _slice(a, k, -2, keep=False) * _slice(x, k, -1), a.shape[-2])
-    return _inner_sum(lambda k: _slice(a, k, -1, keep=False) * _slice(x, k, -1), a.shape[-1])
+        return jnp.sum(a * jnp.expand_dims(x, -1), axis=-2)
+    return jnp.sum(a * jnp.expand_dims(x, -2), axis=-1)
 
 
-def _slice(a, k, axis, keep=True):
-    """Entry ``k`` along ``axis``, the axis kept (width 1) or dropped."""
-    return lax.index_in_dim(a, k, axis % a.ndim, keepdims=keep)
-
-
-def _inner_sum(term, n):
-    total = term(0)
-    for k in range(1, n):
-        total = total + term(k)
-    return total
+def _slice(a, k, axis):
+    """Entry ``k`` along ``axis``, kept as a width-1 axis (an integer index
+    would lower to a gather), taken with ``lax`` directly: numpy-style
+    indexing costs far more to trace."""
+    return lax.index_in_dim(a, k, axis % a.ndim, keepdims=True)
 
 
 def safe_norm(x, axis=-1, keepdims=False):
