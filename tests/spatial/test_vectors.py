@@ -48,6 +48,11 @@ def test_mat_vec_matches_einsum(transpose):
     np.testing.assert_allclose(mat_vec(a, x, transpose), expected, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(jax.jit(jax.vmap(lambda a, x: mat_vec(a, x, transpose)))(a, x), expected,
                                rtol=1e-13, atol=1e-13)
+    ours = jax.grad(lambda a, x: jnp.sum(jnp.sin(mat_vec(a, x, transpose))), argnums=(0, 1))(a, x)
+    theirs = jax.grad(lambda a, x: jnp.sum(jnp.sin(jnp.einsum("...ji,...j->...i" if transpose else "...ij,...j->...i",
+                                                              a, x))), argnums=(0, 1))(a, x)
+    for g, h in zip(ours, theirs):
+        np.testing.assert_allclose(g, h, rtol=1e-12, atol=1e-12)
 
 
 def test_cross_matches_numpy():
@@ -68,11 +73,12 @@ def test_skew_products_are_cross_products():
     np.testing.assert_allclose(jax.vmap(times_skew)(M, r), M @ rx, rtol=1e-15, atol=1e-15)
 
 
-def test_products_are_elementwise_without_gathers():
-    """The products are written with static slices only: an integer index
-    beside ``None`` (``a[..., k, None]``) lowers to a gather, whose derivative
-    is a scatter-add, and both cost compile time and kernels on every
-    dynamics path (benchmarks/README.md)."""
+def test_products_and_their_gradients_fuse():
+    """The products and their gradients are broadcasts, products and sums
+    only: no gather (its derivative is a scatter-add), no batched dot (slow
+    on XLA's CPU backend) and, in the gradient, no pad (a slice's transpose,
+    which made reverse mode memory-bound; benchmarks/README.md, "Reductions,
+    not slices")."""
     a = jnp.ones((4, 6, 6))
     x = jnp.ones((4, 6))
 
@@ -82,4 +88,4 @@ def test_products_are_elementwise_without_gathers():
 
     for jaxpr in (jax.make_jaxpr(everything)(a, x), jax.make_jaxpr(jax.grad(everything, (0, 1)))(a, x)):
         found = _primitives(jaxpr.jaxpr)
-        assert not found & {"gather", "scatter", "scatter-add", "dot_general"}, found
+        assert not found & {"gather", "scatter", "scatter-add", "dot_general", "pad", "slice"}, found
