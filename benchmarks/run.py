@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import time
@@ -185,8 +186,15 @@ def make_ops(sx):
 # -- timing -------------------------------------------------------------------------------
 
 
-def best_time(fn, *args, repeats=7, inner=10):
+def best_time(fn, *args, repeats=7, inner=10, min_run_s=0.02):
+    """Best (minimum) seconds per call over ``repeats`` runs of at least
+    ``inner`` calls each, after a warm-up call; a run has enough calls to last
+    ``min_run_s`` (fast single calls: hundreds), so timer and queue effects
+    at its ends do not count."""
     jax.block_until_ready(fn(*args))
+    t = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    inner = max(inner, math.ceil(min_run_s / max(time.perf_counter() - t, 1e-7)))
     best = float("inf")
     for _ in range(repeats):
         t = time.perf_counter()
