@@ -3,6 +3,7 @@ x86-64, unless the user chose a cap or JAX's backends already started."""
 
 import os
 import pathlib
+import platform
 import subprocess
 import sys
 
@@ -34,7 +35,7 @@ def _flags_after(code, **env):
     return out.stdout.strip().splitlines()[-1]
 
 
-@pytest.mark.skipif(flags_with_isa_cap("", __import__("platform").machine()) is None, reason="not x86-64")
+@pytest.mark.skipif(flags_with_isa_cap("", platform.machine()) is None, reason="not x86-64")
 def test_import_sets_the_cap_before_jax_starts_and_only_then():
     assert _flags_after("import jax; import simbodyx") == repr(CAP)
     assert _flags_after("import simbodyx", XLA_FLAGS="--xla_cpu_max_isa=AVX512") == repr("--xla_cpu_max_isa=AVX512")
