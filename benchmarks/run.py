@@ -219,7 +219,8 @@ def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, c
     arguments ``one``, then the throughput of ``jit(simbodyx.parallel.batched(fn,
     in_axes, chunk_size))`` (a vmap over the CPU devices' shares, in chunks)
     on ``make_batch(n)``, placed sharded, for each batch size.
-    ``check(jitted_fn)`` runs after the compile, before any timing."""
+    ``check(jitted_fn)`` runs after the compile, before any timing.
+    Returns the rows and (the batched function, the last batch's arguments)."""
     f = jax.jit(fn)
     t0 = time.perf_counter()
     jax.block_until_ready(f(*one))
@@ -229,6 +230,7 @@ def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, c
     rows = [{"engine": engine, "model": name, "op": op, "batch": 1, "compile_s": compile_s,
              "latency_us": 1e6 * best_time(f, *one, repeats=repeats)}]
     fb = jax.jit(batched(fn, in_axes, chunk_size))
+    args = None  # stays None without batch sizes
     for n in batches:
         args = make_batch(n)
         if n % len(jax.devices()) == 0:  # each device runs its share of the batch (simbodyx.parallel)
@@ -236,18 +238,43 @@ def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, c
         dt = best_time(fb, *args, repeats=repeats, inner=max(1, 2000 // n))
         rows.append({"engine": engine, "model": name, "op": op, "batch": n,
                      "latency_us": 1e6 * dt, "per_second": n / dt})
-    return rows
+    return rows, (fb, args)
+
+
+def time_ratio(name, numerator, denominator, batch, rounds):
+    """Cost of one batched operation over another, timed in alternation:
+    ``rounds`` rounds each timing both (best of 2 runs), the ratio taken
+    between the two minima. The machine's speed drifts by up to 2x within
+    minutes, so two rows timed minutes apart give ratios off by as much;
+    alternating puts both operations in the same phases. ``numerator`` and
+    ``denominator`` are (op name, (batched function, its arguments)), both
+    for ``batch`` states."""
+    (top, (f_top, a_top)), (bottom, (f_bottom, a_bottom)) = numerator, denominator
+    inner = max(1, 2000 // batch)
+    t_top, t_bottom = [], []
+    for _ in range(rounds):
+        t_top.append(best_time(f_top, *a_top, repeats=2, inner=inner))
+        t_bottom.append(best_time(f_bottom, *a_bottom, repeats=2, inner=inner))
+    return {"engine": "simbodyx", "model": name, "op": f"{top}/{bottom}", "batch": batch,
+            "ratio": min(t_top) / min(t_bottom), "ratio_per_round": [a / b for a, b in zip(t_top, t_bottom)]}
 
 
 def time_simbodyx(sx, model, name, ops, batches, repeats, chunk_size):
+    """Rows for every op; with both forward dynamics and its gradient timed in
+    batches, also their cost ratio at the last batch size, timed in
+    alternation (``time_ratio``, ``repeats`` rounds)."""
     one = jax.tree.map(lambda x: x[0], random_states(model, 1))
     tau, F = _inputs(model, one)
-    rows = []
+    rows, last = [], {}
     for op in ops:
         fn = make_ops(sx)[op]
-        rows += time_jax("simbodyx", name, op, lambda s, t, F, fn=fn: fn(model, s, t, F), (one, tau, F),
-                         lambda n: (random_states(model, n), tau, F), (0, None, None), batches, repeats,
-                         chunk_size)
+        op_rows, last[op] = time_jax("simbodyx", name, op, lambda s, t, F, fn=fn: fn(model, s, t, F), (one, tau, F),
+                                     lambda n: (random_states(model, n), tau, F), (0, None, None), batches,
+                                     repeats, chunk_size)
+        rows += op_rows
+    pair = ("grad_forward_dynamics", "forward_dynamics")
+    if batches and all(op in last for op in pair):
+        rows.append(time_ratio(name, *((op, last[op]) for op in pair), batches[-1], repeats))
     return rows
 
 
@@ -380,7 +407,7 @@ def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
     for op, fn in {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd}.items():
         rows += time_jax("mjx", name, op, fn, (qpos_all[0], qvel_all[0], tau),
                          lambda n: (qpos_all[:n], qvel_all[:n], tau), (0, 0, None), batches, repeats,
-                         chunk_size, check if op == "forward_dynamics" else None)
+                         chunk_size, check if op == "forward_dynamics" else None)[0]
     return rows, None
 
 
@@ -426,6 +453,11 @@ def main():
         print(f"\n{name}: nb={model.topology.num_bodies - 1}, nq={model.topology.nq}, nu={model.topology.nu}")
         print(f"{'engine':10} {'op':22} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10}")
         for r in model_rows:
+            if "ratio" in r:
+                rounds = ", ".join(f"{x:.2f}" for x in r["ratio_per_round"])
+                print(f"{r['engine']:10} {r['op']:22} {r['batch']:>6} cost ratio {r['ratio']:.2f} "
+                      f"(minima of alternating rounds; per round {rounds})")
+                continue
             per_s = r.get("per_second", r["batch"] / (r["latency_us"] * 1e-6))
             print(f"{r['engine']:10} {r['op']:22} {r['batch']:>6} {r['latency_us']:>12.1f} {per_s:>14,.0f} "
                   f"{r.get('compile_s', float('nan')):>10.2f}")

@@ -23,3 +23,20 @@ def test_benchmark_script_smoke():
     except ImportError:
         return
     assert ("pinocchio", "forward_dynamics", 1) in engines
+
+
+def test_time_ratio_alternates_and_reports_each_round():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run
+    finally:
+        sys.path.pop(0)
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones((8, 64))
+    cheap = jax.jit(lambda x: x + 1.0)
+    dear = jax.jit(lambda x: jnp.linalg.matrix_power(x @ x.T + 1.0, 5))
+    row = run.time_ratio("m", ("dear", (dear, (x,))), ("cheap", (cheap, (x,))), batch=8, rounds=3)
+    assert row["op"] == "dear/cheap" and row["batch"] == 8 and len(row["ratio_per_round"]) == 3
+    assert row["ratio"] > 0 and all(r > 0 for r in row["ratio_per_round"])
