@@ -40,3 +40,16 @@ def test_time_ratio_alternates_and_reports_each_round():
     row = run.time_ratio("m", ("dear", (dear, (x,))), ("cheap", (cheap, (x,))), batch=8, rounds=3)
     assert row["op"] == "dear/cheap" and row["batch"] == 8 and len(row["ratio_per_round"]) == 3
     assert row["ratio"] > 0 and all(r > 0 for r in row["ratio_per_round"])
+
+
+def test_profile_script_attributes_kernels_to_stages():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "profile_kernels.py"), "--model", "chain7", "--op",
+         "grad_forward_dynamics", "--states", "8", "--calls", "2", "--top", "3"],
+        capture_output=True, text=True, check=True, timeout=600,
+    ).stdout
+    stages = {tuple(line.split()[:2]) for line in out.splitlines()}
+    for stage in [("realize_position", "forward"), ("realize_position", "reverse"),
+                  ("articulated_body_method", "forward"), ("linearized_inverse_dynamics", "reverse")]:
+        assert stage in stages, out
+    assert "costliest kernels (3)" in out

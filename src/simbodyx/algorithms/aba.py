@@ -187,8 +187,10 @@ def _forward_dynamics(topology, instance, position, velocity, mobility_forces, b
 
 
 def _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed):
-    art = articulate_with_locks(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)
-    udot, A_GB = accelerate(topology, art, body_forces.dtype)
+    with jax.named_scope("articulated_body_method"):  # names in the HLO, for benchmarks/profile_kernels.py
+        art = articulate_with_locks(topology, instance, position, velocity, mobility_forces, body_forces,
+                                    prescribed)
+        udot, A_GB = accelerate(topology, art, body_forces.dtype)
     if prescribed is not None:
         locked, udot_p = prescribed
         udot = udot + locked * udot_p  # the articulation leaves locked slots at 0
@@ -201,7 +203,8 @@ def _forward_dynamics_jvp(topology, primals, tangents):
     udot, A_GB, art = _solve_forward(topology, *primals)
 
     def residual(instance, position, velocity, mobility_forces, body_forces, udot):
-        return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
+        with jax.named_scope("linearized_inverse_dynamics"):
+            return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
 
     if prescribed is None:
         _, f_dot = jax.jvp(lambda *x: residual(*x, udot), primals[:5], tangents[:5])
@@ -230,7 +233,8 @@ def _symmetric_solve(topology, instance, position, art, v, free):
             return multiply_by_m(topology, instance, position, x)
         return free * multiply_by_m(topology, instance, position, free * x) + (1 - free) * x
 
-    return jax.lax.custom_linear_solve(matvec, v, lambda _, b: solve(topology, art, b), symmetric=True)
+    with jax.named_scope("solve_with_m"):
+        return jax.lax.custom_linear_solve(matvec, v, lambda _, b: solve(topology, art, b), symmetric=True)
 
 
 def multiply_by_m_inv(topology: Topology, instance, position, v):
