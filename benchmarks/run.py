@@ -243,20 +243,21 @@ def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, c
 
 def time_ratio(name, numerator, denominator, batch, rounds):
     """Cost of one batched operation over another, timed in alternation:
-    ``rounds`` rounds each timing both (best of 2 runs), the ratio taken
-    between the two minima. The machine's speed drifts by up to 2x within
-    minutes, so two rows timed minutes apart give ratios off by as much;
-    alternating puts both operations in the same phases. ``numerator`` and
+    ``rounds`` rounds, each timing both back to back (best of 2 runs each);
+    the ratio is the median over rounds of each round's ratio. The machine's
+    speed drifts by up to 2x within minutes, so rows timed minutes apart give
+    ratios off by as much, and even minima taken separately can come from
+    different phases; a round's two timings share one. ``numerator`` and
     ``denominator`` are (op name, (batched function, its arguments)), both
     for ``batch`` states."""
     (top, (f_top, a_top)), (bottom, (f_bottom, a_bottom)) = numerator, denominator
     inner = max(1, 2000 // batch)
-    t_top, t_bottom = [], []
+    per_round = []
     for _ in range(rounds):
-        t_top.append(best_time(f_top, *a_top, repeats=2, inner=inner))
-        t_bottom.append(best_time(f_bottom, *a_bottom, repeats=2, inner=inner))
+        t_top = best_time(f_top, *a_top, repeats=2, inner=inner)
+        per_round.append(t_top / best_time(f_bottom, *a_bottom, repeats=2, inner=inner))
     return {"engine": "simbodyx", "model": name, "op": f"{top}/{bottom}", "batch": batch,
-            "ratio": min(t_top) / min(t_bottom), "ratio_per_round": [a / b for a, b in zip(t_top, t_bottom)]}
+            "ratio": float(np.median(per_round)), "ratio_per_round": per_round}
 
 
 def time_simbodyx(sx, model, name, ops, batches, repeats, chunk_size):
@@ -456,7 +457,7 @@ def main():
             if "ratio" in r:
                 rounds = ", ".join(f"{x:.2f}" for x in r["ratio_per_round"])
                 print(f"{r['engine']:10} {r['op']:22} {r['batch']:>6} cost ratio {r['ratio']:.2f} "
-                      f"(minima of alternating rounds; per round {rounds})")
+                      f"(median of alternating rounds: {rounds})")
                 continue
             per_s = r.get("per_second", r["batch"] / (r["latency_us"] * 1e-6))
             print(f"{r['engine']:10} {r['op']:22} {r['batch']:>6} {r['latency_us']:>12.1f} {per_s:>14,.0f} "
