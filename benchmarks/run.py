@@ -269,9 +269,9 @@ def time_simbodyx(sx, model, name, ops, batches, repeats, chunk_size):
     rows, last = [], {}
     for op in ops:
         fn = make_ops(sx)[op]
-        op_rows, last[op] = time_jax("simbodyx", name, op, lambda s, t, F, fn=fn: fn(model, s, t, F), (one, tau, F),
-                                     lambda n: (random_states(model, n), tau, F), (0, None, None), batches,
-                                     repeats, chunk_size)
+        op_rows, last[op] = time_jax(
+            "simbodyx", name, op, lambda s, t, F, fn=fn: fn(model, s, t, F), (one, tau, F),
+            lambda n: (random_states(model, n), tau, F), (0, None, None), batches, repeats, chunk_size)
         rows += op_rows
     pair = ("grad_forward_dynamics", "forward_dynamics")
     if batches and all(op in last for op in pair):

@@ -12,12 +12,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def test_benchmark_script_smoke():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--models", "chain7",
-         "--ops", "forward_dynamics,inverse_dynamics", "--batches", "8", "--repeats", "1"],
+         "--ops", "forward_dynamics,grad_forward_dynamics", "--batches", "8", "--repeats", "2"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     result = json.loads(out.strip().splitlines()[-1])
     engines = {(r["engine"], r["op"], r["batch"]) for r in result["rows"]}
-    assert ("simbodyx", "forward_dynamics", 8) in engines and ("simbodyx", "inverse_dynamics", 1) in engines
+    assert ("simbodyx", "forward_dynamics", 8) in engines and ("simbodyx", "grad_forward_dynamics", 1) in engines
+    (ratio,) = [r for r in result["rows"] if r["op"] == "grad_forward_dynamics/forward_dynamics"]
+    assert ratio["batch"] == 8 and len(ratio["ratio_per_round"]) == 2 and ratio["ratio"] > 0
     try:
         import pinocchio  # noqa: F401
     except ImportError:
@@ -39,7 +41,8 @@ def test_time_ratio_alternates_and_reports_each_round():
     dear = jax.jit(lambda x: jnp.linalg.matrix_power(x @ x.T + 1.0, 5))
     row = run.time_ratio("m", ("dear", (dear, (x,))), ("cheap", (cheap, (x,))), batch=8, rounds=3)
     assert row["op"] == "dear/cheap" and row["batch"] == 8 and len(row["ratio_per_round"]) == 3
-    assert row["ratio"] > 0 and all(r > 0 for r in row["ratio_per_round"])
+    assert all(r > 0 for r in row["ratio_per_round"])
+    assert row["ratio"] == sorted(row["ratio_per_round"])[1]  # the median of the rounds
 
 
 def test_profile_script_attributes_kernels_to_stages():
