@@ -15,8 +15,8 @@ custom derivative rule) count as ``other``. Prints a table per stage
 and the costliest kernels with their source lines. Kernel times are
 summed over the profiled calls and divided by calls x states; with XLA's
 thread pool running kernels side by side their sum can exceed the wall
-time, which is printed too. Trace events cost about a microsecond each, so
-the figures are for comparing stages, not for absolute speed (use run.py).
+time, which is printed too. The trace events add their own cost, so the
+figures are for comparing stages, not for absolute speed (use run.py).
 """
 
 from __future__ import annotations
@@ -65,7 +65,9 @@ def kernel_times(trace_dir):
     """{event name: total microseconds} from the trace JAX's profiler wrote."""
     path = sorted(glob.glob(os.path.join(trace_dir, "**", "*.trace.json.gz"), recursive=True))[-1]
     totals = collections.Counter()
-    for event in json.load(gzip.open(path))["traceEvents"]:
+    with gzip.open(path) as f:
+        events = json.load(f)["traceEvents"]
+    for event in events:
         if event.get("ph") == "X":
             totals[event["name"].removesuffix(".clone")] += event.get("dur", 0)
     return totals
@@ -113,19 +115,18 @@ def main():
     total = sum(kernels.values())
     print(f"{args.model} {args.op}, {args.states} states per call, {args.calls} calls, jax {jax.__version__}: "
           f"{len(kernels)} kernels, {total:.2f} us/state summed, {wall:.2f} us/state wall")
+    stages = {name: stage_of(sources[name][0]) for name in kernels}
     by_stage = collections.Counter()
-    count = collections.Counter()
+    count = collections.Counter(stages.values())
     for name, us in kernels.items():
-        key = stage_of(sources[name][0])
-        by_stage[key] += us
-        count[key] += 1
+        by_stage[stages[name]] += us
     print(f"{'stage':30} {'pass':8} {'us/state':>9} {'share':>6} {'kernels':>8}")
     order = {s: i for i, s in enumerate(STAGES + ("other",))}
     for (stage, direction), us in sorted(by_stage.items(), key=lambda kv: (kv[0][1], order[kv[0][0]])):
         print(f"{stage:30} {direction:8} {us:9.2f} {us / total:6.1%} {count[stage, direction]:8}")
     print(f"\ncostliest kernels ({args.top}):")
     for name, us in sorted(kernels.items(), key=lambda kv: -kv[1])[:args.top]:
-        stage, direction = stage_of(sources[name][0])
+        stage, direction = stages[name]
         print(f"  {us:7.3f} us/state  {name[:36]:36} {sources[name][1]:20} {stage} ({direction})")
 
 
