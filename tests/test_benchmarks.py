@@ -12,12 +12,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def test_benchmark_script_smoke():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--models", "chain7",
-         "--ops", "forward_dynamics,grad_forward_dynamics", "--batches", "8", "--repeats", "2"],
+         "--ops", "forward_dynamics,inverse_dynamics,grad_forward_dynamics", "--batches", "8",
+         "--repeats", "2"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     result = json.loads(out.strip().splitlines()[-1])
     engines = {(r["engine"], r["op"], r["batch"]) for r in result["rows"]}
-    assert ("simbodyx", "forward_dynamics", 8) in engines and ("simbodyx", "grad_forward_dynamics", 1) in engines
+    assert ("simbodyx", "forward_dynamics", 8) in engines and ("simbodyx", "inverse_dynamics", 1) in engines
+    assert ("simbodyx", "grad_forward_dynamics", 1) in engines
     (ratio,) = [r for r in result["rows"] if r["op"] == "grad_forward_dynamics/forward_dynamics"]
     assert ratio["batch"] == 8 and len(ratio["ratio_per_round"]) == 2 and ratio["ratio"] > 0
     try:
