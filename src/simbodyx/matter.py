@@ -220,7 +220,8 @@ class Matter:
         locked mobilities take their prescribed udot."""
         s = self._at(state, Stage.Velocity)
         T, F = self._applied(s, mobility_forces, body_forces)
-        return aba.forward_dynamics(s.topology, s.instance, s.position, s.velocity, T, F, prescribed_udot(s))
+        return aba.forward_dynamics(s.topology, s.instance, s.q, s.u, s.position, s.velocity, T, F,
+                                    prescribed_udot(s))
 
     @compiled
     def calc_residual_force_ignoring_constraints(self, state: State, mobility_forces, body_forces, known_udot):

@@ -64,7 +64,7 @@ def _realize(model, state: State, stage: Stage) -> State:
         with jax.named_scope("realize_acceleration"):
             prescribed = None if locks is None else locks.prescribed_udot(topology)
             udot, A_GB = forward_dynamics(
-                topology, params, position, velocity, dynamics.mobility_forces, dynamics.body_forces, prescribed
+                topology, params, q, u, position, velocity, dynamics.mobility_forces, dynamics.body_forces, prescribed
             )
             qdotdot = calc_qdotdot(topology, q, u, udot)
             acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB)

@@ -26,15 +26,17 @@ import functools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
 
 from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
-from simbodyx.algorithms.kinematics import sum_per_body
+from simbodyx.algorithms.kinematics import realize_position, realize_velocity, sum_per_body
 from simbodyx.algorithms.per_body import (
     parent_offsets,
     shift_inertia_to_parent,
     spatial_inertias_in_ground,
 )
+from simbodyx.algorithms.residual_tangent import residual_tangent
 from simbodyx.algorithms.rnea import multiply_by_m, residual_forces
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
@@ -148,24 +150,32 @@ def solve(topology: Topology, art: Articulated, v):
     return accelerate(topology, eqx.tree_at(lambda a: a.u_bar, art, u_bar), v.dtype, with_coriolis=False)[0]
 
 
-def forward_dynamics(topology: Topology, instance, position, velocity, mobility_forces, body_forces,
+def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mobility_forces, body_forces,
                      prescribed=None):
     """udot (nu,) and A_GB (nb, 6) with no constraints: M udot = T + J^T F - f_inertial
-    on the free mobilities. ``prescribed`` = (locked (nu,) 0/1, values (nu,)) fixes
+    on the free mobilities. ``position`` and ``velocity`` are the caches of
+    (instance, q, u). ``prescribed`` = (locked (nu,) 0/1, values (nu,)) fixes
     the locked mobilities' udot (simbodyx.locks); the generalized forces that
     produce them are the inverse-dynamics residual there.
 
     Differentiated analytically (a custom JVP, so forward and reverse mode
     both work): the solution makes the inverse-dynamics residual
     f(x, udot) = M udot + f_inertial - T - J^T F vanish for the inputs x, so
-    d udot = -M^-1 (df/dx dx), one linearized inverse dynamics (RNEA) and one
+    d udot = -M^-1 (df/dx dx), one linearized inverse dynamics and one
     articulated-body solve, instead of differentiating through the
     articulated-body recursion (Carpentier and Mansard 2018 take the same
-    route). Reverse mode transposes both: an RNEA vector-Jacobian product and
-    a solve with M^-1 (M is symmetric). With locks, the solve acts on the free
-    mobilities (M_ff) and the prescribed udot's own tangents enter the residual.
+    route). Reverse mode transposes both: the linearized inverse dynamics
+    and a solve with M^-1 (M is symmetric). df/dx for q, u, T and F is
+    ``residual_tangent``'s rigid-body-twist form, so the caches' own
+    derivatives (the kinematics) are never differentiated: the derivative is
+    that of a function of (instance, q, u, T, F), caches recomputed from them.
+    Tangents of the Model's parameters go through the kinematics by autodiff.
+    With locks, the solve acts on the free mobilities (M_ff), the prescribed
+    udot's own tangents enter the residual, and the residual is linearized
+    through the caches' tangents; so it is for trees with scanned chain
+    segments (JAX fails to transpose the twist form's scans there).
     """
-    return _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)
+    return _forward_dynamics(topology, instance, q, u, position, velocity, mobility_forces, body_forces, prescribed)
 
 
 def articulate_with_locks(topology: Topology, instance, position, velocity, mobility_forces, body_forces,
@@ -182,7 +192,7 @@ def articulate_with_locks(topology: Topology, instance, position, velocity, mobi
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _forward_dynamics(topology, instance, position, velocity, mobility_forces, body_forces, prescribed):
+def _forward_dynamics(topology, instance, q, u, position, velocity, mobility_forces, body_forces, prescribed):
     return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)[:2]
 
 
@@ -197,27 +207,50 @@ def _solve_forward(topology, instance, position, velocity, mobility_forces, body
     return udot, A_GB, art
 
 
-@_forward_dynamics.defjvp
+def _is_zero(tangent):
+    return isinstance(tangent, SymbolicZero)
+
+
+def _instantiate(tangents):
+    """Symbolic zero tangents as arrays of zeros."""
+    return jax.tree.map(lambda t: jnp.zeros(t.shape, t.dtype) if _is_zero(t) else t, tangents, is_leaf=_is_zero)
+
+
 def _forward_dynamics_jvp(topology, primals, tangents):
-    instance, position, velocity, _, _, prescribed = primals
-    udot, A_GB, art = _solve_forward(topology, *primals)
+    instance, q, u, position, velocity, mobility_forces, body_forces, prescribed = primals
+    udot, A_GB, art = _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces,
+                                     prescribed)
 
     def residual(instance, position, velocity, mobility_forces, body_forces, udot):
-        with jax.named_scope("linearized_inverse_dynamics"):
-            return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
+        return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
 
-    if prescribed is None:
-        _, f_dot = jax.jvp(lambda *x: residual(*x, udot), primals[:5], tangents[:5])
-        udot_dot = -_symmetric_solve(topology, instance, position, art, f_dot, None)
-    else:  # prescribed udot move with their own tangents; the free rows of f stay 0
-        udot_given = prescribed[0] * tangents[5][1]
-        _, f_dot = jax.jvp(residual, primals[:5] + (udot,), tangents[:5] + (udot_given,))
-        udot_dot = udot_given - _symmetric_solve(topology, instance, position, art, f_dot, 1 - prescribed[0])
+    with jax.named_scope("linearized_inverse_dynamics"):
+        if prescribed is None and not any(segment.scanned for segment in topology.schedule.segments):
+            q_dot, u_dot, T_dot, F_dot = _instantiate((tangents[1], tangents[2], tangents[5], tangents[6]))
+            f_dot = residual_tangent(topology, instance, position, velocity, q, u, udot, body_forces,
+                                     q_dot, u_dot, T_dot, F_dot)
+            if not all(_is_zero(t) for t in jax.tree.leaves(tangents[0], is_leaf=_is_zero)):
+                def through_kinematics(instance):  # the Model's parameters
+                    position = realize_position(topology, instance, q)
+                    velocity = realize_velocity(topology, instance, position, q, u)
+                    return residual(instance, position, velocity, mobility_forces, body_forces, udot)
+
+                f_dot = f_dot + jax.jvp(through_kinematics, (instance,), (_instantiate(tangents[0]),))[1]
+            udot_dot = -_symmetric_solve(topology, instance, position, art, f_dot, None)
+        else:  # through the caches' tangents; prescribed udot move with their own, the free rows of f stay 0
+            cache_tangents = _instantiate((tangents[0], tangents[3], tangents[4], tangents[5], tangents[6]))
+            free = None if prescribed is None else 1 - prescribed[0]
+            udot_given = jnp.zeros_like(udot) if prescribed is None else prescribed[0] * _instantiate(tangents[7])[1]
+            _, f_dot = jax.jvp(residual, primals[:1] + primals[3:7] + (udot,), cache_tangents + (udot_given,))
+            udot_dot = udot_given - _symmetric_solve(topology, instance, position, art, f_dot, free)
     _, A_dot = jax.jvp(
         lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
-        (position, velocity, udot), (tangents[1], tangents[2], udot_dot),
+        (position, velocity, udot), _instantiate((tangents[3], tangents[4])) + (udot_dot,),
     )
     return (udot, A_GB), (udot_dot, A_dot)
+
+
+_forward_dynamics.defjvp(_forward_dynamics_jvp, symbolic_zeros=True)
 
 
 def _symmetric_solve(topology, instance, position, art, v, free):

@@ -1,0 +1,107 @@
+"""The inverse-dynamics residual's tangent by rigid-body twists
+(algorithms/residual_tangent.py) against forward-mode AD through the
+kinematics and the Newton-Euler recursion, on a random tree of every joint
+type (reversed joints, body frames offset from M, unnormalized quaternions)
+in both rotation modes, and the forward-dynamics gradient built on it
+against the same derivative taken through the caches."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import ALL_KINDS, random_state, with_forces
+
+import simbodyx as sx
+from simbodyx.algorithms.aba import forward_dynamics
+from simbodyx.algorithms.kinematics import realize_position, realize_velocity
+from simbodyx.algorithms.residual_tangent import residual_tangent
+from simbodyx.algorithms.rnea import residual_forces
+
+REVERSE = sx.MobilizedBody.Direction.Reverse
+KINDS = ALL_KINDS + (("Gimbal", REVERSE), ("Free", REVERSE), ("Pin", REVERSE))
+
+
+@functools.lru_cache(maxsize=None)
+def setup(euler_angles):
+    system, _, _, _ = with_forces(KINDS, seed=5)
+    model, _ = system.realize_topology()
+    return model.with_euler_angles(euler_angles) if euler_angles else model
+
+
+def caches(model, q, u):
+    position = realize_position(model.topology, model.params, q)
+    return position, realize_velocity(model.topology, model.params, position, q, u)
+
+
+@pytest.mark.parametrize("euler_angles", [False, True])
+def test_tangent_matches_autodiff_through_the_kinematics(euler_angles):
+    model = setup(euler_angles)
+    top, params = model.topology, model.params
+    s = random_state(model, seed=2)
+    rng = np.random.default_rng(3)
+    udot, T, q_dot, u_dot, T_dot = (jnp.asarray(rng.normal(size=n)) for n in (top.nu, top.nu, top.nq, top.nu, top.nu))
+    F, F_dot = (jnp.asarray(rng.normal(size=(top.num_bodies, 6))) for _ in range(2))
+
+    def residual(q, u, T, F):
+        return residual_forces(top, params, *caches(model, q, u), udot, T, F)[0]
+
+    @jax.jit
+    def both(q, u):
+        expected = jax.jvp(residual, (q, u, T, F), (q_dot, u_dot, T_dot, F_dot))[1]
+        got = residual_tangent(top, params, *caches(model, q, u), q, u, udot, F, q_dot, u_dot, T_dot, F_dot)
+        return expected, got
+
+    expected, got = both(s.q, s.u)
+    # O(100) entries from sums over the tree: a few hundred ulps each.
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * float(jnp.max(jnp.abs(expected))) * 10)
+
+
+def test_forward_dynamics_gradient_equals_the_one_through_the_caches():
+    """Reverse mode of the twist form against reverse mode through the caches'
+    own derivatives (the rule used with locks), for q, u, T, F and the
+    Model's parameters at once."""
+    model = setup(False)
+    top = model.topology
+    s = random_state(model, seed=4)
+    rng = np.random.default_rng(6)
+    T, F = jnp.asarray(rng.normal(size=top.nu)), jnp.asarray(rng.normal(size=(top.num_bodies, 6)))
+    no_locks = (jnp.zeros(top.nu), jnp.zeros(top.nu))  # the locked-path rule, nothing locked
+
+    def loss(model, q, u, T, F, prescribed):
+        udot, A = forward_dynamics(top, model.params, q, u, *caches(model, q, u), T, F, prescribed)
+        return jnp.sum(jnp.sin(udot)) + jnp.sum(A ** 2) * 1e-3
+
+    grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4)), static_argnums=5)
+    twist = grads(model, s.q, s.u, T, F, None)
+    through_caches = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4)))(model, s.q, s.u, T, F, no_locks)
+    scale = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(through_caches) if b.size)
+    for a, b in zip(jax.tree.leaves(twist), jax.tree.leaves(through_caches)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-11 * scale)  # two exact methods: rounding only
+
+
+def test_forward_and_reverse_mode_agree_under_vmap():
+    """jvp and vjp of forward dynamics are transposes of each other (<J v, w> =
+    <v, J^T w>), batched."""
+    model = setup(False)
+    s = random_state(model, seed=8)
+    top = model.topology
+    zero_F = jnp.zeros((top.num_bodies, 6))
+
+    def udot(q, u):
+        return forward_dynamics(top, model.params, q, u, *caches(model, q, u), jnp.zeros(top.nu), zero_F)[0]
+
+    rng = np.random.default_rng(9)
+    qs = s.q + 0.1 * jnp.asarray(rng.normal(size=(3, top.nq)))
+    v_q, v_u, w = (jnp.asarray(rng.normal(size=(3, n))) for n in (top.nq, top.nu, top.nu))
+
+    @jax.jit
+    @jax.vmap
+    def pairings(q, v_q, v_u, w):
+        jv = jax.jvp(udot, (q, s.u), (v_q, v_u))[1]
+        jtw = jax.vjp(udot, q, s.u)[1](w)
+        return jnp.dot(jv, w), jnp.dot(v_q, jtw[0]) + jnp.dot(v_u, jtw[1])
+
+    forward, reverse = pairings(qs, v_q, v_u, w)
+    np.testing.assert_allclose(forward, reverse, rtol=1e-10)
