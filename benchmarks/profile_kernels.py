@@ -32,7 +32,8 @@ import tempfile
 
 #: Stages recognised in the HLO metadata (innermost wins), in report order.
 STAGES = ("realize_position", "realize_velocity", "realize_dynamics", "articulated_body_method",
-          "linearized_inverse_dynamics", "solve_with_m", "realize_acceleration")
+          "linearized_inverse_dynamics", "joint_local_tangents", "tangent_sweeps", "solve_with_m",
+          "realize_acceleration")
 
 
 def instruction_sources(hlo_text):

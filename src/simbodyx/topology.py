@@ -141,10 +141,11 @@ class Topology:
                 return g, group.bodies.index(b)
         raise ValueError(f"{self.body_label(b)} belongs to no kind group")
 
-    def from_groups(self, axis: str, per_group, fill):
+    def from_groups(self, axis: str, per_group, fill, select=None):
         """Assemble per-kind-group rows (one (n_g, ...) or (n_g, k, ...) array per
         group, leading axes flattened) into ``axis`` order; rows no group owns
-        (Ground, Welds) take ``fill``."""
+        (Ground, Welds) take ``fill``. ``select`` (static indices in ``axis``
+        order, any shape) takes those rows only, in one gather."""
         if axis not in self._group_orders:
             self._group_orders[axis] = self._group_order(axis)
         inverse = self._group_orders[axis]
@@ -152,7 +153,7 @@ class Topology:
         num_owned = sum(int(np.prod(getattr(g, f"{axis}_array").shape)) for g in self.groups)
         rows = [a.reshape((-1,) + fill.shape) for a in per_group]
         rows.append(jnp.broadcast_to(fill, (len(inverse) - num_owned,) + fill.shape))
-        return take_rows(jnp.concatenate(rows), inverse)
+        return take_rows(jnp.concatenate(rows), inverse if select is None else inverse[np.asarray(select)])
 
     def with_euler_angles(self, use_euler_angles: bool) -> Topology:
         """The sibling topology with the other rotation representation (cached)."""

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from simbodyx.spatial.rotation import skew
-from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, skew_times, times_skew
+from simbodyx.spatial.vectors import cross, force_cross, mat_mul, mat_vec, motion_cross, skew_times, times_skew
 
 PRODUCTS = {
     "a b": (lambda a, b: mat_mul(a, b), "...ij,...jk->...ik"),
@@ -71,6 +71,20 @@ def test_skew_products_are_cross_products():
     np.testing.assert_allclose(times_skew(M, r), M @ rx, rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(jax.vmap(skew_times)(r, M), rx @ M, rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(jax.vmap(times_skew)(M, r), M @ rx, rtol=1e-15, atol=1e-15)
+
+
+def test_spatial_cross_products_match_featherstones_matrices():
+    """m x and m x* against crm(m) = [[w]x, 0; [v]x, [w]x] and crf(m) = -crm(m)^T,
+    batched; and the duality (m x x) . f = -x . (m x* f) that the residual's
+    tangent relies on."""
+    rng = np.random.default_rng(4)
+    m, x, f = (jnp.asarray(rng.normal(size=(5, 6))) for _ in range(3))
+    w, v = skew(m[:, :3]), skew(m[:, 3:])
+    crm = jnp.concatenate([jnp.concatenate([w, jnp.zeros_like(w)], -1), jnp.concatenate([v, w], -1)], -2)
+    crf = -jnp.swapaxes(crm, -1, -2)
+    np.testing.assert_allclose(motion_cross(m, x), jnp.einsum("...ij,...j->...i", crm, x), atol=1e-14)
+    np.testing.assert_allclose(force_cross(m, f), jnp.einsum("...ij,...j->...i", crf, f), atol=1e-14)
+    np.testing.assert_allclose(jnp.sum(motion_cross(m, x) * f, -1), -jnp.sum(x * force_cross(m, f), -1), atol=1e-13)
 
 
 def test_products_and_their_gradients_fuse():

@@ -36,7 +36,7 @@ from simbodyx.algorithms.per_body import (
     shift_inertia_to_parent,
     spatial_inertias_in_ground,
 )
-from simbodyx.algorithms.residual_tangent import residual_tangent
+from simbodyx.algorithms import residual_tangent
 from simbodyx.algorithms.rnea import multiply_by_m, residual_forces
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
@@ -166,14 +166,15 @@ def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mob
     articulated-body recursion (Carpentier and Mansard 2018 take the same
     route). Reverse mode transposes both: the linearized inverse dynamics
     and a solve with M^-1 (M is symmetric). df/dx for q, u, T and F is
-    ``residual_tangent``'s rigid-body-twist form, so the caches' own
+    ``residual_tangent``'s rigid-body-twist form (on bushy trees), so the caches' own
     derivatives (the kinematics) are never differentiated: the derivative is
     that of a function of (instance, q, u, T, F), caches recomputed from them.
     Tangents of the Model's parameters go through the kinematics by autodiff.
     With locks, the solve acts on the free mobilities (M_ff), the prescribed
     udot's own tangents enter the residual, and the residual is linearized
-    through the caches' tangents; so it is for trees with scanned chain
-    segments (JAX fails to transpose the twist form's scans there).
+    through the caches' tangents; so it is for trees with chain segments of
+    more than ``residual_tangent.MAX_SEGMENT_LEVELS`` levels, where that is
+    faster.
     """
     return _forward_dynamics(topology, instance, q, u, position, velocity, mobility_forces, body_forces, prescribed)
 
@@ -225,10 +226,10 @@ def _forward_dynamics_jvp(topology, primals, tangents):
         return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
 
     with jax.named_scope("linearized_inverse_dynamics"):
-        if prescribed is None and not any(segment.scanned for segment in topology.schedule.segments):
+        if prescribed is None and residual_tangent.applies(topology):
             q_dot, u_dot, T_dot, F_dot = _instantiate((tangents[1], tangents[2], tangents[5], tangents[6]))
-            f_dot = residual_tangent(topology, instance, position, velocity, q, u, udot, body_forces,
-                                     q_dot, u_dot, T_dot, F_dot)
+            f_dot = residual_tangent.residual_tangent(topology, instance, position, velocity, q, u, udot,
+                                                      body_forces, q_dot, u_dot, T_dot, F_dot)
             if not all(_is_zero(t) for t in jax.tree.leaves(tangents[0], is_leaf=_is_zero)):
                 def through_kinematics(instance):  # the Model's parameters
                     position = realize_position(topology, instance, q)

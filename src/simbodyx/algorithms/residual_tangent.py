@@ -35,20 +35,17 @@ import jax.numpy as jnp
 from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import spatial_inertias_in_ground
-from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, shift_force, shift_velocity, spatial_vec
+from simbodyx.spatial.vectors import (
+    cross,
+    force_cross,
+    mat_mul,
+    mat_vec,
+    motion_cross,
+    shift_force,
+    shift_velocity,
+    spatial_vec,
+)
 from simbodyx.topology import Topology
-
-
-def motion_cross(m, x):
-    """m x x for spatial motion vectors (..., 6)."""
-    w, v = m[..., :3], m[..., 3:]
-    return spatial_vec(cross(w, x[..., :3]), cross(w, x[..., 3:]) + cross(v, x[..., :3]))
-
-
-def force_cross(m, f):
-    """m x* f: a spatial motion acting on a spatial force (..., 6)."""
-    w, v = m[..., :3], m[..., 3:]
-    return spatial_vec(cross(w, f[..., :3]) + cross(v, f[..., 3:]), cross(w, f[..., 3:]))
 
 
 def _adjoint(R, p, m):
@@ -87,6 +84,18 @@ def _joint_tangents(kind, q, u, udot, q_dot, u_dot, fC_F, params):
     return theta, sigma, rho, dS_fC
 
 
+#: The twist form pays off on bushy trees; along unrolled chain segments of
+#: more levels its transposed per-level slices cost more than differentiating
+#: the caches, and JAX cannot transpose it through a scanned segment inside
+#: the derivative rule (benchmarks/README.md, "The gradient by rigid-body twists").
+MAX_SEGMENT_LEVELS = 2
+
+
+def applies(topology: Topology) -> bool:
+    """Whether forward dynamics' derivative rule uses the twist form for ``topology``."""
+    return all(segment.length <= MAX_SEGMENT_LEVELS for segment in topology.schedule.segments)
+
+
 def residual_tangent(topology: Topology, params, position, velocity, q, u, udot, body_forces,
                      q_dot, u_dot, mobility_forces_dot, body_forces_dot):
     """df (nu,) of the residual M udot + f_inertial - T - J^T F for tangents
@@ -113,19 +122,22 @@ def residual_tangent(topology: Topology, params, position, velocity, q, u, udot,
     gamma = a - a_P - motion_cross(v_P, Su)
 
     # Each joint's local changes, per kind group, in G about O.
-    R_GF = mat_mul(at(X_GB.R, parent), params.X_PF.R)
-    p_GF = at(p, parent) + mat_vec(at(X_GB.R, parent), params.X_PF.p)
-    local, dS_fC = ([], [], []), []
-    for group, jp in zip(topology.groups, params.joint_params):
-        b = group.body_array
-        R_g, p_g = at(R_GF, b), at(p_GF, b)
-        out = jax.vmap(lambda *x, kind=group.kind: _joint_tangents(kind, *x))(
-            at(q, group.q_array), at(u, group.u_array), at(udot, group.u_array),
-            at(q_dot, group.q_array), at(u_dot, group.u_array), _coadjoint(R_g, p_g, at(fC, b)), jp)
-        for rows, m in zip(local, out[:3]):
-            rows.append(_adjoint(R_g, p_g, m))
-        dS_fC.append(out[3])
-    local = tuple(topology.from_groups("body", rows, jnp.zeros(6, q.dtype)) for rows in local)
+    with jax.named_scope("joint_local_tangents"):  # names in the HLO, for benchmarks/profile_kernels.py
+        R_GF = mat_mul(at(X_GB.R, parent), params.X_PF.R)
+        p_GF = at(p, parent) + mat_vec(at(X_GB.R, parent), params.X_PF.p)
+        local, dS_fC = ([], [], []), []
+        for group, jp in zip(topology.groups, params.joint_params):
+            b = group.body_array
+            R_g, p_g = at(R_GF, b), at(p_GF, b)
+            out = jax.vmap(lambda *x, kind=group.kind: _joint_tangents(kind, *x))(
+                at(q, group.q_array), at(u, group.u_array), at(udot, group.u_array),
+                at(q_dot, group.q_array), at(u_dot, group.u_array), _coadjoint(R_g, p_g, at(fC, b)), jp)
+            for rows, m in zip(local, out[:3]):
+                rows.append(_adjoint(R_g, p_g, m))
+            dS_fC.append(out[3])
+    local = tuple(  # straight from the groups to the level layout, one gather per segment
+        tuple(topology.from_groups("body", rows, jnp.zeros(6, q.dtype), segment.bodies) for rows in local)
+        for segment in topology.schedule.segments)
 
     # The tangent sweeps, in the tree's level layout: the tangents are
     # converted once in and once out (their transposes cost most), and each
@@ -157,9 +169,12 @@ def residual_tangent(topology: Topology, params, position, velocity, q, u, udot,
         return mat_vec(H, shift_force(dfC - force_cross(Theta_P, fC), p)), dfC  # about Bo: H is H_PB_G
 
     zero = jnp.zeros(6, q.dtype)
-    inputs = tree.to_levels(schedule, (local, Su, gamma, v_P, v, a, f_own, body_forces, body_forces_dot, M, p))
-    _, per_body = tree.outward_levels(schedule, outward_step, (zero, zero, zero), inputs, vectorized=True)
-    levels = zip(per_body, tree.to_levels(schedule, (fC, p)), tree.mobilities_to_levels(schedule, position.H_PB_G))
-    rigid, _ = tree.inward_levels(schedule, inward_step, tuple(levels), zero, vectorized=True)
-    rigid = tree.mobilities_from_levels(schedule, rigid, jnp.zeros(0, q.dtype))
+    with jax.named_scope("tangent_sweeps"):
+        inputs = tree.to_levels(schedule, (Su, gamma, v_P, v, a, f_own, body_forces, body_forces_dot, M, p))
+        inputs = tuple((local_l,) + inputs_l for local_l, inputs_l in zip(local, inputs))
+        _, per_body = tree.outward_levels(schedule, outward_step, (zero, zero, zero), inputs, vectorized=True)
+        levels = zip(per_body, tree.to_levels(schedule, (fC, p)),
+                     tree.mobilities_to_levels(schedule, position.H_PB_G))
+        rigid, _ = tree.inward_levels(schedule, inward_step, tuple(levels), zero, vectorized=True)
+        rigid = tree.mobilities_from_levels(schedule, rigid, jnp.zeros(0, q.dtype))
     return rigid + topology.from_groups("u", dS_fC, jnp.zeros((), q.dtype)) - mobility_forces_dot

@@ -69,6 +69,20 @@ def spatial_vec(angular, linear):
     return jnp.concatenate([angular, linear], axis=-1)
 
 
+def motion_cross(m, x):
+    """m x x for spatial motion vectors (..., 6) about one point in one frame
+    (Featherstone's crm(m) x)."""
+    w, v = m[..., :3], m[..., 3:]
+    return spatial_vec(cross(w, x[..., :3]), cross(w, x[..., 3:]) + cross(v, x[..., :3]))
+
+
+def force_cross(m, f):
+    """m x* f for a spatial motion m and a spatial force f (..., 6) about one
+    point in one frame (Featherstone's crf(m) f = -crm(m)^T f)."""
+    w, v = m[..., :3], m[..., 3:]
+    return spatial_vec(cross(w, f[..., :3]) + cross(v, f[..., 3:]), cross(w, f[..., 3:]))
+
+
 def shift_velocity(V, r):
     """Velocity of a point displaced by r from the point V refers to (same frame):
     [w; v + w x r]."""
