@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 
 from simbodyx import tree
+from simbodyx.algorithms import residual_tangent
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity, sum_per_body
 from simbodyx.algorithms.per_body import (
@@ -36,7 +37,6 @@ from simbodyx.algorithms.per_body import (
     shift_inertia_to_parent,
     spatial_inertias_in_ground,
 )
-from simbodyx.algorithms import residual_tangent
 from simbodyx.algorithms.rnea import multiply_by_m, residual_forces
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
@@ -165,8 +165,8 @@ def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mob
     articulated-body solve, instead of differentiating through the
     articulated-body recursion (Carpentier and Mansard 2018 take the same
     route). Reverse mode transposes both: the linearized inverse dynamics
-    and a solve with M^-1 (M is symmetric). df/dx for q, u, T and F is
-    ``residual_tangent``'s rigid-body-twist form (on bushy trees), so the caches' own
+    and a solve with M^-1 (M is symmetric). On bushy trees df/dx for q, u, T
+    and F is ``residual_tangent``'s rigid-body-twist form, so the caches' own
     derivatives (the kinematics) are never differentiated: the derivative is
     that of a function of (instance, q, u, T, F), caches recomputed from them.
     Tangents of the Model's parameters go through the kinematics by autodiff.
