@@ -35,6 +35,8 @@ import jax.numpy as jnp
 from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import spatial_inertias_in_ground
+from simbodyx.algorithms.rnea import body_inertial_forces
+from simbodyx.spatial.rotation import vee
 from simbodyx.spatial.vectors import (
     cross,
     force_cross,
@@ -75,9 +77,7 @@ def _joint_tangents(kind, q, u, udot, q_dot, u_dot, fC_F, params):
         return mat_vec(h(q), udot, transpose=True) + mat_vec(jax.jvp(h, (q,), (qdot,))[1], u, transpose=True)
 
     (R, p), (R_dot, p_dot) = jax.jvp(lambda q: kind.X_FM(q, params), (q,), (q_dot,))
-    W = mat_mul(R_dot, R, transpose_b=True)  # skew: [w]x
-    w = 0.5 * jnp.stack([W[2, 1] - W[1, 2], W[0, 2] - W[2, 0], W[1, 0] - W[0, 1]])
-    theta = spatial_vec(w, p_dot - cross(w, p))
+    theta = shift_velocity(spatial_vec(vee(mat_mul(R_dot, R, transpose_b=True)), p_dot), -p)  # Mo's twist, at Fo
     sigma = jax.jvp(lambda q, u: mat_vec(h(q), u, transpose=True), (q, u), (q_dot, u_dot))[1]
     rho = jax.jvp(gamma, (q, u), (q_dot, u_dot))[1]
     dS_fC = jax.jvp(lambda q: mat_vec(h(q), fC_F), (q,), (q_dot,))[1]
@@ -114,7 +114,7 @@ def residual_tangent(topology: Topology, params, position, velocity, q, u, udot,
     w = V[:, :3]
     v = shift_velocity(V, -p)
     a = spatial_vec(A[:, :3], A[:, 3:] - cross(w, V[:, 3:]) - cross(A[:, :3], p))  # spatial acceleration
-    f_own = shift_force(mat_vec(M, A) + velocity.gyroscopic - body_forces, -p)  # about O
+    f_own = shift_force(body_inertial_forces(params, position, A, velocity.gyroscopic) - body_forces, -p)  # about O
     fC = tree.inward(topology.schedule, lambda own, children: (own + children,) * 2, f_own,
                      jnp.zeros(6, q.dtype), vectorized=True)[0]
     v_P, a_P = at(v, parent), at(a, parent)
