@@ -214,11 +214,28 @@ def random_states(model, n, seed=0):
     return jax.vmap(model.matter.normalize_quaternions)(states)
 
 
+def program_memory_mib(jitted, *args):
+    """Peak memory of ``jitted``'s compiled program for ``args`` as XLA plans
+    it (arguments, outputs and temporaries, less buffers the outputs alias),
+    summed over the devices the program runs on, in MiB; None where the
+    backend gives no memory analysis. ``jitted`` has run on ``args`` before,
+    so its compiled program comes from JAX's cache."""
+    compiled = jitted.lower(*args).compile()
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    per_device = (stats.argument_size_in_bytes + stats.output_size_in_bytes + stats.temp_size_in_bytes
+                  - stats.alias_size_in_bytes)
+    devices = max(len(s.device_set) for s in jax.tree.leaves(compiled.input_shardings))
+    return per_device * devices / 2**20
+
+
 def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, chunk_size, check=None):
     """Rows for a JAX engine: cold compile and latency of ``jit(fn)`` on the
     arguments ``one``, then the throughput of ``jit(simbodyx.parallel.batched(fn,
     in_axes, chunk_size))`` (a vmap over the CPU devices' shares, in chunks)
-    on ``make_batch(n)``, placed sharded, for each batch size.
+    on ``make_batch(n)``, placed sharded, for each batch size; every row with
+    its program's peak memory (``program_memory_mib``).
     ``check(jitted_fn)`` runs after the compile, before any timing.
     Returns the rows and (the batched function, the last batch's arguments)."""
     f = jax.jit(fn)
@@ -228,7 +245,7 @@ def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, c
     if check is not None:
         check(f)
     rows = [{"engine": engine, "model": name, "op": op, "batch": 1, "compile_s": compile_s,
-             "latency_us": 1e6 * best_time(f, *one, repeats=repeats)}]
+             "latency_us": 1e6 * best_time(f, *one, repeats=repeats), "memory_mib": program_memory_mib(f, *one)}]
     fb = jax.jit(batched(fn, in_axes, chunk_size))
     args = None  # stays None without batch sizes
     for n in batches:
@@ -237,7 +254,7 @@ def time_jax(engine, name, op, fn, one, make_batch, in_axes, batches, repeats, c
             args = tuple(a if axis is None else shard_batch(a) for a, axis in zip(args, in_axes))
         dt = best_time(fb, *args, repeats=repeats, inner=max(1, 2000 // n))
         rows.append({"engine": engine, "model": name, "op": op, "batch": n,
-                     "latency_us": 1e6 * dt, "per_second": n / dt})
+                     "latency_us": 1e6 * dt, "per_second": n / dt, "memory_mib": program_memory_mib(fb, *args)})
     return rows, (fb, args)
 
 
@@ -452,7 +469,8 @@ def main():
                 notes += [note] if note else []
         rows += model_rows
         print(f"\n{name}: nb={model.topology.num_bodies - 1}, nq={model.topology.nq}, nu={model.topology.nu}")
-        print(f"{'engine':10} {'op':22} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10}")
+        print(f"{'engine':10} {'op':22} {'batch':>6} {'latency us':>12} {'per second':>14} {'compile s':>10} "
+              f"{'memory MiB':>10}")
         for r in model_rows:
             if "ratio" in r:
                 rounds = ", ".join(f"{x:.2f}" for x in r["ratio_per_round"])
@@ -460,8 +478,9 @@ def main():
                       f"(median of alternating rounds: {rounds})")
                 continue
             per_s = r.get("per_second", r["batch"] / (r["latency_us"] * 1e-6))
+            memory = r.get("memory_mib")
             print(f"{r['engine']:10} {r['op']:22} {r['batch']:>6} {r['latency_us']:>12.1f} {per_s:>14,.0f} "
-                  f"{r.get('compile_s', float('nan')):>10.2f}")
+                  f"{r.get('compile_s', float('nan')):>10.2f} {'' if memory is None else f'{memory:.3g}':>10}")
     for note in notes:
         print(note)
     print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()),

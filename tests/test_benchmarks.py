@@ -1,5 +1,6 @@
 """The benchmark script runs end to end (tiny settings) and reports
-simbodyx and, when installed, Pinocchio rows in its JSON line."""
+simbodyx and, when installed, Pinocchio rows in its JSON line, with each
+JAX program's planned peak memory."""
 
 import json
 import pathlib
@@ -20,6 +21,9 @@ def test_benchmark_script_smoke():
     engines = {(r["engine"], r["op"], r["batch"]) for r in result["rows"]}
     assert ("simbodyx", "forward_dynamics", 8) in engines and ("simbodyx", "inverse_dynamics", 1) in engines
     assert ("simbodyx", "grad_forward_dynamics", 1) in engines
+    timed = [r for r in result["rows"] if r["engine"] == "simbodyx" and "latency_us" in r and r["op"] in (
+        "forward_dynamics", "inverse_dynamics", "grad_forward_dynamics")]
+    assert len(timed) == 6 and all(r["memory_mib"] > 0 for r in timed)  # XLA's plan: at least the arguments
     (ratio,) = [r for r in result["rows"] if r["op"] == "grad_forward_dynamics/forward_dynamics"]
     assert ratio["batch"] == 8 and len(ratio["ratio_per_round"]) == 2 and ratio["ratio"] > 0
     try:
@@ -58,3 +62,18 @@ def test_profile_script_attributes_kernels_to_stages():
                   ("articulated_body_method", "forward"), ("linearized_inverse_dynamics", "reverse")]:
         assert stage in stages, out
     assert "costliest kernels (3)" in out
+
+
+def test_program_memory_counts_arguments_and_outputs():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run
+    finally:
+        sys.path.pop(0)
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones((256, 1024), jnp.float32)  # 1 MiB
+    f = jax.jit(lambda x: x * 2.0)
+    f(x)
+    assert run.program_memory_mib(f, x) == 2.0  # argument and output, nothing else
