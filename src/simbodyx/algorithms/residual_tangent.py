@@ -72,15 +72,15 @@ def _joint_tangents(kind, q, u, udot, q_dot, u_dot, fC_F, params):
     def h(q):
         return shift_velocity(kind.H_FM(q, params), -kind.X_FM(q, params)[1])
 
-    def gamma(q, u):
-        qdot = mat_vec(kind.N(q), u)
-        return mat_vec(h(q), udot, transpose=True) + mat_vec(jax.jvp(h, (q,), (qdot,))[1], u, transpose=True)
+    def local(q, u):  # X_FM, h u, gamma_F and h fC_F, differentiated together below
+        X_FM = kind.X_FM(q, params)
+        H = shift_velocity(kind.H_FM(q, params), -X_FM[1])
+        h_dot = jax.jvp(h, (q,), (mat_vec(kind.N(q), u),))[1]
+        gamma = mat_vec(H, udot, transpose=True) + mat_vec(h_dot, u, transpose=True)
+        return X_FM, mat_vec(H, u, transpose=True), gamma, mat_vec(H, fC_F)
 
-    (R, p), (R_dot, p_dot) = jax.jvp(lambda q: kind.X_FM(q, params), (q,), (q_dot,))
+    ((R, p), *_), ((R_dot, p_dot), sigma, rho, dS_fC) = jax.jvp(local, (q, u), (q_dot, u_dot))
     theta = shift_velocity(spatial_vec(vee(mat_mul(R_dot, R, transpose_b=True)), p_dot), -p)  # Mo's twist, at Fo
-    sigma = jax.jvp(lambda q, u: mat_vec(h(q), u, transpose=True), (q, u), (q_dot, u_dot))[1]
-    rho = jax.jvp(gamma, (q, u), (q_dot, u_dot))[1]
-    dS_fC = jax.jvp(lambda q: mat_vec(h(q), fC_F), (q,), (q_dot,))[1]
     return theta, sigma, rho, dS_fC
 
 
