@@ -9,16 +9,16 @@ projection and events come with constraints.
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
+from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
 
-class Trajectory(eqx.Module):
+class Trajectory(Module):
     """Saved samples: the initial State and every ``save_every`` steps after it."""
 
     t: jnp.ndarray  #: (n,) s

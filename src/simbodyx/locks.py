@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import enum
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+
+from simbodyx.module import Module
 
 
 class Motion(enum.IntEnum):
@@ -35,7 +36,7 @@ class Motion(enum.IntEnum):
     Position = 2
 
 
-class Locks(eqx.Module):
+class Locks(Module):
     level: jnp.ndarray  #: (nb,) int32 Motion level per body, -1 unlocked
     q: jnp.ndarray  #: (nq,) values held by Position locks
     u: jnp.ndarray  #: (nu,) values held by Velocity locks

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from simbodyx.forces.subsystem import Forces
 from simbodyx.locks import Locks, Motion
 from simbodyx.matter import Matter
+from simbodyx.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -16,7 +17,7 @@ from simbodyx.system import realize
 from simbodyx.topology import Topology
 
 
-class Model(eqx.Module):
+class Model(Module):
     """What ``system.realize_topology()`` returns (with a default State).
 
     ``topology`` is static (part of jit's cache key, hashed once); ``params``

@@ -7,13 +7,13 @@ Body-indexed arrays have Ground at row 0 (zero mass, identity frames).
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax.numpy as jnp
 
+from simbodyx.module import Module
 from simbodyx.spatial.transform import Transform
 
 
-class Parameters(eqx.Module):
+class Parameters(Module):
     mass: jnp.ndarray  #: (nb,) kg
     com: jnp.ndarray  #: (nb, 3) mass center station p_BoBc, in B (m)
     inertia: jnp.ndarray  #: (nb, 3, 3) inertia about Bo, in B (kg m^2)

@@ -15,20 +15,21 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from simbodyx.locks import Locks
+from simbodyx.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
 from simbodyx.stage import Stage
 from simbodyx.topology import Topology
 
 
-class PositionCache(eqx.Module):
+class PositionCache(Module):
     X_FM: Transform  #: (nb) joint poses, M in F
     X_GB: Transform  #: (nb) body poses in Ground
     H_FM: jnp.ndarray  #: (nu, 6) row k: d V_FM / d u_k, [w; v] in F
     H_PB_G: jnp.ndarray  #: (nu, 6) row k: d V_PB / d u_k (B relative to P at Bo), in G
 
 
-class VelocityCache(eqx.Module):
+class VelocityCache(Module):
     V_FM: jnp.ndarray  #: (nb, 6) [w; v] of M in F, expressed in F
     V_GB: jnp.ndarray  #: (nb, 6) [w; v] of B (at Bo) in G
     qdot: jnp.ndarray  #: (nq,)
@@ -36,18 +37,18 @@ class VelocityCache(eqx.Module):
     gyroscopic: jnp.ndarray  #: (nb, 6) [w x I w; m w x (w x c)] about Bo, in G
 
 
-class DynamicsCache(eqx.Module):
+class DynamicsCache(Module):
     mobility_forces: jnp.ndarray  #: (nu,) applied generalized forces T
     body_forces: jnp.ndarray  #: (nb, 6) applied [torque; force] at each Bo, in G
 
 
-class AccelerationCache(eqx.Module):
+class AccelerationCache(Module):
     udot: jnp.ndarray  #: (nu,)
     qdotdot: jnp.ndarray  #: (nq,)
     A_GB: jnp.ndarray  #: (nb, 6) [alpha; a] of each B (at Bo) in G
 
 
-class State(eqx.Module):
+class State(Module):
     t: jnp.ndarray  #: () time (s)
     q: jnp.ndarray  #: (nq,) generalized coordinates
     u: jnp.ndarray  #: (nu,) generalized speeds

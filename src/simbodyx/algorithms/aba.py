@@ -38,11 +38,12 @@ from simbodyx.algorithms.per_body import (
     spatial_inertias_in_ground,
 )
 from simbodyx.algorithms.rnea import multiply_by_m, residual_forces
+from simbodyx.module import Module
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
 
 
-class Articulated(eqx.Module):
+class Articulated(Module):
     """Per-body results of the inward pass, in the level layout (in G about Bo)."""
 
     r: tuple  #: (L, n, 3) p_PoBo

@@ -10,12 +10,13 @@ element is conservative.
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx.module import Module
 
-class ForceElement(eqx.Module):
+
+class ForceElement(Module):
     def calc(self, model, state):
         raise NotImplementedError
 

@@ -8,10 +8,10 @@ The 6x6 spatial inertia about Bo is [[I_Bo, skew(m c)], [-skew(m c), m 1]].
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx.module import Module
 from simbodyx.spatial.rotation import _float_array, skew
 
 
@@ -49,7 +49,7 @@ def inertia_problem(matrix, rtol=1e-10) -> str | None:
     return None
 
 
-class Inertia(eqx.Module):
+class Inertia(Module):
     """A symmetric inertia tensor (..., 3, 3), in kg m^2.
 
     ``Inertia(moment)`` (sphere-like), ``Inertia(ixx, iyy, izz)``,
@@ -131,7 +131,7 @@ class UnitInertia(Inertia):
         return cls(t, t, r2 / 2)
 
 
-class MassProperties(eqx.Module):
+class MassProperties(Module):
     """Mass (kg), mass center station p_BoBc (m, in B) and inertia about the
     body origin Bo (in B), as Simbody's ``MassProperties(m, com, inertia)``."""
 
@@ -205,7 +205,7 @@ def spatial_inertia_matrix(mass, com, inertia):
     return jnp.concatenate([top, bottom], axis=-2)
 
 
-class SpatialInertia(eqx.Module):
+class SpatialInertia(Module):
     """Rigid-body spatial inertia about a frame origin: mass, mass center
     station and inertia about that origin (all in that frame). Adds, shifts
     and re-expresses; ``to_spatial_mat`` gives the 6x6 form."""

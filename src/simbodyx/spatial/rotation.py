@@ -8,9 +8,9 @@ Every function accepts leading batch dimensions and follows the input dtype.
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax.numpy as jnp
 
+from simbodyx.module import Module
 from simbodyx.spatial.vectors import mat_mul, mat_vec, safe_norm
 
 
@@ -137,7 +137,7 @@ def _float_array(x):
     return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
 
 
-class Rotation(eqx.Module):
+class Rotation(Module):
     """An orientation R_AB as a 3x3 matrix (..., 3, 3); ``Rotation()`` is the identity.
 
     Construct with the class methods (``from_quaternion``, ``from_body_fixed_xyz``,

@@ -3,15 +3,15 @@ expressed in A, so that ``p_AS = X_AB @ p_BS`` for a station S."""
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx.module import Module
 from simbodyx.spatial.rotation import Rotation, _float_array
 from simbodyx.spatial.vectors import mat_mul, mat_vec
 
 
-class Transform(eqx.Module):
+class Transform(Module):
     """Pose X_AB with ``R`` (..., 3, 3) and ``p`` (..., 3).
 
     ``Transform()`` is the identity; ``Transform(p)`` a pure translation;
