@@ -7,8 +7,9 @@ equinox's flatten reads each node's ``__dict__`` through
 method to wrap (so that ``eqx.filter_jit(model.realize)`` sees the model's
 arrays). Here plain attributes skip that check and methods still go through
 equinox, so the behaviour is equinox's. Passing the humanoid's Model into a
-jitted call cost 12.8 us against 9.5 us with this lookup (median of 10
-alternating rounds in one process; benchmarks/README.md, "Dispatch").
+jitted call cost 13.3 us against 10.2 us with this lookup (median of 10
+alternating rounds in one process; benchmarks/README.md, "Memory, dispatch
+and the twist form's compile cost").
 """
 
 from __future__ import annotations
