@@ -14,6 +14,8 @@ jax.config.update(
     os.environ.get("SIMBODYX_JAX_CACHE", str(pathlib.Path(__file__).resolve().parents[1] / ".jax_cache")),
 )
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+# The parallel workers share this cache. An entry read while another worker
+# is still writing it fails to load; JAX then warns and compiles it again.
 
 import jax.numpy as jnp  # noqa: E402
 

@@ -1,9 +1,10 @@
 """The inverse-dynamics residual's tangent by rigid-body twists
 (algorithms/residual_tangent.py) against forward-mode AD through the
 kinematics and the Newton-Euler recursion, on a random tree of every joint
-type (reversed joints, body frames offset from M, unnormalized quaternions)
-in both rotation modes, and the forward-dynamics gradient built on it
-against the same derivative taken through the caches."""
+type (reversed joints, body frames offset from M, unnormalized quaternions),
+and on a tree of the kinds with rotation coordinates in Euler-angle mode;
+and the forward-dynamics gradient built on it against the same derivative
+taken through the caches."""
 
 import functools
 
@@ -22,11 +23,14 @@ from simbodyx.algorithms.rnea import residual_forces
 
 REVERSE = sx.MobilizedBody.Direction.Reverse
 KINDS = ALL_KINDS + (("Gimbal", REVERSE), ("Free", REVERSE), ("Pin", REVERSE))
+#: The kinds whose coordinates change with the rotation mode (the others are
+#: the same in both, and covered in quaternion mode), and one that does not.
+EULER_KINDS = ("Ball", "Free", "Ellipsoid", "LineOrientation", "FreeLine", "Custom", ("Free", REVERSE), "Pin")
 
 
 @functools.lru_cache(maxsize=None)
 def setup(euler_angles):
-    system, _, _, _ = with_forces(KINDS, seed=7)  # one- and two-level segments
+    system, _, _, _ = with_forces(EULER_KINDS if euler_angles else KINDS, seed=7)
     model, _ = system.realize_topology()
     assert twists.applies(model.topology)  # forward dynamics' rule uses the twist form here
     return model.with_euler_angles(euler_angles) if euler_angles else model

@@ -59,6 +59,22 @@ def test_body_fixed_xyz_round_trip_and_order():
     np.testing.assert_allclose(spatial.matrix_to_body_fixed_xyz(R), a, atol=1e-12)
 
 
+def test_body_fixed_xyz_quaternion_closed_form():
+    rng = np.random.default_rng(2)
+    a = jnp.asarray(rng.uniform(-4, 4, size=(100, 3)))  # past half turns too
+    q = spatial.body_fixed_xyz_to_quaternion(a)
+    np.testing.assert_allclose(jnp.linalg.norm(q, axis=-1), 1.0, atol=1e-15)
+    np.testing.assert_allclose(spatial.quaternion_to_matrix(q), spatial.body_fixed_xyz_to_matrix(a), atol=1e-15)
+    # The same rotation's quaternion up to sign, and smooth: its Jacobian is
+    # the matrix route's wherever both have w > 0.
+    by_matrix = spatial.matrix_to_quaternion(spatial.body_fixed_xyz_to_matrix(a))
+    np.testing.assert_allclose(q * jnp.sign(q[:, :1]), by_matrix, atol=1e-14)
+    a0 = jnp.array([0.4, -0.7, 0.9])
+    np.testing.assert_allclose(jax.jacfwd(spatial.body_fixed_xyz_to_quaternion)(a0),
+                               jax.jacfwd(lambda a: spatial.matrix_to_quaternion(spatial.body_fixed_xyz_to_matrix(a)))(a0),
+                               atol=1e-14)
+
+
 def test_rotation_class_api():
     R1 = sx.Rotation.about_z(0.3)
     R2 = sx.Rotation.from_axis_angle(0.3, [0, 0, 2.0])

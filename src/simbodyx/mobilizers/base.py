@@ -21,9 +21,8 @@ import numpy as np
 
 from simbodyx.mobilizers import fitting
 from simbodyx.spatial.rotation import (
-    body_fixed_xyz_to_matrix,
+    body_fixed_xyz_to_quaternion,
     matrix_to_body_fixed_xyz,
-    matrix_to_quaternion,
     quaternion_to_matrix,
 )
 
@@ -98,7 +97,11 @@ def quaternion_q_to_euler_q(q, at: int):
     return jnp.concatenate([q[..., :at], xyz, q[..., at + 4:]], axis=-1)
 
 
-def euler_q_to_quaternion_q(q, at: int):
-    """Replace the body-fixed X-Y-Z angles q[at:at+3] by a unit quaternion (w >= 0)."""
-    quat = matrix_to_quaternion(body_fixed_xyz_to_matrix(q[..., at:at + 3]))
+def euler_q_to_quaternion_q(q, at: int, positive_w: bool = True):
+    """Replace the body-fixed X-Y-Z angles q[at:at+3] by their unit quaternion,
+    with w >= 0 (as Simbody converts a State), or else the one smooth in the
+    angles (cheap to differentiate, to any order)."""
+    quat = body_fixed_xyz_to_quaternion(q[..., at:at + 3])
+    if positive_w:
+        quat = jnp.where(quat[..., :1] < 0, -quat, quat)
     return jnp.concatenate([q[..., :at], quat, q[..., at + 3:]], axis=-1)

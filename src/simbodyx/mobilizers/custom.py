@@ -130,15 +130,18 @@ class Custom(Mobilizer):
 
     def user_q(self, q):
         """q in the quaternion layout the user's functions take."""
-        return euler_q_to_quaternion_q(q, 0) if self._euler_mode else q
+        return euler_q_to_quaternion_q(q, 0, positive_w=False) if self._euler_mode else q
 
     def X_FM(self, q, params):
         return _as_pose(self.transform(self.user_q(q)), q.dtype)
 
     def H_FM(self, q, params):
+        # u means the same in both modes, so H is the quaternion layout's at
+        # user_q(q): no derivative of the Euler-angle conversion is needed.
+        qu = self.user_q(q)
         if self.hinge_matrix is not None:
-            return jnp.asarray(self.hinge_matrix(self.user_q(q)), q.dtype)
-        return hinge_from_transform(self, q, params)
+            return jnp.asarray(self.hinge_matrix(qu), q.dtype)
+        return hinge_from_transform(self.in_mode(False), qu, params)
 
     def _user_N(self, qu):
         if self.n_matrix is not None:

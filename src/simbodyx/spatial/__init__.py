@@ -13,6 +13,7 @@ from simbodyx.spatial.rotation import (
     Rotation as Rotation,
     axis_angle_to_matrix as axis_angle_to_matrix,
     body_fixed_xyz_to_matrix as body_fixed_xyz_to_matrix,
+    body_fixed_xyz_to_quaternion as body_fixed_xyz_to_quaternion,
     matrix_to_body_fixed_xyz as matrix_to_body_fixed_xyz,
     matrix_to_quaternion as matrix_to_quaternion,
     quaternion_to_matrix as quaternion_to_matrix,

@@ -94,6 +94,19 @@ def body_fixed_xyz_to_matrix(angles):
     return mat_mul(mat_mul(rot_x(angles[..., 0]), rot_y(angles[..., 1])), rot_z(angles[..., 2]))
 
 
+def body_fixed_xyz_to_quaternion(angles):
+    """Unit quaternion ``[w, x, y, z]`` (..., 4) of R = Rx(a0) Ry(a1) Rz(a2):
+    the product of the three half-angle quaternions, smooth in the angles
+    and branch-free (w may be negative beyond a half turn, unlike
+    matrix_to_quaternion's w >= 0)."""
+    c, s = jnp.cos(angles / 2), jnp.sin(angles / 2)
+    (cx, cy, cz), (sx, sy, sz) = (c[..., i] for i in range(3)), (s[..., i] for i in range(3))
+    return jnp.stack([
+        cx * cy * cz - sx * sy * sz, sx * cy * cz + cx * sy * sz,
+        cx * sy * cz - sx * cy * sz, cx * cy * sz + sx * sy * cz,
+    ], axis=-1)
+
+
 def matrix_to_body_fixed_xyz(R):
     """Body-fixed X-Y-Z angles (..., 3) of R; the middle angle is in [-pi/2, pi/2].
 
