@@ -36,6 +36,17 @@ def tol(dtype):
     return TOL[np.dtype(dtype)]
 
 
+def primitive_names(jaxpr):
+    """The set of primitive names in a jaxpr and all its sub-jaxprs (jit,
+    scan, cond branches, custom rules)."""
+    names = set()
+    for eqn in jaxpr.eqns:
+        names.add(eqn.primitive.name)
+        for sub in jax.core.jaxprs_in_params(eqn.params):
+            names |= primitive_names(sub)
+    return names
+
+
 @pytest.fixture(params=["float64", "float32"])
 def dtype(request):
     return np.dtype(request.param)

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import primitive_names
 
 import simbodyx as sx
 
@@ -94,20 +95,12 @@ def test_quaternions_stay_normalized_and_gradients_flow():
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
 
 
-def _primitives(jaxpr):
-    """Every primitive name in a jaxpr, its sub-jaxprs (scan, jit) included."""
-    for eqn in jaxpr.eqns:
-        yield eqn.primitive.name
-        for sub in jax.core.jaxprs_in_params(eqn.params):
-            yield from _primitives(sub)
-
-
 def test_a_jitted_rollout_never_touches_the_host():
     # No callbacks in the program, and no transfer during a call on device
     # arguments: a step never synchronizes with Python.
     model, state = double_pendulum()
     sim = jax.jit(lambda s: sx.integrate.simulate(model, s, 1e-3, 100, save_every=10))
-    names = set(_primitives(jax.make_jaxpr(sim)(state).jaxpr))
+    names = primitive_names(jax.make_jaxpr(sim)(state).jaxpr)
     assert "scan" in names and not any("callback" in n for n in names), names
     state = jax.device_put(state)
     expected = sim(state)

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import primitive_names
 
 from simbodyx.spatial.rotation import skew
 from simbodyx.spatial.vectors import cross, force_cross, mat_mul, mat_vec, motion_cross, skew_times, times_skew
@@ -12,17 +13,6 @@ PRODUCTS = {
     "a b": (lambda a, b: mat_mul(a, b), "...ij,...jk->...ik"),
     "a b^T": (lambda a, b: mat_mul(a, b, transpose_b=True), "...ij,...kj->...ik"),
 }
-
-
-def _primitives(jaxpr):
-    names = set()
-    for eqn in jaxpr.eqns:
-        names.add(eqn.primitive.name)
-        for param in eqn.params.values():
-            inner = getattr(param, "jaxpr", param)
-            if hasattr(inner, "eqns"):
-                names |= _primitives(inner)
-    return names
 
 
 @pytest.mark.parametrize("name", PRODUCTS)
@@ -101,5 +91,5 @@ def test_products_and_their_gradients_fuse():
                 + jnp.sum(mat_vec(a, x)) + jnp.sum(mat_vec(a, x, transpose=True)))
 
     for jaxpr in (jax.make_jaxpr(everything)(a, x), jax.make_jaxpr(jax.grad(everything, (0, 1)))(a, x)):
-        found = _primitives(jaxpr.jaxpr)
+        found = primitive_names(jaxpr.jaxpr)
         assert not found & {"gather", "scatter", "scatter-add", "dot_general", "pad", "slice"}, found
