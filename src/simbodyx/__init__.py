@@ -30,6 +30,7 @@ from simbodyx.build import (
     MultibodySystem as MultibodySystem,
     SimbodyMatterSubsystem as SimbodyMatterSubsystem,
 )
+from simbodyx.constraints import Constraint as Constraint
 from simbodyx.forces import Force as Force, GeneralForceSubsystem as GeneralForceSubsystem
 from simbodyx.locks import Motion as Motion
 from simbodyx.matter import Matter as Matter

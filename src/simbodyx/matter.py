@@ -130,7 +130,7 @@ class Matter:
         locks = s.locks
         if locks is not None:
             locks = eqx.tree_at(lambda l: l.q, locks, s.topology.convert_q(locks.q, target))
-        return State(s.t, q, s.u, s.z, target, locks=locks)
+        return State(s.t, q, s.u, s.z, target, locks=locks, constraint_disabled=s.constraint_disabled)
 
     @compiled
     def convert_to_euler_angles(self, state: State) -> State:

@@ -30,6 +30,8 @@ class Model(Module):
     topology: Topology = eqx.field(static=True)
     params: Parameters
     force_elements: tuple = ()
+    #: per constraint, whether the default State has it disabled
+    constraint_disabled_by_default: tuple = eqx.field(static=True, default=())
 
     @property
     def forces(self) -> Forces:
@@ -40,6 +42,11 @@ class Model(Module):
     def matter(self):
         """The SimbodyMatterSubsystem operators, as pure methods."""
         return Matter(self)
+
+    @property
+    def constraints(self) -> tuple:
+        """The constraints, in index order (each also the handle made when building)."""
+        return self.params.constraints
 
     @property
     def dtype(self):
@@ -59,6 +66,8 @@ class Model(Module):
             z=jnp.zeros((0,), dtype),
             topology=top,
             locks=self._default_locks(),
+            constraint_disabled=(jnp.asarray(self.constraint_disabled_by_default, bool)
+                                 if self.params.constraints else None),
         )
 
     def _default_locks(self) -> Locks | None:
@@ -73,7 +82,8 @@ class Model(Module):
     def with_euler_angles(self, use_euler_angles: bool = True) -> Model:
         """The same model with every quaternion replaced by body-fixed X-Y-Z
         angles (or back). States convert with ``matter.convert_to_*``."""
-        return Model(self.topology.with_euler_angles(use_euler_angles), self.params, self.force_elements)
+        return Model(self.topology.with_euler_angles(use_euler_angles), self.params, self.force_elements,
+                     self.constraint_disabled_by_default)
 
     def astype(self, dtype) -> Model:
         """This model with every floating-point parameter cast to ``dtype``."""

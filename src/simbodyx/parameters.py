@@ -20,3 +20,5 @@ class Parameters(Module):
     X_PF: Transform  #: (nb) inboard frames F on the parent
     X_BM: Transform  #: (nb) outboard frames M on the body
     joint_params: tuple  #: per kind group, (n_in_group, num_params)
+    #: the constraints (simbodyx.constraints), their numbers as leaves
+    constraints: tuple = ()

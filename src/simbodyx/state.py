@@ -46,6 +46,8 @@ class AccelerationCache(Module):
     udot: jnp.ndarray  #: (nu,)
     qdotdot: jnp.ndarray  #: (nq,)
     A_GB: jnp.ndarray  #: (nb, 6) [alpha; a] of each B (at Bo) in G
+    #: (m,) constraint multipliers, rows [P; V; A] (simbodyx.constraints.equations)
+    multipliers: jnp.ndarray | None = None
 
 
 class State(Module):
@@ -61,6 +63,9 @@ class State(Module):
     acceleration: AccelerationCache | None = None
     #: Mobilizer locks (Instance-stage data), None while nothing is locked.
     locks: Locks | None = None
+    #: (num_constraints,) bool, True where a constraint is disabled (Instance-stage
+    #: data); None when the model has no constraints.
+    constraint_disabled: jnp.ndarray | None = None
 
     @property
     def stage(self) -> Stage:
@@ -106,6 +111,10 @@ class State(Module):
     def with_locks(self, locks: Locks | None) -> State:
         """A new State with other mobilizer locks; caches dropped (Instance stage changed)."""
         return self.replace(locks=locks, keep=Stage.Model)
+
+    def with_constraint_disabled(self, disabled) -> State:
+        """A new State with other constraints disabled; caches dropped (Instance stage changed)."""
+        return self.replace(constraint_disabled=disabled, keep=Stage.Model)
 
     def replace(self, keep: Stage = Stage.Model, **fields) -> State:
         """A new State with ``fields`` replaced, keeping the caches of stages up to

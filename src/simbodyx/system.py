@@ -16,8 +16,10 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
 
 from simbodyx.algorithms.aba import forward_dynamics
+from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.stage import Stage
@@ -30,7 +32,9 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
     """A new State realized through ``stage`` (Instance ... Acceleration).
 
     Dynamics evaluates the force elements; Acceleration solves the forward
-    dynamics (no constraints yet) for udot, qdotdot and A_GB.
+    dynamics for udot, qdotdot, A_GB and, with constraints, their
+    multipliers (``algorithms.constrained_dynamics``; without constraints
+    the articulated-body method alone).
     """
     stage = Stage(stage)
     if state.topology != model.topology:
@@ -54,7 +58,9 @@ def _realize(model, state: State, stage: Stage) -> State:
     instance = params if stage >= Stage.Instance else None
     position = realize_position(topology, params, q) if stage >= Stage.Position else None
     velocity = realize_velocity(topology, params, position, q, u) if stage >= Stage.Velocity else None
-    realized = State(state.t, q, u, state.z, topology, instance, position, velocity, locks=locks)
+    disabled = state.constraint_disabled
+    realized = State(state.t, q, u, state.z, topology, instance, position, velocity, locks=locks,
+                     constraint_disabled=disabled)
     if stage < Stage.Dynamics:
         return realized
     with jax.named_scope("realize_dynamics"):
@@ -63,9 +69,14 @@ def _realize(model, state: State, stage: Stage) -> State:
     if stage >= Stage.Acceleration:
         with jax.named_scope("realize_acceleration"):
             prescribed = None if locks is None else locks.prescribed_udot(topology)
-            udot, A_GB = forward_dynamics(
-                topology, params, q, u, position, velocity, dynamics.mobility_forces, dynamics.body_forces, prescribed
-            )
+            T, F = dynamics.mobility_forces, dynamics.body_forces
+            if params.constraints:
+                udot, A_GB, multipliers = constrained_forward_dynamics(
+                    topology, params, state.t, q, u, position, velocity, T, F, prescribed, disabled)
+            else:
+                udot, A_GB = forward_dynamics(topology, params, q, u, position, velocity, T, F, prescribed)
+                multipliers = jnp.zeros(0, u.dtype)
             qdotdot = calc_qdotdot(topology, q, u, udot)
-            acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB)
-    return State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration, locks)
+            acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers)
+    return State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration, locks,
+                 disabled)

@@ -238,13 +238,13 @@ def _forward_dynamics_jvp(topology, primals, tangents):
                     return residual(instance, position, velocity, mobility_forces, body_forces, udot)
 
                 f_dot = f_dot + jax.jvp(through_kinematics, (instance,), (_instantiate(tangents[0]),))[1]
-            udot_dot = -_symmetric_solve(topology, instance, position, art, f_dot, None)
+            udot_dot = -symmetric_solve(topology, instance, position, art, f_dot, None)
         else:  # through the caches' tangents; prescribed udot move with their own, the free rows of f stay 0
             cache_tangents = _instantiate((tangents[0], tangents[3], tangents[4], tangents[5], tangents[6]))
             free = None if prescribed is None else 1 - prescribed[0]
             udot_given = jnp.zeros_like(udot) if prescribed is None else prescribed[0] * _instantiate(tangents[7])[1]
             _, f_dot = jax.jvp(residual, primals[:1] + primals[3:7] + (udot,), cache_tangents + (udot_given,))
-            udot_dot = udot_given - _symmetric_solve(topology, instance, position, art, f_dot, free)
+            udot_dot = udot_given - symmetric_solve(topology, instance, position, art, f_dot, free)
     _, A_dot = jax.jvp(
         lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
         (position, velocity, udot), _instantiate((tangents[3], tangents[4])) + (udot_dot,),
@@ -255,7 +255,7 @@ def _forward_dynamics_jvp(topology, primals, tangents):
 _forward_dynamics.defjvp(_forward_dynamics_jvp, symbolic_zeros=True)
 
 
-def _symmetric_solve(topology, instance, position, art, v, free):
+def symmetric_solve(topology, instance, position, art, v, free):
     """solve(art, v) declared to JAX as the symmetric linear solve it is, so
     reverse mode transposes it by calling it again (JAX cannot transpose the
     scans of long chains inside a custom JVP rule by itself). With locks the

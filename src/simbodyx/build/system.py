@@ -58,7 +58,8 @@ class MultibodySystem:
             dtype = jnp.result_type(float)
             elements = tuple(e for fs in self._force_subsystems for e in fs.elements)
             elements = jax.tree.map(lambda a: jnp.asarray(a, dtype), elements)
-            model = Model(topology, matter.parameters(), elements)
+            disabled = tuple(matter._constraint_disabled_by_default)
+            model = Model(topology, matter.parameters(), elements, disabled)
             self._realized = (model, model.default_state())
         return self._realized
 
@@ -78,6 +79,8 @@ class SimbodyMatterSubsystem:
         self.system = system
         self._use_euler_angles = False
         self._bodies = []
+        self._constraints = []
+        self._constraint_disabled_by_default = []
         self._topology_cache: Topology | None = None
         self._ground = MobilizedBody.Ground._create(self)
 
@@ -111,6 +114,24 @@ class SimbodyMatterSubsystem:
         self._bodies.append(body)
         self._invalidate()
         return len(self._bodies) - 1
+
+    def _add_constraint(self, constraint) -> None:
+        self.system.check_not_frozen(f"add {constraint.label}")
+        self._constraints.append(constraint)
+        self._constraint_disabled_by_default.append(False)
+
+    def get_num_constraints(self) -> int:
+        return len(self._constraints)
+
+    def get_constraint(self, index: int):
+        """The constraint handle with this ConstraintIndex."""
+        if not 0 <= int(index) < len(self._constraints):
+            raise IndexError(f"no constraint {index}; this subsystem has {len(self._constraints)}")
+        return self._constraints[int(index)]
+
+    def _set_constraint_disabled_by_default(self, index: int, disabled: bool) -> None:
+        self.system.check_not_frozen(f"change {self._constraints[index].label}")
+        self._constraint_disabled_by_default[index] = bool(disabled)
 
     def _invalidate(self) -> None:
         self._topology_cache = None
@@ -150,4 +171,7 @@ class SimbodyMatterSubsystem:
             X_PF=frames([b._X_PF for b in bodies]),
             X_BM=frames([b._X_BM for b in bodies]),
             joint_params=joint_params,
+            constraints=jax.tree.map(
+                lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
+                tuple(self._constraints)),
         )

@@ -37,6 +37,10 @@ class Transform(Module):
             )
         self.R, self.p = R, p
 
+    def __getitem__(self, index) -> Transform:
+        """One pose (or a sub-batch) of a batched Transform: ``X_AB[1]``."""
+        return Transform(self.R[index], self.p[index])
+
     @property
     def rotation(self) -> Rotation:
         return Rotation(self.R)
