@@ -17,9 +17,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.locks import prescribed_udot
+from simbodyx.locks import Motion, prescribed_udot
 from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics, solve_least_squares
+from simbodyx.constraints.equations import Equations, Layout, constraint_forces_of, net_applied_forces
 from simbodyx.algorithms.per_body import spatial_inertias_in_ground
 from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.spatial.vectors import mat_vec
@@ -249,19 +251,20 @@ class Matter:
 
     @compiled
     def calc_mobilizer_reaction_forces(self, state: State):
-        """(nb, 6) reaction on each child at Mo, in G, mobility forces included;
-        O(n) from articulated-body quantities (Acceleration)."""
+        """(nb, 6) reaction on each child at Mo, in G, mobility forces included,
+        constraint forces acting on the bodies; O(n) from articulated-body
+        quantities (Acceleration)."""
         s = self._at(state, Stage.Acceleration)
-        return reactions.reactions_articulated(
-            s.topology, s.instance, s.position, s.velocity,
-            s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB, prescribed_udot(s))
+        T, F = net_applied_forces(s)
+        return reactions.reactions_articulated(s.topology, s.instance, s.position, s.velocity, T, F,
+                                               s.acceleration.A_GB, prescribed_udot(s))
 
     @compiled
     def calc_mobilizer_reaction_forces_using_free_body_method(self, state: State):
         """The same reactions by tip-to-base free-body diagrams (a cross-check)."""
         s = self._at(state, Stage.Acceleration)
-        return reactions.reactions_free_body(
-            s.topology, s.instance, s.position, s.velocity, s.dynamics.body_forces, s.acceleration.A_GB)
+        T, F = net_applied_forces(s)
+        return reactions.reactions_free_body(s.topology, s.instance, s.position, s.velocity, F, s.acceleration.A_GB)
 
     # -- per-body velocity-stage terms ----------------------------------------------------
     def get_gyroscopic_force(self, state: State, body):
@@ -479,3 +482,252 @@ class Matter:
     def calc_bias_for_station_jacobian(self, state: State, bodies, stations_in_B):
         """JDot_S u: (nt, 3) station accelerations at udot = 0, or (3,) (Velocity)."""
         return self.calc_bias_for_frame_jacobian(state, bodies, stations_in_B)[..., 3:]
+
+    # -- constraints (spec/Constraint_and_System.md A; rows [P; V; A]) ----------------------
+    def get_num_constraints(self) -> int:
+        return len(self.model.constraints)
+
+    def get_constraint(self, index: int):
+        """The handle of constraint ``index`` (made while building)."""
+        constraints = self.model.constraints
+        if not 0 <= int(index) < len(constraints):
+            raise IndexError(f"no constraint {index}; the model has {len(constraints)}")
+        c = constraints[int(index)]
+        return c.matter.get_constraint(c.index)
+
+    def get_num_constraint_equations(self) -> tuple[int, int, int]:
+        """(mp, mv, ma) of all constraints, disabled ones included (the rows of G)."""
+        layout = Layout(self.model.constraints)
+        return layout.mp, layout.mv, layout.ma
+
+    def is_constraint_disabled(self, state: State, index: int):
+        return self.get_constraint(index).is_disabled(self._check(state))
+
+    def set_constraint_is_disabled(self, state: State, index: int, disabled) -> State:
+        """A new State with constraint ``index`` disabled or enabled (Instance stage:
+        caches dropped, nothing recompiled)."""
+        return self.get_constraint(index).set_disabled(self._check(state), disabled)
+
+    def _equations(self, state: State, stage: Stage = Stage.Velocity):
+        s = self._at(state, stage)
+        return s, Equations.of_state(s)
+
+    def _rows_enabled(self, s: State, x):
+        """x (m, ...) with disabled constraints' rows zeroed."""
+        enabled = Layout(s.instance.constraints).enabled_rows(s.constraint_disabled)
+        return x if enabled is None else x * enabled.astype(x.dtype).reshape((-1,) + (1,) * (x.ndim - 1))
+
+    @compiled
+    def multiply_by_g(self, state: State, ulike, bias=None):
+        """G ulike (m,), O(m + n); with ``bias`` from calc_bias_for_multiply_by_g,
+        the constraint errors at ulike minus the bias (Velocity)."""
+        s, eqs = self._equations(state)
+        v = self._u_vector(s, ulike, "ulike")
+        if bias is None:
+            return self._rows_enabled(s, eqs.multiply_by_g(s.position, v))
+        return self._rows_enabled(s, self._errors_for_g(s, eqs, v) - jnp.asarray(bias, v.dtype))
+
+    def _errors_for_g(self, s, eqs, v):
+        """Simbody's errors behind multiplyByG: pverr at u = v for holonomic rows,
+        [vaerr; aerr] at udot = v for the others."""
+        mp = eqs.layout.mp
+        pverr = Equations(s.topology, eqs.constraints, s.t, s.q, s.position.X_GB,
+                          self.multiply_by_system_jacobian(s, v), coordinates.multiply_by_n(s.topology, s.q, v),
+                          v).velocity_errors()[:mp]
+        return jnp.concatenate([pverr, eqs.acceleration_errors_at(s.position, s.velocity, v)[mp:]])
+
+    @compiled
+    def calc_bias_for_multiply_by_g(self, state: State):
+        """The errors behind multiply_by_g at ulike = 0: pverr(u = 0) (= -c(t, q)) for
+        holonomic rows, the acceleration-level errors at udot = 0 for the others (Velocity)."""
+        s, eqs = self._equations(state)
+        return self._errors_for_g(s, eqs, jnp.zeros_like(s.u))
+
+    @compiled
+    def calc_g(self, state: State):
+        """G (m, nu), rows [P; V; A]; disabled constraints' rows are zero (Position)."""
+        s, eqs = self._equations(state, Stage.Position)
+        return self._rows_enabled(s, eqs.g_matrix(s.position))
+
+    @compiled
+    def calc_g_transpose(self, state: State):
+        """G^T (nu, m) from the constraint-force maps (Position)."""
+        return self.calc_g(state).T
+
+    @compiled
+    def multiply_by_g_transpose(self, state: State, multipliers):
+        """G^T lambda (nu,), O(m + n): the constraints' generalized forces (Position)."""
+        s, eqs = self._equations(state, Stage.Position)
+        lam = self._rows_enabled(s, self._sized(s, multipliers, (eqs.layout.m,), "multipliers"))
+        return eqs.generalized_forces(s.position, lam)
+
+    @compiled
+    def calc_bias_for_acceleration_constraints(self, state: State):
+        """-b (m,): every constraint's acceleration-level error at udot = 0 (Velocity)."""
+        s, eqs = self._equations(state)
+        return self._rows_enabled(s, -eqs.bias(s.position, s.velocity))
+
+    @compiled
+    def calc_constraint_acceleration_errors(self, state: State, known_udot=None):
+        """G udot - b (m,); None or zero-length udot gives -b (Velocity)."""
+        s, eqs = self._equations(state)
+        udot = self._u_vector(s, known_udot, "known_udot")
+        return self._rows_enabled(s, eqs.acceleration_errors_at(s.position, s.velocity, udot))
+
+    @compiled
+    def calc_p(self, state: State):
+        """P (mp, nu) = d pverr / d u, the holonomic rows of G (Position)."""
+        s, eqs = self._equations(state, Stage.Position)
+        return self.calc_g(s)[:eqs.layout.mp]
+
+    @compiled
+    def calc_pt(self, state: State):
+        return self.calc_p(state).T
+
+    @compiled
+    def calc_pq(self, state: State):
+        """Pq (mp, nq) = d perr / d q = P N^-1 (Position)."""
+        s = self._at(state, Stage.Position)
+        P = self.calc_p(s)
+        return jax.vmap(lambda row: coordinates.multiply_by_n_inv(s.topology, s.q, row, True))(P)
+
+    @compiled
+    def calc_pq_transpose(self, state: State):
+        return self.calc_pq(state).T
+
+    @compiled
+    def multiply_by_pq(self, state: State, qlike, bias=None):
+        """Pq qlike (mp,): P N^-1 qlike, qlike treated as a qdot (Position); with
+        ``bias`` (calc_bias_for_multiply_by_pq) pverr(N^-1 qlike) - bias."""
+        s, eqs = self._equations(state, Stage.Position)
+        x = self._sized(s, qlike, (s.topology.nq,), "qlike")
+        v = coordinates.multiply_by_n_inv(s.topology, s.q, x)
+        Pv = self._rows_enabled(s, eqs.multiply_by_g(s.position, v))[:eqs.layout.mp]
+        if bias is None:
+            return Pv
+        return Pv + self.calc_bias_for_multiply_by_pq(s) - jnp.asarray(bias, Pv.dtype)
+
+    @compiled
+    def calc_bias_for_multiply_by_pq(self, state: State):
+        """pverr at u = 0 (mp,): the explicit time dependence, -c(t, q) (Position)."""
+        s = self._at(state, Stage.Position)
+        zero = jnp.zeros_like(s.u)
+        eqs = Equations(s.topology, s.instance.constraints, s.t, s.q, s.position.X_GB,
+                        jnp.zeros((s.topology.num_bodies, 6), s.u.dtype), jnp.zeros_like(s.q), zero)
+        return self._rows_enabled(s, jnp.concatenate([eqs.velocity_errors(), jnp.zeros(eqs.layout.ma)]))[:eqs.layout.mp]
+
+    @compiled
+    def multiply_by_pq_transpose(self, state: State, multipliers_p):
+        """Pq^T lambda_p (nq,) = N^-T P^T lambda_p (Position)."""
+        s, eqs = self._equations(state, Stage.Position)
+        lam = jnp.zeros(eqs.layout.m, s.u.dtype).at[:eqs.layout.mp].set(
+            self._sized(s, multipliers_p, (eqs.layout.mp,), "multipliers_p"))
+        f = eqs.generalized_forces(s.position, self._rows_enabled(s, lam))
+        return coordinates.multiply_by_n_inv(s.topology, s.q, f, True)
+
+    @compiled
+    def calc_projected_m_inv(self, state: State):
+        """W = G M^-1 G^T (m, m), with M_ff^-1 where locks prescribe udot (Position)."""
+        s = self._at(state, Stage.Position)
+        G = self.calc_g(s)
+        return G @ jax.vmap(lambda g: self.multiply_by_m_inv(s, g))(G).T
+
+    @compiled
+    def solve_for_constraint_impulses(self, state: State, delta_v):
+        """The least-squares (minimum-norm) impulse with W impulse = delta_v (Position)."""
+        s = self._at(state, Stage.Position)
+        W = self.calc_projected_m_inv(s)
+        return solve_least_squares(W, self._sized(s, delta_v, (W.shape[0],), "delta_v"))
+
+    @compiled
+    def calc_acceleration(self, state: State, mobility_forces=None, body_forces=None):
+        """(udot (nu,), A_GB (nb, 6)) with the constraints enforced (least-squares
+        multipliers) and locks honoured, for the given applied forces (Velocity)."""
+        s = self._at(state, Stage.Velocity)
+        T, F = self._applied(s, mobility_forces, body_forces)
+        if not s.instance.constraints:
+            return self.calc_acceleration_ignoring_constraints(s, T, F)
+        udot, A_GB, _ = constrained_forward_dynamics(s.topology, s.instance, s.t, s.q, s.u, s.position, s.velocity,
+                                                     T, F, prescribed_udot(s), s.constraint_disabled)
+        return udot, A_GB
+
+    @compiled
+    def calc_residual_force(self, state: State, mobility_forces, body_forces, known_udot, known_lambda):
+        """M udot + G^T lambda + f_inertial - f_applied (nu,); locks are ignored and
+        udot need not satisfy the constraints; zero-length lambda means zeros (Velocity)."""
+        s, eqs = self._equations(state)
+        lam = self._sized(s, known_lambda, (eqs.layout.m,), "known_lambda")
+        return (self.calc_residual_force_ignoring_constraints(s, mobility_forces, body_forces, known_udot)
+                + eqs.generalized_forces(s.position, self._rows_enabled(s, lam)))
+
+    @compiled
+    def calc_constraint_forces_from_multipliers(self, state: State, multipliers):
+        """G^T lambda as (body forces (nb, 6) [torque; force] at each Bo in G, mobility
+        forces (nu,)); the forces the constraints apply are minus these (Position)."""
+        s = self._at(state, Stage.Position)
+        lam = self._sized(s, multipliers, (Layout(s.instance.constraints).m,), "multipliers")
+        return constraint_forces_of(s, self._rows_enabled(s, lam))
+
+    def get_constraint_multipliers(self, state: State):
+        """lambda (m,) from realize(Acceleration), rows [P; V; A]."""
+        return self._at(state, Stage.Acceleration).acceleration.multipliers
+
+    @compiled
+    def find_constraint_forces(self, state: State):
+        """The realized multipliers' (body forces (nb, 6), mobility forces (nu,)) (Acceleration)."""
+        return constraint_forces_of(self._at(state, Stage.Acceleration))
+
+    @compiled
+    def calc_constraint_power(self, state: State):
+        """-(F . V + f . u): power the constraints deliver; zero when they are workless (Acceleration)."""
+        s = self._at(state, Stage.Acceleration)
+        F, f = constraint_forces_of(s)
+        return -(jnp.sum(F * s.velocity.V_GB) + f @ s.u)
+
+    # -- free and prescribed coordinates (locks) ------------------------------------------
+    def _lock_levels(self, state: State) -> np.ndarray:
+        s = self._check(state)
+        if s.locks is None:
+            return np.full(s.topology.num_bodies, Motion.NoLevel)
+        try:
+            return np.asarray(s.locks.level)
+        except Exception:
+            raise TypeError("the free/known index lists depend on the locks, which are traced here; "
+                            "call these outside jit (Simbody needs only Stage.Instance for them)") from None
+
+    def get_free_q_index(self, state: State) -> np.ndarray:
+        """Indices of the q that no lock prescribes (ascending)."""
+        top = state.topology
+        return np.flatnonzero(self._lock_levels(state)[np.asarray(top.q_body, int)] != Motion.Position)
+
+    def get_free_u_index(self, state: State) -> np.ndarray:
+        """Indices of the u that no Position or Velocity lock prescribes."""
+        level = self._lock_levels(state)[np.asarray(state.topology.u_body, int)]
+        return np.flatnonzero(level < Motion.Velocity)
+
+    def get_known_udot_index(self, state: State) -> np.ndarray:
+        """Indices of the u whose udot a lock prescribes (any level)."""
+        level = self._lock_levels(state)[np.asarray(state.topology.u_body, int)]
+        return np.flatnonzero(level >= Motion.Acceleration)
+
+    def get_free_udot_index(self, state: State) -> np.ndarray:
+        level = self._lock_levels(state)[np.asarray(state.topology.u_body, int)]
+        return np.flatnonzero(level < Motion.Acceleration)
+
+    def pack_free_q(self, state: State, q):
+        return self._sized(state, q, (state.topology.nq,), "q")[self.get_free_q_index(state)]
+
+    def unpack_free_q(self, state: State, packed_free_q, q=None):
+        """q-like (nq,) with the free entries from ``packed_free_q``, the rest from ``q`` (zeros)."""
+        index = self.get_free_q_index(state)
+        out = self._sized(state, q, (state.topology.nq,), "q")
+        return out.at[index].set(self._sized(state, packed_free_q, (len(index),), "packed_free_q"))
+
+    def pack_free_u(self, state: State, u):
+        return self._u_vector(state, u, "u")[self.get_free_u_index(state)]
+
+    def unpack_free_u(self, state: State, packed_free_u, u=None):
+        """u-like (nu,) with the free entries from ``packed_free_u``, the rest from ``u`` (zeros)."""
+        index = self.get_free_u_index(state)
+        out = self._u_vector(state, u, "u")
+        return out.at[index].set(self._sized(state, packed_free_u, (len(index),), "packed_free_u"))

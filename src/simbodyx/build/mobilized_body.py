@@ -22,6 +22,7 @@ from simbodyx.algorithms import rnea
 from simbodyx.algorithms.reactions import reactions_articulated
 from simbodyx.locks import Locks, Motion, prescribed_udot
 from simbodyx.build.body import Body
+from simbodyx.constraints.equations import net_applied_forces
 from simbodyx.spatial.inertia import MassProperties, Inertia, spatial_inertia_matrix
 from simbodyx.spatial.rotation import Rotation, matrix_to_body_fixed_xyz, matrix_to_quaternion
 from simbodyx.spatial.transform import Transform
@@ -776,17 +777,18 @@ def _all_taus(s: State):
     prescribed = prescribed_udot(s)
     if prescribed is None:
         return jnp.zeros_like(s.u)
-    residual = rnea.residual_forces(s.topology, s.instance, s.position, s.velocity, s.acceleration.udot,
-                                    s.dynamics.mobility_forces, s.dynamics.body_forces)[0]
+    T, F = net_applied_forces(s)
+    residual = rnea.residual_forces(s.topology, s.instance, s.position, s.velocity, s.acceleration.udot, T, F)[0]
     return prescribed[0] * residual
 
 
 @eqx.filter_jit
 def _all_reactions(s: State):
-    """Every mobilizer's reaction at Mo in G, from an Acceleration-stage State."""
-    return reactions_articulated(
-        s.topology, s.instance, s.position, s.velocity,
-        s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.A_GB, prescribed_udot(s))
+    """Every mobilizer's reaction at Mo in G, from an Acceleration-stage State
+    (constraint forces act on the bodies like applied ones)."""
+    T, F = net_applied_forces(s)
+    return reactions_articulated(s.topology, s.instance, s.position, s.velocity, T, F, s.acceleration.A_GB,
+                                 prescribed_udot(s))
 
 
 class Ground(MobilizedBody):

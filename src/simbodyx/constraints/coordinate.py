@@ -14,6 +14,8 @@ from simbodyx.functions import Function, as_function
 
 
 def _which(mobod, which: int, kind: str, what: str) -> int:
+    if mobod.is_ground():
+        raise ValueError(f"Constraint.{kind}: Ground has no mobilizer to constrain")
     n = mobod.num_q if what == "q" else mobod.num_u
     if not isinstance(which, int) or not 0 <= which < n:
         raise IndexError(f"Constraint.{kind}: {what} index {which!r} out of range; {mobod._label} has {n}")

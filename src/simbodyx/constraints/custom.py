@@ -64,6 +64,8 @@ class Implementation:
 def _call(f, positional, available: dict):
     """f(*positional, **the available values its signature names)."""
     params = inspect.signature(f).parameters
+    taken = set(list(params)[:len(positional)])  # names that receive the positional values
+    available = {k: v for k, v in available.items() if k not in taken}
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return f(*positional, **available)
     return f(*positional, **{k: v for k, v in available.items() if k in params})

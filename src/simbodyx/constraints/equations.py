@@ -245,3 +245,22 @@ class Equations:
         """G (m, nu), row by row from G^T e_i (m O(n) sweeps, vmapped)."""
         eye = jnp.eye(self.layout.m, dtype=self.X_GB.p.dtype)
         return jax.vmap(functools.partial(self.generalized_forces, position))(eye)
+
+
+def constraint_forces_of(state, multipliers=None):
+    """(body forces (nb, 6) at each Bo in G, mobility forces (nu,)): G^T lambda of
+    a State's constraints for ``multipliers`` (default: the realized ones)."""
+    if multipliers is None:
+        multipliers = state.acceleration.multipliers
+    top = state.topology
+    if not state.instance.constraints:
+        return jnp.zeros((top.num_bodies, 6), state.u.dtype), jnp.zeros(top.nu, state.u.dtype)
+    F, fq, fu = Equations.of_state(state).forces(multipliers)
+    return F, coordinates.multiply_by_n(top, state.q, fq, True) + fu
+
+
+def net_applied_forces(state):
+    """(mobility (nu,), body (nb, 6)) forces that move the bodies of an
+    Acceleration-stage State: the applied ones minus the constraints' G^T lambda."""
+    F_c, f_c = constraint_forces_of(state)
+    return state.dynamics.mobility_forces - f_c, state.dynamics.body_forces - F_c

@@ -1,0 +1,430 @@
+"""Constraints: closed forms, every built-in through the protocol's
+identities, the SimbodyMatterSubsystem operators, redundancy, disabling
+under vmap, Custom against the built-ins, derivatives against finite
+differences, and build-time errors."""
+
+import functools
+
+import equinox as eqx
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+from simbodyx import functions as fn
+from simbodyx.constraints.equations import Layout
+
+from conftest import FD_STEP, FD_TOL, tol
+
+C = sx.Constraint
+
+
+def _system(gravity=(0.0, -9.81, 0.0)):
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    if gravity is not None:
+        sx.Force.UniformGravity(forces, matter, list(gravity))
+    return system, matter, forces
+
+
+def _body(m=1.0):
+    return sx.Body.Rigid(sx.MassProperties(m, [0.1, 0.2, -0.1], sx.Inertia(0.3, 0.4, 0.5)))
+
+
+# -- closed form: a particle on a rod ------------------------------------------------------
+G_ACC, MASS, LENGTH = 9.81, 2.0, 1.5
+
+
+@functools.lru_cache(maxsize=None)
+def _pendulum(custom: bool):
+    system, matter, _ = _system()
+    particle = sx.MobilizedBody.Translation(matter.Ground(), sx.Body.Rigid(sx.MassProperties(MASS, [0, 0, 0], sx.Inertia(0.0))))
+    if custom:
+        impl = C.Custom.Implementation(
+            bodies=[matter.Ground(), particle], num_position=1, params={"L": LENGTH},
+            position_errors=lambda X_AB, q, params: jnp.array(
+                [0.5 * (jnp.sum((X_AB[1].p - X_AB[0].p) ** 2) - params["L"] ** 2)]))
+        rod = C.Custom(matter, impl)
+    else:
+        rod = C.Rod(matter.Ground(), [0, 0, 0], particle, [0, 0, 0], LENGTH)
+    model, state = system.realize_topology()
+    return model, state, rod
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_particle_on_rod_closed_form(custom, dtype):
+    model, _, rod = _pendulum(custom)
+    model = model.astype(dtype)
+    state = model.default_state()
+    theta, v = 0.4, 0.7
+    radial = np.array([np.sin(theta), -np.cos(theta), 0.0])
+    tangent = np.array([np.cos(theta), np.sin(theta), 0.0])
+    s = model.realize(state.with_q(LENGTH * radial).with_u(v * tangent), sx.Stage.Acceleration)
+    lam = MASS * (G_ACC * np.cos(theta) + v ** 2 / LENGTH)
+    scale = LENGTH if custom else 1.0  # half squared distance: lambda / L
+    np.testing.assert_allclose(rod.get_multipliers_as_vector(s), [lam / scale], rtol=50 * tol(dtype))
+    at_rest = model.realize(state.with_q(LENGTH * radial), sx.Stage.Acceleration)
+    expected = [-G_ACC * np.sin(theta) * np.cos(theta), -G_ACC * np.sin(theta) ** 2, 0.0]
+    np.testing.assert_allclose(at_rest.acceleration.udot, expected, atol=50 * tol(dtype))
+    assert abs(rod.calc_power(s)) < 100 * tol(dtype)
+
+
+# -- every built-in on one tree of mixed mobilizers ------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _mixed():
+    """Six mobilizer kinds, one constraint of each built-in kind (and a Rod whose
+    Ancestor is a body); States enable one constraint at a time."""
+    system, matter, _ = _system()
+    G = matter.Ground()
+    b1 = sx.MobilizedBody.Free(G, sx.Transform([0, 1, 0]), _body(), sx.Transform())
+    b2 = sx.MobilizedBody.Pin(b1, sx.Transform([0.5, 0, 0]), _body(), sx.Transform([0, 0.3, 0]))
+    b3 = sx.MobilizedBody.Ball(G, sx.Transform([1, 0, 0]), _body(), sx.Transform([0, 0.4, 0]))
+    b4 = sx.MobilizedBody.Slider(b3, sx.Transform([0, -0.2, 0]), _body(), sx.Transform())
+    b5 = sx.MobilizedBody.Universal(G, sx.Transform([-1, 0, 0]), _body(), sx.Transform([0, 0.2, 0.1]))
+    b6 = sx.MobilizedBody.Planar(G, sx.Transform([0, 0, 1]), _body(), sx.Transform())
+    constraints = [
+        C.Rod(b2, [0.1, 0, 0], b4, [0, 0.1, 0], 1.2),
+        C.Ball(b1, [0.2, 0, 0], b5, [0, 0, 0.1]),
+        C.Weld(b3, sx.Transform(sx.Rotation.about_x(0.3), [0.1, 0, 0]),
+               b1, sx.Transform([0, 0.1, 0])),
+        C.PointInPlane(b6, [0, 1, 0], 0.3, b3, [0.1, 0.1, 0]),
+        C.PointOnLine(b3, [1, 0.2, 0], [0, 0.1, 0], b1, [0, 0, 0.2]),
+        C.ConstantAngle(b5, [1, 0, 0], b6, [0, 1, 0], 1.0),
+        C.ConstantOrientation(b1, np.eye(3), b6, np.eye(3)),
+        C.ConstantCoordinate(b4, 0, 0.1),
+        C.ConstantSpeed(b2, 0, 0.5),
+        C.ConstantAcceleration(b5, 1, -0.3),
+        C.CoordinateCoupler(matter, fn.Linear((1.0, -2.0, 0.1)), [b2, b4], [0, 0]),
+        C.SpeedCoupler(matter, lambda x: x[0] - 0.5 * x[1] * jnp.cos(x[2]), [b3, b6], [0, 1], [b2], [0]),
+        C.PrescribedMotion(matter, fn.Sinusoid(0.3, 2.0, 0.1), b6, 2),
+        C.NoSlip1D(G, [0, 0, 0], [1, 0, 0], b1, b3),
+        C.Rod(b1, [0.3, 0.1, 0], b2, [0, 0.2, 0.1], 0.7),
+    ]
+    model, state = system.realize_topology()
+    rng = np.random.default_rng(0)
+    q = np.asarray(state.q) + 0.1 * rng.standard_normal(state.q.shape)
+    state = model.matter.normalize_quaternions(state.with_q(q).with_u(rng.standard_normal(state.u.shape)).with_time(0.3))
+    return model, state, constraints
+
+
+def test_ancestor_is_the_deepest_common_ancestor():
+    _, _, cs = _mixed()
+    assert [c.ancestor for c in cs[:2]] == [0, 0]
+    assert cs[-1].ancestor == 1 and cs[-1].get_ancestor_mobilized_body().index == 1
+    assert cs[7].get_num_constrained_mobilizers() == 1 and cs[0].get_num_constrained_bodies() == 2
+
+
+def test_every_builtin_one_at_a_time():
+    """Each constraint alone (the others disabled, one compiled vmapped call):
+    G udot = b after realize(Acceleration) even off the manifold, G's rows are
+    the u-Jacobian of its velocity-level errors (autodiff through the
+    kinematics), its forces are G^T lambda, and with u on its velocity
+    manifold it does no work."""
+    model, state, cs = _mixed()
+    nc, layout = len(cs), Layout(model.constraints)
+    masks = jnp.asarray(~np.eye(nc, dtype=bool))
+    velocity_rows = np.concatenate([layout.rows[i][:c.mp + c.mv] for i, c in enumerate(cs)])
+
+    def one(disabled):
+        s = model.realize(state.with_constraint_disabled(disabled), sx.Stage.Acceleration)
+        m = model.matter
+        G = m.calc_g(s)
+        lam = m.get_constraint_multipliers(s)
+        F, f = m.find_constraint_forces(s)
+        generalized = m.multiply_by_system_jacobian_transpose(s, F) + f
+        # u on this constraint's velocity manifold (the errors are affine in u: one Newton step)
+        on = [~disabled[i] for i in range(nc)]
+        verr = jnp.concatenate([c.get_velocity_errors_as_vector(s) * on[i] for i, c in enumerate(cs)])
+        u_ok = s.u - jnp.linalg.pinv(G[velocity_rows]) @ verr
+        ok = model.realize(s.with_u(u_ok), sx.Stage.Acceleration)
+        velocity_errors = [c.get_velocity_errors_as_vector(ok) for c in cs]
+        power = m.calc_constraint_power(ok)
+        return (m.calc_constraint_acceleration_errors(s, s.acceleration.udot), generalized - G.T @ lam, power,
+                velocity_errors)
+
+    aerr, force_mismatch, power, verr_ok = jax.jit(jax.vmap(one))(masks)
+    for i, c in enumerate(cs):
+        assert np.abs(aerr[i]).max() < 1e-12, c.label
+        assert np.abs(force_mismatch[i]).max() < 1e-12, c.label
+        if not isinstance(c, (C.ConstantSpeed, C.ConstantAcceleration, C.PrescribedMotion)):  # the workless ones
+            assert abs(power[i]) < 1e-11, c.label
+        assert np.abs(verr_ok[i][i]).max(initial=0.0) < 1e-12, c.label
+
+    def velocity_errors(u):
+        s = model.realize(state.with_u(u), sx.Stage.Velocity)
+        return jnp.concatenate([c.get_velocity_errors_as_vector(s) for c in cs])
+
+    J = jax.jacfwd(velocity_errors)(state.u)
+    G = model.matter.calc_g(state)
+    np.testing.assert_allclose(G[velocity_rows], J, atol=1e-13)
+
+
+def test_errors_are_the_geometric_quantities():
+    model, state, cs = _mixed()
+    s = model.realize(state, sx.Stage.Velocity)
+    b = [cs[0].matter.get_mobilized_body(i) for i in range(7)]
+    rod, ball, weld, plane = cs[0], cs[1], cs[2], cs[3]
+    d = b[2].calc_station_to_station_distance(s, [0.1, 0, 0], b[4], [0, 0.1, 0])
+    np.testing.assert_allclose(rod.get_position_errors_as_vector(s), [d - 1.2], atol=1e-14)
+    ddot = b[2].calc_station_to_station_distance_time_derivative(s, [0.1, 0, 0], b[4], [0, 0.1, 0])
+    np.testing.assert_allclose(rod.get_velocity_errors_as_vector(s), [ddot], atol=1e-14)
+    gap = b[5].find_station_location_in_ground(s, [0, 0, 0.1]) - b[1].find_station_location_in_ground(s, [0.2, 0, 0])
+    np.testing.assert_allclose(ball.get_position_errors_as_vector(s), gap, atol=1e-14)
+    p_BS = b[6].find_station_at_ground_point(s, b[3].find_station_location_in_ground(s, [0.1, 0.1, 0]))
+    np.testing.assert_allclose(plane.get_position_errors_as_vector(s), [p_BS[1] - 0.3], atol=1e-14)
+    assert weld.get_position_errors_as_vector(s).shape == (6,)
+    # ConstantCoordinate, PrescribedMotion: q minus the held or prescribed value
+    np.testing.assert_allclose(cs[7].get_position_errors_as_vector(s), [b[4].get_one_q(s, 0) - 0.1], atol=1e-15)
+    np.testing.assert_allclose(cs[12].get_position_errors_as_vector(s),
+                               [b[6].get_one_q(s, 2) - 0.3 * np.sin(2.0 * 0.3 + 0.1)], atol=1e-15)
+    np.testing.assert_allclose(cs[8].get_velocity_errors_as_vector(s), [b[2].get_one_u(s, 0) - 0.5], atol=1e-15)
+
+
+def test_operators_agree_with_explicit_matrices():
+    model, state, cs = _mixed()
+    m = model.matter
+    s = model.realize(state, sx.Stage.Acceleration)  # all constraints on: overdetermined, least squares
+    G, nu = m.calc_g(s), s.topology.nu
+    mp, mv, ma = m.get_num_constraint_equations()
+    rng = np.random.default_rng(1)
+    v, lam = rng.standard_normal(nu), rng.standard_normal(G.shape[0])
+    np.testing.assert_allclose(m.calc_g_transpose(s), G.T, atol=1e-14)
+    np.testing.assert_allclose(m.multiply_by_g(s, v), G @ v, atol=1e-13)
+    np.testing.assert_allclose(m.multiply_by_g(s, v, m.calc_bias_for_multiply_by_g(s)), G @ v, atol=1e-12)
+    np.testing.assert_allclose(m.multiply_by_g_transpose(s, lam), G.T @ lam, atol=1e-13)
+    minus_b = m.calc_bias_for_acceleration_constraints(s)
+    np.testing.assert_allclose(m.calc_constraint_acceleration_errors(s, None), minus_b, atol=1e-14)
+    np.testing.assert_allclose(m.calc_constraint_acceleration_errors(s, v), G @ v + minus_b, atol=1e-12)
+    P, Pq = m.calc_p(s), m.calc_pq(s)
+    assert P.shape == (mp, nu) and Pq.shape == (mp, s.topology.nq)
+    qdot = m.calc_qdot(s, v)
+    np.testing.assert_allclose(Pq @ qdot, P @ v, atol=1e-12)  # Pq = P N^-1
+    np.testing.assert_allclose(m.multiply_by_pq(s, qdot), P @ v, atol=1e-12)
+    np.testing.assert_allclose(m.multiply_by_pq_transpose(s, lam[:mp]), Pq.T @ lam[:mp], atol=1e-12)
+    np.testing.assert_allclose(m.calc_pt(s), P.T, atol=0)
+    W = m.calc_projected_m_inv(s)
+    np.testing.assert_allclose(W, G @ m.calc_m_inv(s) @ G.T, atol=1e-11)
+    # the constrained residual vanishes at the realized udot and lambda, off the manifold
+    residual = m.calc_residual_force(s, s.dynamics.mobility_forces, s.dynamics.body_forces,
+                                     s.acceleration.udot, s.acceleration.multipliers)
+    np.testing.assert_allclose(residual, 0.0, atol=1e-11)
+    udot, _ = m.calc_acceleration(s, s.dynamics.mobility_forces, s.dynamics.body_forces)
+    np.testing.assert_allclose(udot, s.acceleration.udot, atol=1e-12)
+    impulse = m.solve_for_constraint_impulses(s, G @ v)
+    np.testing.assert_allclose(W @ impulse, W @ np.linalg.pinv(W) @ (G @ v), atol=1e-10)
+
+
+# -- Weld constraint against a Weld mobilizer ---------------------------------------------
+
+def test_weld_constraint_equals_weld_mobilizer_reaction():
+    force = jnp.array([0.3, -0.2, 0.5, 1.0, 2.0, -3.0])
+
+    def build(as_constraint):
+        system, matter, forces = _system()
+        X = sx.Transform(np.array([[0.0, -1, 0], [1, 0, 0], [0, 0, 1]]), [0.2, 0.5, -0.1])
+        if as_constraint:
+            body = sx.MobilizedBody.Free(matter.Ground(), sx.Transform(), _body(1.3), sx.Transform())
+            C.Weld(matter.Ground(), X, body, sx.Transform())
+        else:
+            body = sx.MobilizedBody.Weld(matter.Ground(), X, _body(1.3), sx.Transform())
+        sx.Force.Custom(forces, lambda model, state: (jnp.zeros(0), jnp.zeros((2, 6)).at[1].set(force)))
+        model, state = system.realize_topology()
+        if as_constraint:
+            state = body.set_q_to_fit_transform(state, X)
+        return model, model.realize(state, sx.Stage.Acceleration), body
+
+    model, s, body = build(True)
+    np.testing.assert_allclose(s.acceleration.udot, 0.0, atol=1e-12)
+    F_c, f_c = model.matter.find_constraint_forces(s)
+    _, s_ref, body_ref = build(False)
+    reaction = body_ref.find_mobilizer_reaction_on_body_at_origin_in_ground(s_ref)
+    np.testing.assert_allclose(F_c[1], -reaction, atol=1e-12)
+    np.testing.assert_allclose(model.matter.calc_mobilizer_reaction_forces(s)[1], 0.0, atol=1e-12)
+
+
+# -- redundancy ------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _four_bar(closure: str):
+    """Planar four-bar (z pins) closed at the coupler's tip by a Ball (its z row
+    redundant) or by the same coincidence in x and y only (a Custom); or a
+    four-bar-like chain closed by one Rod or by two identical Rods."""
+    system, matter, _ = _system()
+    link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1)))
+    crank = sx.MobilizedBody.Pin(matter.Ground(), link)
+    coupler = sx.MobilizedBody.Pin(crank, sx.Transform([1.0, 0, 0]), link, sx.Transform())
+    rocker = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform([1.5, 0, 0]), link, sx.Transform())
+    if closure == "ball":
+        C.Ball(coupler, [1.2, 0, 0], rocker, [1.1, 0, 0])
+    elif closure == "planar":
+        C.Custom(matter, C.Custom.Implementation(
+            bodies=[coupler, rocker], num_position=2,
+            position_errors=lambda X, q: (X[1].apply(jnp.array([1.1, 0, 0])) - X[0].apply(jnp.array([1.2, 0, 0])))[:2]))
+    else:
+        for _ in range(2 if closure == "two rods" else 1):
+            C.Rod(coupler, [1.2, 0, 0], rocker, [0, 0, 0], 1.1)
+    model, state = system.realize_topology()
+    # a closed configuration: crank at 60 degrees, the rest solved in closed form
+    a = np.pi / 3
+    p1 = np.array([np.cos(a), np.sin(a)])
+    d = np.linalg.norm(np.array([1.5, 0]) - p1)
+    beta = np.arctan2(-p1[1], 1.5 - p1[0])
+    gamma = np.arccos((1.2 ** 2 + d ** 2 - 1.1 ** 2) / (2 * 1.2 * d))
+    phi = beta + gamma
+    tip = p1 + 1.2 * np.array([np.cos(phi), np.sin(phi)])
+    psi = np.arctan2(tip[1], tip[0] - 1.5)
+    state = model.realize(state.with_q([a, phi - a, psi]).with_u([1.0, 0.0, 0.0]), sx.Stage.Velocity)
+    assert np.abs(model.constraints[0].get_position_errors_as_vector(state)).max() < 1e-14
+    # u on the velocity manifold: one least-squares step (the errors are linear in u)
+    verr = jnp.concatenate([c.get_velocity_errors_as_vector(state) for c in model.constraints])
+    return model, state.with_u(state.u - jnp.linalg.pinv(model.matter.calc_g(state)) @ verr)
+
+
+def test_redundant_constraints_give_exact_udot_and_minimum_norm_multipliers():
+    results = {}
+    for closure in ("rod", "two rods", "ball", "planar"):
+        model, state = _four_bar(closure)
+        s = model.realize(state, sx.Stage.Acceleration)
+        results[closure] = (s.acceleration.udot, s.acceleration.multipliers)
+        assert np.all(np.isfinite(s.acceleration.multipliers))
+        np.testing.assert_allclose(model.matter.calc_constraint_acceleration_errors(s, s.acceleration.udot), 0.0,
+                                   atol=1e-12)
+    np.testing.assert_allclose(results["two rods"][0], results["rod"][0], atol=1e-12)
+    np.testing.assert_allclose(results["ball"][0], results["planar"][0], atol=1e-12)
+    np.testing.assert_allclose(results["two rods"][1], [results["rod"][1][0] / 2] * 2, atol=1e-12)
+    np.testing.assert_allclose(results["ball"][1], np.append(results["planar"][1], 0.0), atol=1e-12)
+
+
+def test_derivatives_match_finite_differences_even_when_redundant():
+    model, state = _four_bar("two rods")
+
+    def udot_of(q, u, station):  # the rods' station on the coupler: a Model leaf
+        m = eqx.tree_at(lambda m: (m.params.constraints[0].station1, m.params.constraints[1].station1), model,
+                        (station, station))
+        return m.realize(state.with_q(q).with_u(u), sx.Stage.Acceleration).acceleration.udot
+
+    args = (state.q, state.u, jnp.array([1.2, 0.0, 0.0]))
+    f = jax.jit(lambda *a: jnp.sum(udot_of(*a) * jnp.array([1.0, -0.5, 0.25])))
+    grads = jax.jit(jax.grad(f, argnums=(0, 1, 2)))(*args)
+    for i, g in enumerate(grads):
+        x = np.asarray(args[i], float)
+        fd = np.zeros_like(x)
+        for j in np.ndindex(x.shape):
+            e = np.zeros_like(x)
+            e[j] = FD_STEP
+            moved = [a if k != i else jnp.asarray(x + e) for k, a in enumerate(args)]
+            back = [a if k != i else jnp.asarray(x - e) for k, a in enumerate(args)]
+            fd[j] = (f(*moved) - f(*back)) / (2 * FD_STEP)
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, fd, atol=10 * FD_TOL)  # accelerations of order 10
+    tangent = jax.jvp(lambda q: udot_of(q, state.u, args[2]), (state.q,), (jnp.array([1.0, 0.0, 0.0]),))[1]
+    assert np.all(np.isfinite(tangent))
+
+
+# -- Custom against the built-ins, with a body as Ancestor -------------------------------------
+
+def test_custom_constraints_reproduce_builtins():
+    def build(custom):
+        system, matter, _ = _system()
+        b1 = sx.MobilizedBody.Free(matter.Ground(), _body())
+        b2 = sx.MobilizedBody.Ball(b1, sx.Transform([0.4, 0, 0]), _body(0.7), sx.Transform([0, 0.2, 0]))
+        b3 = sx.MobilizedBody.Pin(b1, sx.Transform([0, 0.3, 0]), _body(0.5), sx.Transform())
+        b4 = sx.MobilizedBody.Slider(matter.Ground(), sx.Transform([0, 0, 1]), _body(0.9), sx.Transform())
+        s2, s3 = np.array([0.1, 0.2, 0.0]), np.array([0.3, 0.0, 0.1])
+        if not custom:
+            C.Rod(b2, s2, b3, s3, 0.5)  # Ancestor b1
+            C.Ball(b2, s2, b4, [0, 0, 0.2])
+            C.ConstantSpeed(b3, 0, 0.4)
+            C.CoordinateCoupler(matter, fn.Linear((1.0, 2.0, -0.1)), [b3, b4], [0, 0])
+        else:
+            I = C.Custom.Implementation
+            C.Custom(matter, I(bodies=[b2, b3], num_position=1, params={"L": 0.5, "s2": s2, "s3": s3},
+                               position_errors=lambda X, q, params: jnp.array(
+                                   [jnp.linalg.norm(X[1].apply(params["s3"]) - X[0].apply(params["s2"])) - params["L"]])))
+            C.Custom(matter, I(bodies=[b2, b4], num_position=3,
+                               position_errors=lambda X, q: X[1].apply(jnp.array([0, 0, 0.2])) - X[0].apply(s2),
+                               position_dot_errors=lambda V, qdot, X_AB: (
+                                   V[1, 3:] + jnp.cross(V[1, :3], X_AB[1].rotate(jnp.array([0, 0, 0.2])))
+                                   - V[0, 3:] - jnp.cross(V[0, :3], X_AB[1].apply(jnp.array([0, 0, 0.2])) - X_AB[0].p))))
+            C.Custom(matter, I(mobilizers=[b3], num_velocity=1, velocity_errors=lambda V, u: u[0] - 0.4))
+            C.Custom(matter, I(mobilizers=[b3, b4], num_position=1,
+                               position_errors=lambda X, q: q[0] + 2.0 * q[1] - 0.1))
+        model, state = system.realize_topology()
+        rng = np.random.default_rng(3)
+        state = state.with_q(np.asarray(state.q) + 0.2 * rng.standard_normal(state.q.shape))
+        state = model.matter.normalize_quaternions(state.with_u(rng.standard_normal(state.u.shape)))
+        return model, model.realize(state, sx.Stage.Acceleration)
+
+    (m_b, s_b), (m_c, s_c) = build(False), build(True)
+    assert m_c.constraints[0].ancestor == 1
+    np.testing.assert_allclose(s_c.acceleration.udot, s_b.acceleration.udot, atol=1e-10)
+    np.testing.assert_allclose(s_c.acceleration.multipliers, s_b.acceleration.multipliers, atol=1e-10)
+    for c_b, c_c in zip(m_b.constraints, m_c.constraints):
+        np.testing.assert_allclose(c_c.get_velocity_errors_as_vector(s_c), c_b.get_velocity_errors_as_vector(s_b),
+                                   atol=1e-12)
+
+
+# -- disabling: one compile, each State equal to its own model -------------------------------
+
+def test_disabled_constraints_in_a_batch_match_models_built_without_them():
+    def build(which):
+        system, matter, _ = _system()
+        link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1)))
+        a = sx.MobilizedBody.Pin(matter.Ground(), link)
+        b = sx.MobilizedBody.Pin(a, sx.Transform([1.0, 0, 0]), link, sx.Transform())
+        handles = {}
+        if "rod" in which:
+            handles["rod"] = C.Rod(matter.Ground(), [1.5, 0, 0], b, [1.0, 0, 0], 1.3)
+        if "speed" in which:
+            handles["speed"] = C.ConstantSpeed(a, 0, 0.2)
+        model, state = system.realize_topology()
+        return model, state.with_q([0.3, -0.4]).with_u([0.1, 0.7]), handles
+
+    model, state, handles = build(("rod", "speed"))
+    disabled = jnp.array([[False, False], [True, False], [False, True], [True, True]])
+    udot = jax.jit(jax.vmap(lambda d: model.realize(state.with_constraint_disabled(d), sx.Stage.Acceleration)
+                            .acceleration.udot))(disabled)
+    for row, which in zip(udot, [("rod", "speed"), ("speed",), ("rod",), ()]):
+        m, s, _ = build(which)
+        np.testing.assert_allclose(row, m.realize(s, sx.Stage.Acceleration).acceleration.udot, atol=1e-12)
+    s = handles["rod"].disable(state)
+    assert bool(handles["rod"].is_disabled(s)) and handles["rod"].get_num_constraint_equations_in_use(s) == (0, 0, 0)
+    s = model.realize(s, sx.Stage.Acceleration)
+    np.testing.assert_allclose(handles["rod"].get_multipliers_as_vector(s), [0.0])
+    assert model.matter.is_constraint_disabled(model.matter.set_constraint_is_disabled(state, 1, True), 1)
+
+
+def test_disabled_by_default():
+    system, matter, _ = _system()
+    body = sx.MobilizedBody.Slider(matter.Ground(), _body())
+    c = C.ConstantSpeed(body, 0, 1.0).set_disabled_by_default()
+    model, state = system.realize_topology()
+    assert c.is_disabled_by_default() and bool(c.is_disabled(state))
+
+
+# -- build-time errors -------------------------------------------------------------------------
+
+def test_bad_input_is_named():
+    system, matter, _ = _system()
+    pin = sx.MobilizedBody.Pin(matter.Ground(), _body(), name="crank")
+    with pytest.raises(IndexError, match="crank"):
+        C.ConstantCoordinate(pin, 1, 0.0)
+    with pytest.raises(ValueError, match="length must be positive"):
+        C.Rod(matter.Ground(), [0, 0, 0], pin, [0, 0, 0], 0.0)
+    with pytest.raises(ValueError, match="normal must not be zero"):
+        C.PointInPlane(matter.Ground(), [0, 0, 0], 0.0, pin, [0, 0, 0])
+    with pytest.raises(ValueError, match="Ground has no mobilizer"):
+        C.ConstantSpeed(matter.Ground(), 0, 1.0)
+    with pytest.raises(ValueError, match="position_errors is required"):
+        C.Custom(matter, C.Custom.Implementation(bodies=[pin], num_position=1))
+    other_system, other_matter, _ = _system()
+    other = sx.MobilizedBody.Pin(other_matter.Ground(), _body())
+    with pytest.raises(ValueError, match="different matter subsystem"):
+        C.Rod(pin, [0, 0, 0], other, [0, 0, 0], 1.0)
+    system.realize_topology()
+    with pytest.raises(RuntimeError, match="frozen"):
+        C.Rod(matter.Ground(), [1, 0, 0], pin, [0, 0, 0], 1.0)
