@@ -611,10 +611,9 @@ class Matter:
     def calc_bias_for_multiply_by_pq(self, state: State):
         """pverr at u = 0 (mp,): the explicit time dependence, -c(t, q) (Position)."""
         s = self._at(state, Stage.Position)
-        zero = jnp.zeros_like(s.u)
-        eqs = Equations(s.topology, s.instance.constraints, s.t, s.q, s.position.X_GB,
-                        jnp.zeros((s.topology.num_bodies, 6), s.u.dtype), jnp.zeros_like(s.q), zero)
-        return self._rows_enabled(s, jnp.concatenate([eqs.velocity_errors(), jnp.zeros(eqs.layout.ma)]))[:eqs.layout.mp]
+        eqs = Equations.of_state(s.with_u(jnp.zeros_like(s.u)))  # no velocity cache: zero velocities
+        pverr = eqs.velocity_errors()[:eqs.layout.mp]
+        return self._rows_enabled(s, jnp.pad(pverr, (0, eqs.layout.mv + eqs.layout.ma)))[:eqs.layout.mp]
 
     @compiled
     def multiply_by_pq_transpose(self, state: State, multipliers_p):

@@ -111,8 +111,8 @@ class Equations:
         if not velocity:
             return cls(state.topology, constraints, state.t, state.q, state.position.X_GB)
         if state.velocity is None:
-            zero = jnp.zeros_like(state.u)
-            V, qdot, u = jnp.zeros_like(state.position.X_GB.p.repeat(2, axis=-1)), jnp.zeros_like(state.q), zero
+            V = jnp.zeros((state.topology.num_bodies, 6), state.u.dtype)
+            qdot, u = jnp.zeros_like(state.q), jnp.zeros_like(state.u)
         else:
             V, qdot, u = state.velocity.V_GB, state.velocity.qdot, state.u
         return cls(state.topology, constraints, state.t, state.q, state.position.X_GB, V, qdot, u)
