@@ -17,6 +17,7 @@ from simbodyx import xla_setup as xla_setup
 xla_setup.cap_cpu_isa()  # before anything below can start JAX's backends
 
 from simbodyx import (
+    constraints as constraints,
     integrate as integrate,
     mobilizers as mobilizers,
     parallel as parallel,

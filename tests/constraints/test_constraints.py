@@ -428,3 +428,28 @@ def test_bad_input_is_named():
     system.realize_topology()
     with pytest.raises(RuntimeError, match="frozen"):
         C.Rod(matter.Ground(), [1, 0, 0], pin, [0, 0, 0], 1.0)
+
+
+def test_check_derivatives_flags_an_inconsistent_override():
+    system, matter, _ = _system()
+    a = sx.MobilizedBody.Free(matter.Ground(), _body())
+    b = sx.MobilizedBody.Pin(a, sx.Transform([0.4, 0, 0]), _body(0.6), sx.Transform())
+    I = C.Custom.Implementation
+    perr = lambda X, q: jnp.array([X[1].p @ X[1].p - 1.0])  # |p_GB|^2 - 1
+    good = C.Custom(matter, I(bodies=[matter.Ground(), b], num_position=1, position_errors=perr,
+                              position_dot_errors=lambda V, qdot, X_AB: jnp.array([2 * X_AB[1].p @ V[1, 3:]])))
+    bad = C.Custom(matter, I(bodies=[matter.Ground(), b], num_position=1, position_errors=perr,
+                             position_dot_errors=lambda V, qdot, X_AB: jnp.array([X_AB[1].p @ V[1, 3:]])))
+    no_force = C.Custom(matter, I(bodies=[matter.Ground(), b], num_position=1, position_errors=perr,
+                                  constraint_forces=lambda lam: (jnp.zeros((2, 6)), (), ())))
+    speed = C.ConstantSpeed(b, 0, 0.3)
+    model, state = system.realize_topology()
+    rng = np.random.default_rng(5)
+    s = model.realize(model.matter.normalize_quaternions(
+        state.with_q(np.asarray(state.q) + 0.3 * rng.standard_normal(state.q.shape))
+        .with_u(rng.standard_normal(state.u.shape))), sx.Stage.Velocity)
+    assert max(sx.constraints.check_derivatives(good, s).values()) < 1e-12
+    assert max(sx.constraints.check_derivatives(speed, s).values()) < 1e-12
+    report = sx.constraints.check_derivatives(bad, s)
+    assert report["position_dot_errors"] > 1e-3 and report["constraint_forces"] < 1e-12  # forces follow pverr
+    assert sx.constraints.check_derivatives(no_force, s)["constraint_forces"] > 1e-3

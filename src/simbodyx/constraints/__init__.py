@@ -8,6 +8,7 @@ queries on States of the frozen model.
 """
 
 from simbodyx.constraints.base import Constraint as Constraint
+from simbodyx.constraints.checks import check_derivatives as check_derivatives
 from simbodyx.constraints.contact import NoSlip1D
 from simbodyx.constraints.coordinate import (
     ConstantAcceleration,

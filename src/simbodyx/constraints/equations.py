@@ -202,18 +202,24 @@ class Equations:
         mobility forces (nu,)), each constraint's share from its own rows."""
         top = self.topology
         dtype = self.X_GB.p.dtype
-        zeros = (jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype))
-        F, fq, fu = zeros
+        F, fq, fu = jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype)
         for c, rows in zip(self.constraints, self.layout.rows):
             lam = multipliers[rows]
-            if c.constraint_forces is None:  # the exact transpose: errors are affine, any point serves
-                f = self._acceleration_function(c)
-                _, pullback = jax.vjp(lambda *x: jnp.concatenate(f(*x)), *zeros)
-                dF, dfq, dfu = pullback(lam)
+            if c.constraint_forces is None:
+                dF, dfq, dfu = self.transpose(c, lam)
                 F, fq, fu = F + dF, fq + dfq, fu + dfu
             else:
                 F, fq, fu = self._add_override(c, lam, F, fq, fu)
         return F, fq, fu
+
+    def transpose(self, c, lam):
+        """c's G^T lambda by differentiation: (F (nb, 6), f_q (nq,), f_u (nu,)) from a
+        vector-Jacobian product of its acceleration-level errors (affine, so
+        taken at zero)."""
+        top, dtype = self.topology, self.X_GB.p.dtype
+        zeros = (jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype))
+        f = self._acceleration_function(c)
+        return jax.vjp(lambda *x: jnp.concatenate(f(*x)), *zeros)[1](lam)
 
     def _add_override(self, c, lam, F, fq, fu):
         """Add a hand-written constraint_forces: its A-frame body forces turned to G,
