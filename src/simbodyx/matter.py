@@ -612,8 +612,9 @@ class Matter:
         """pverr at u = 0 (mp,): the explicit time dependence, -c(t, q) (Position)."""
         s = self._at(state, Stage.Position)
         eqs = Equations.of_state(s.with_u(jnp.zeros_like(s.u)))  # no velocity cache: zero velocities
+        enabled = eqs.layout.enabled_rows(s.constraint_disabled)
         pverr = eqs.velocity_errors()[:eqs.layout.mp]
-        return self._rows_enabled(s, jnp.pad(pverr, (0, eqs.layout.mv + eqs.layout.ma)))[:eqs.layout.mp]
+        return pverr if enabled is None else pverr * enabled[:eqs.layout.mp].astype(pverr.dtype)
 
     @compiled
     def multiply_by_pq_transpose(self, state: State, multipliers_p):
