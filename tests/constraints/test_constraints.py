@@ -72,12 +72,49 @@ def test_particle_on_rod_closed_form(custom, dtype):
     assert abs(rod.calc_power(s)) < 100 * tol(dtype)
 
 
+def test_sphere_on_an_incline_rolls_or_slides_in_closed_form():
+    """A solid sphere (I = 2/5 m r^2) on a plane inclined at alpha: rolling, its
+    centre accelerates down the slope at 5/7 g sin(alpha) with normal force
+    m g cos(alpha) and friction 2/7 m g sin(alpha); without rolling, at
+    g sin(alpha). Both contacts in one model, one or the other disabled (one
+    compiled call). A negative normal multiplier is compression (Simbody's sign)."""
+    alpha, r = 0.3, 0.25
+    system, matter, _ = _system()
+    inertia = 0.4 * MASS * r * r
+    ball = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(sx.MassProperties(MASS, [0, 0, 0], sx.Inertia(inertia))))
+    down = np.array([np.cos(alpha), -np.sin(alpha), 0.0])
+    normal = np.array([np.sin(alpha), np.cos(alpha), 0.0])
+    plane = sx.Transform(np.stack([down, np.cross(normal, down), normal], axis=1), [0, 0, 0])
+    rolling = C.SphereOnPlaneContact(matter.Ground(), plane, ball, [0, 0, 0], r, True)
+    sliding = C.SphereOnPlaneContact(matter.Ground(), plane, ball, [0, 0, 0], r, False)
+    model, state = system.realize_topology()
+    q = np.asarray(state.q).copy()
+    q[4:] = r * normal + 0.3 * down
+
+    @jax.jit
+    @jax.vmap
+    def run(disabled):
+        s = model.realize(state.with_q(q).with_constraint_disabled(disabled), sx.Stage.Acceleration)
+        return s.acceleration.udot, s.acceleration.multipliers, rolling.calc_power(s) + sliding.calc_power(s)
+
+    udot, lam, power = run(jnp.array([[False, True], [True, False]]))
+    gs, gc = G_ACC * np.sin(alpha), G_ACC * np.cos(alpha)
+    np.testing.assert_allclose(udot[0, 3:], 5 / 7 * gs * down, atol=1e-12)
+    np.testing.assert_allclose(udot[0, :3], 5 / 7 * gs / r * np.cross(normal, down), atol=1e-12)  # omega_dot x (-r n) = a
+    # rows [P; V]: rolling's and sliding's normal rows, then rolling's two tangential rows
+    np.testing.assert_allclose(lam[0], [-MASS * gc, 0.0, 2 / 7 * MASS * gs, 0.0], atol=1e-12)
+    np.testing.assert_allclose(udot[1], np.concatenate([np.zeros(3), gs * down]), atol=1e-12)
+    np.testing.assert_allclose(lam[1], [0.0, -MASS * gc, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(power, 0.0, atol=1e-12)
+
+
 # -- every built-in on one tree of mixed mobilizers ------------------------------------------
 
 @functools.lru_cache(maxsize=None)
 def _mixed():
-    """Six mobilizer kinds, one constraint of each built-in kind (and a Rod whose
-    Ancestor is a body); States enable one constraint at a time."""
+    """Six mobilizer kinds, one constraint of each built-in kind (contacts with
+    and without rolling, and a Rod and a LineOnLineContact whose Ancestor is a
+    body); States enable one constraint at a time."""
     system, matter, _ = _system()
     G = matter.Ground()
     b1 = sx.MobilizedBody.Free(G, sx.Transform([0, 1, 0]), _body(), sx.Transform())
@@ -102,6 +139,14 @@ def _mixed():
         C.SpeedCoupler(matter, lambda x: x[0] - 0.5 * x[1] * jnp.cos(x[2]), [b3, b6], [0, 1], [b2], [0]),
         C.PrescribedMotion(matter, fn.Sinusoid(0.3, 2.0, 0.1), b6, 2),
         C.NoSlip1D(G, [0, 0, 0], [1, 0, 0], b1, b3),
+        C.PointOnPlaneContact(b6, sx.Transform(sx.Rotation.about_x(0.2), [0, 0.1, 0]), b5, [0.1, 0, 0]),
+        C.SphereOnPlaneContact(G, sx.Transform(sx.Rotation.about_z(0.1), [0, -0.5, 0]), b1, [0, 0, 0.1], 0.3, True),
+        C.SphereOnSphereContact(b3, [0.1, 0, 0], 0.2, b6, [0, 0.1, 0], 0.3, True),
+        C.SphereOnSphereContact(b2, [0, 0, 0], 0.1, b5, [0.05, 0, 0], 0.15, False),
+        C.LineOnLineContact(b3, sx.Transform(sx.Rotation.about_y(0.3), [0, 0.1, 0]), 0.5,
+                            b4, sx.Transform(sx.Rotation.about_z(1.2), [0.1, 0, 0]), 0.4, True),
+        C.LineOnLineContact(G, sx.Transform([0, -1, 0]), 1.0, b6, sx.Transform(sx.Rotation.about_z(0.7), [0, 0.1, 0]),
+                            0.3, False),
         C.Rod(b1, [0.3, 0.1, 0], b2, [0, 0.2, 0.1], 0.7),
     ]
     model, state = system.realize_topology()
@@ -182,6 +227,56 @@ def test_errors_are_the_geometric_quantities():
     np.testing.assert_allclose(cs[12].get_position_errors_as_vector(s),
                                [b[6].get_one_q(s, 2) - 0.3 * np.sin(2.0 * 0.3 + 0.1)], atol=1e-15)
     np.testing.assert_allclose(cs[8].get_velocity_errors_as_vector(s), [b[2].get_one_u(s, 0) - 0.5], atol=1e-15)
+    _check_contacts(s, b, cs)
+
+
+def _check_contacts(s, b, cs):
+    """Contacts' separations, contact frames and slip velocities from body queries."""
+    G = b[0]
+
+    def slip(c, F, B):  # B's material point at Co relative to F's, along Cx and Cy
+        X = c.find_contact_frame(s)
+        v = [body.find_station_velocity_in_ground(s, body.find_station_at_ground_point(s, X.p)) for body in (F, B)]
+        return np.asarray(X.R)[:, :2].T @ (v[1] - v[0])
+
+    point_plane, sphere_plane, spheres, spheres_slipping, lines_rolling, lines = cs[14:20]
+    # PointOnPlaneContact: height of the follower point over the plane, in the plane body
+    R_SP = np.asarray(sx.Rotation.about_x(0.2).matrix)
+    p_GF = b[5].find_station_location_in_ground(s, [0.1, 0, 0])
+    height = (b[6].find_station_at_ground_point(s, p_GF) - np.array([0, 0.1, 0])) @ R_SP[:, 2]
+    np.testing.assert_allclose(point_plane.find_separation(s), height, atol=1e-14)
+    X = point_plane.find_contact_frame(s)
+    np.testing.assert_allclose(X.p, p_GF, atol=1e-14)
+    np.testing.assert_allclose(X.R, b[6].get_body_transform(s).R @ R_SP, atol=1e-14)
+    np.testing.assert_allclose(point_plane.get_velocity_errors_as_vector(s)[1:], slip(point_plane, b[6], b[5]),
+                               atol=1e-13)
+    # SphereOnPlaneContact on Ground's plane z = 0 (about_z keeps the normal): centre height minus radius
+    p_GO = b[1].find_station_location_in_ground(s, [0, 0, 0.1])
+    np.testing.assert_allclose(sphere_plane.find_separation(s), p_GO[2] - 0.3, atol=1e-14)
+    np.testing.assert_allclose(sphere_plane.find_contact_frame(s).p, p_GO - np.array([0, 0, 0.3]), atol=1e-14)
+    np.testing.assert_allclose(sphere_plane.get_velocity_errors_as_vector(s)[1:], slip(sphere_plane, G, b[1]),
+                               atol=1e-13)
+    # SphereOnSphereContact: centre distance minus the radii, Co on the centre line at rf / (rf + rb)
+    Sf, Sb = b[3].find_station_location_in_ground(s, [0.1, 0, 0]), b[6].find_station_location_in_ground(s, [0, 0.1, 0])
+    np.testing.assert_allclose(spheres.find_separation(s), np.linalg.norm(Sb - Sf) - 0.5, atol=1e-14)
+    X = spheres.find_contact_frame(s)
+    np.testing.assert_allclose(X.p, Sf + 0.4 * (Sb - Sf), atol=1e-14)
+    np.testing.assert_allclose(X.R[:, 2], (Sb - Sf) / np.linalg.norm(Sb - Sf), atol=1e-14)
+    np.testing.assert_allclose(spheres.get_velocity_errors_as_vector(s)[1:], slip(spheres, b[3], b[6]), atol=1e-13)
+    assert spheres_slipping.get_velocity_errors_as_vector(s).shape == (1,) and not spheres_slipping.is_enforcing_rolling()
+    assert sx.constraints.check_derivatives(spheres, s)["position_dot_errors"] < 1e-13  # hand-written d/dt |p_SfSb|
+    # LineOnLineContact: |perr| is the distance of the lines, Co halfway between their closest points
+    for c, F, B, (Ef, Eb) in ((lines_rolling, b[3], b[4], (sx.Transform(sx.Rotation.about_y(0.3), [0, 0.1, 0]),
+                                                             sx.Transform(sx.Rotation.about_z(1.2), [0.1, 0, 0]))),
+                              (lines, G, b[6], (sx.Transform([0, -1, 0]), sx.Transform(sx.Rotation.about_z(0.7), [0, 0.1, 0])))):
+        Ef, Eb = F.get_body_transform(s) @ Ef, B.get_body_transform(s) @ Eb
+        df, db = np.asarray(Ef.R)[:, 0], np.asarray(Eb.R)[:, 0]
+        t = np.linalg.lstsq(np.stack([df, -db], axis=1), np.asarray(Eb.p - Ef.p), rcond=None)[0]
+        Qf, Qb = Ef.p + t[0] * df, Eb.p + t[1] * db
+        np.testing.assert_allclose(abs(c.find_separation(s)), np.linalg.norm(Qb - Qf), atol=1e-13)
+        np.testing.assert_allclose(c.find_contact_frame(s).p, 0.5 * (Qf + Qb), atol=1e-13)
+    np.testing.assert_allclose(lines_rolling.get_velocity_errors_as_vector(s)[1:], slip(lines_rolling, b[3], b[4]),
+                               atol=1e-13)
 
 
 def test_operators_agree_with_explicit_matrices():

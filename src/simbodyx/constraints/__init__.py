@@ -9,7 +9,13 @@ queries on States of the frozen model.
 
 from simbodyx.constraints.base import Constraint as Constraint
 from simbodyx.constraints.checks import check_derivatives as check_derivatives
-from simbodyx.constraints.contact import NoSlip1D
+from simbodyx.constraints.contact import (
+    LineOnLineContact,
+    NoSlip1D,
+    PointOnPlaneContact,
+    SphereOnPlaneContact,
+    SphereOnSphereContact,
+)
 from simbodyx.constraints.coordinate import (
     ConstantAcceleration,
     ConstantCoordinate,
@@ -31,6 +37,7 @@ from simbodyx.constraints.geometric import (
 from simbodyx.constraints.kinematics import Kinematics as Kinematics
 
 for _cls in (Rod, Ball, Weld, PointInPlane, PointOnLine, ConstantAngle, ConstantOrientation, NoSlip1D,
+             PointOnPlaneContact, SphereOnPlaneContact, SphereOnSphereContact, LineOnLineContact,
              ConstantCoordinate, ConstantSpeed, ConstantAcceleration, CoordinateCoupler, SpeedCoupler,
              PrescribedMotion, Custom):
     setattr(Constraint, _cls.__name__, _cls)

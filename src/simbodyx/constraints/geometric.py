@@ -97,18 +97,30 @@ class Rod(Constraint):
             raise ValueError(f"Constraint.Rod: length must be positive, got {length!r}")
         self._register("Rod", bodies=(body1, body2), counts=(1, 0, 0), name=name)
 
-    def _span(self, X_AB):
-        return X_AB[1].apply(self.station2) - X_AB[0].apply(self.station1)
-
     def position_errors(self, t, X_AB, q):
-        return safe_norm(self._span(X_AB))[None] - self.length
+        return distance(X_AB, self.station1, self.station2)[None] - self.length
 
     def position_dot_errors(self, k, V_AB, qdot):
-        p = self._span(k.X_AB)
-        r = safe_norm(p)
-        Cz = jnp.where(r > 0, p / jnp.where(r > 0, r, 1.0), k.X_AB.R[0][:, 2])
-        v = station_velocity(k.X_AB[1], V_AB[1], self.station2) - station_velocity(k.X_AB[0], V_AB[0], self.station1)
-        return (v @ Cz)[None]
+        return distance_rate(k.X_AB, V_AB, self.station1, self.station2)[None]
+
+
+def distance(X_AB: Transform, station1, station2):
+    """|p_S1S2|: station 1 on constrained body 0, station 2 on body 1."""
+    return safe_norm(X_AB[1].apply(station2) - X_AB[0].apply(station1))
+
+
+def distance_direction(X_AB: Transform, station1, station2):
+    """The unit vector Cz in A from station 1 to station 2; body 0's z axis
+    while they coincide (Simbody's choice)."""
+    p = X_AB[1].apply(station2) - X_AB[0].apply(station1)
+    r = safe_norm(p)
+    return jnp.where(r > 0, p / jnp.where(r > 0, r, 1.0), X_AB.R[0][:, 2])
+
+
+def distance_rate(X_AB: Transform, V_AB, station1, station2):
+    """d/dt |p_S1S2| as Simbody takes it: (v_AS2 - v_AS1) . Cz, defined at zero length too."""
+    v = station_velocity(X_AB[1], V_AB[1], station2) - station_velocity(X_AB[0], V_AB[0], station1)
+    return v @ distance_direction(X_AB, station1, station2)
 
 
 class Ball(Constraint):
