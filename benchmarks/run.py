@@ -4,9 +4,10 @@
                              [--ops forward_dynamics,...] [--batches 1024,4096] [--repeats N]
                              [--cpu-devices N] [--chunk-size N]
 
-The defaults (chain7, the humanoid and every_joint, every operation, batch 1
-and 1,024, with the Pinocchio, MuJoCo and MJX peers) take about 7 minutes on
-a 2-core machine; ``--models all`` adds chain30 and Simbody's 256-body set,
+The defaults (chain7, the humanoid and every_joint, every operation; the
+closed chains four_bar and humanoid_welded, constrained and unconstrained
+forward dynamics; batch 1 and 1,024, with the Pinocchio, MuJoCo and MJX
+peers) take about 10 minutes on a 2-core machine; ``--models all`` adds chain30 and Simbody's 256-body set,
 whose compile times are themselves a finding (see benchmarks/README.md).
 
 For each model and operation: cold compile time of one jitted call, its
@@ -90,9 +91,11 @@ def free_bodies(n):
     return build
 
 
-def humanoid(sx):
+def humanoid(sx, weld_feet=False):
     """Free pelvis, Ball waist, Pin head, two legs (Ball hip, Pin knee,
-    Universal ankle, Pin toe), two Ball shoulders: 13 bodies, 30 u."""
+    Universal ankle, Pin toe), two Ball shoulders: 13 bodies, 30 u. With
+    ``weld_feet`` both toes are welded to Ground where they are at q = 0: two
+    closed loops, 12 constraint equations."""
     system, matter = _system(sx)
     T, MB = sx.Transform, sx.MobilizedBody
     body = sx.Body.Rigid(sx.MassProperties.from_central(2.0, [0, -0.2, 0], sx.Inertia(0.05, 0.03, 0.05)))
@@ -103,7 +106,9 @@ def humanoid(sx):
         hip = MB.Ball(pelvis, T([0.1 * side, -0.1, 0]), body, T())
         knee = MB.Pin(hip, T([0, -0.45, 0]), body, T())
         ankle = MB.Universal(knee, T([0, -0.45, 0]), body, T())
-        MB.Pin(ankle, T([0, -0.05, 0.1]), body, T())
+        toe = MB.Pin(ankle, T([0, -0.05, 0.1]), body, T())
+        if weld_feet:  # the hip, knee, ankle and toe offsets from the pelvis at the origin
+            sx.Constraint.Weld(matter.Ground(), T([0.1 * side, -1.05, 0.1]), toe, T())
         MB.Ball(torso, T([0.2 * side, 0.4, 0]), body, T())
     return system, matter
 
@@ -134,10 +139,24 @@ def every_joint(sx):
     return system, matter
 
 
+def four_bar(sx):
+    """Crank, coupler and rocker on Pins, the loop closed by a Ball
+    constraint (assembled at q = 0; one of its three rows is redundant)."""
+    system, matter = _system(sx)
+    T, MB = sx.Transform, sx.MobilizedBody
+    crank = MB.Pin(matter.Ground(), T(), _link(sx), T())
+    coupler = MB.Pin(crank, T([0, -1.0, 0]), _link(sx), T())
+    rocker = MB.Pin(matter.Ground(), T([1.0, 0, 0]), _link(sx), T())
+    sx.Constraint.Ball(coupler, [1.0, -0.5, 0], rocker, [0, -1.5, 0])
+    return system, matter
+
+
 MODELS = {
     "chain7": chain("Pin", 7),
     "chain30": chain("Pin", 30),
     "humanoid": humanoid,
+    "four_bar": four_bar,
+    "humanoid_welded": lambda sx: humanoid(sx, weld_feet=True),
     "every_joint": every_joint,
     # Simbody's performance set, 256 bodies each.
     "pin_chain256": chain("Pin", 256),
@@ -178,10 +197,15 @@ def make_ops(sx):
             m.realize(s, S.Position), F),
         "reactions": lambda m, s, tau, F: m.matter.calc_mobilizer_reaction_forces(m.realize(s, S.Acceleration)),
         "rk4_step": lambda m, s, tau, F: sx.integrate.rk4_step(m, s, 1e-3).q,
+        # M udot + G^T lambda = f, G udot = b (models with constraints only)
+        "constrained_forward_dynamics": lambda m, s, tau, F: m.realize(s, S.Acceleration).acceleration.udot,
         "grad_forward_dynamics": lambda m, s, tau, F: jax.grad(
             lambda q, u, t: jnp.sum(fd(m, s.with_q(q).with_u(u), t, F) ** 2), argnums=(0, 1, 2))(s.q, s.u, tau),
     }
 
+
+#: The operations timed on models with constraints.
+CONSTRAINED_OPS = ("forward_dynamics", "constrained_forward_dynamics")
 
 # -- timing -------------------------------------------------------------------------------
 
@@ -278,9 +302,10 @@ def time_ratio(name, numerator, denominator, batch, rounds):
 
 
 def time_simbodyx(sx, model, name, ops, batches, repeats, chunk_size):
-    """Rows for every op; with both forward dynamics and its gradient timed in
-    batches, also their cost ratio at the last batch size, timed in
-    alternation (``time_ratio``, ``repeats`` rounds)."""
+    """Rows for every op; with forward dynamics and its gradient (or the
+    constrained forward dynamics) timed in batches, also their cost ratio at
+    the last batch size, timed in alternation (``time_ratio``, ``repeats``
+    rounds)."""
     one = jax.tree.map(lambda x: x[0], random_states(model, 1))
     tau, F = _inputs(model, one)
     rows, last = [], {}
@@ -290,9 +315,9 @@ def time_simbodyx(sx, model, name, ops, batches, repeats, chunk_size):
             "simbodyx", name, op, lambda s, t, F, fn=fn: fn(model, s, t, F), (one, tau, F),
             lambda n: (random_states(model, n), tau, F), (0, None, None), batches, repeats, chunk_size)
         rows += op_rows
-    pair = ("grad_forward_dynamics", "forward_dynamics")
-    if batches and all(op in last for op in pair):
-        rows.append(time_ratio(name, *((op, last[op]) for op in pair), batches[-1], repeats))
+    for pair in (("grad_forward_dynamics", "forward_dynamics"), ("constrained_forward_dynamics", "forward_dynamics")):
+        if batches and all(op in last for op in pair):
+            rows.append(time_ratio(name, *((op, last[op]) for op in pair), batches[-1], repeats))
     return rows
 
 
@@ -332,9 +357,19 @@ def time_model_pass(model, name, repeats):
 PINOCCHIO_MAX_NV = 512
 
 
+def on_manifold_state(sx, model, seed=0):
+    """The default State (assembled) with random u projected onto G u = 0,
+    realized to Acceleration: where exact constrained solvers must agree."""
+    s = model.realize(model.default_state(), sx.Stage.Position)
+    G = np.asarray(model.matter.calc_g(s))
+    u = np.random.default_rng(seed).normal(size=s.u.shape)
+    return model.realize(s.with_u(u - np.linalg.pinv(G) @ (G @ u)), sx.Stage.Acceleration)
+
+
 def time_pinocchio(sx, system, matter, model, name, repeats):
     """Pinocchio's ABA, RNEA, CRBA and ABA derivatives, one call at a time,
-    after checking its accelerations equal ours."""
+    after checking its accelerations equal ours; with constraints (Ball and
+    Weld) also ``constraintDynamics``, checked on an assembled State."""
     try:
         import pinocchio as pin
 
@@ -347,6 +382,8 @@ def time_pinocchio(sx, system, matter, model, name, repeats):
                     f"createData took over 23 GB here on the 768-dof Ball chain)")
     pdata = pmodel.createData()
     state = jax.tree.map(lambda x: x[0], random_states(model, 1))
+    if state.constraint_disabled is not None:  # the tree's own dynamics for ABA's check
+        state = state.with_constraint_disabled(jnp.ones_like(state.constraint_disabled))
     state = model.realize(state, sx.Stage.Position)
     q, v = configuration(matter, state)
     tau = np.zeros(pmodel.nv)
@@ -362,6 +399,18 @@ def time_pinocchio(sx, system, matter, model, name, repeats):
         "calc_m": lambda: pin.crba(pmodel, pdata, q),
         "grad_forward_dynamics": lambda: pin.computeABADerivatives(pmodel, pdata, q, v, tau),
     }
+    if matter.get_num_constraints():
+        from simbodyx.interop.pinocchio import rigid_constraints, velocity_map
+
+        models, datas = rigid_constraints(pmodel, matter)
+        pin.initConstraintDynamics(pmodel, pdata, models, datas)
+        prox = pin.ProximalSettings(1e-14, 1e-12, 200)
+        s = on_manifold_state(sx, model)
+        qc, vc = configuration(matter, s)
+        a_c = pin.constraintDynamics(pmodel, pdata, qc, vc, tau, models, datas, prox)
+        _check(name, "Pinocchio (constrained)", a_c, velocity_map(matter, s) @ np.asarray(s.acceleration.udot))
+        calls["constrained_forward_dynamics"] = lambda: pin.constraintDynamics(pmodel, pdata, qc, vc, tau, models,
+                                                                               datas, prox)
     return time_calls("pinocchio", name, calls, repeats), None
 
 
@@ -382,12 +431,17 @@ def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
     """MuJoCo C (mj_forward, mj_inverse, one call at a time) and MJX (batched
     through the same ``time_jax`` as simbodyx; forward, inverse, and the
     reverse-mode gradient), after checking both compute the same
-    accelerations as simbodyx. Contacts and constraints disabled."""
+    accelerations as simbodyx; contacts and constraints disabled. A model
+    with constraints is timed instead with its Ball and Weld constraints as
+    MuJoCo equality constraints (``constrained_forward_dynamics``: mj_forward
+    and mjx.forward); MuJoCo's soft constraints do not reproduce the exact
+    accelerations, so the note gives their difference on an assembled State."""
+    constrained = matter.get_num_constraints() > 0
     try:
         import mujoco
 
         from simbodyx.interop.mujoco import configuration, to_mjcf, velocity_map
-        xml, order = to_mjcf(matter)
+        xml, order = to_mjcf(matter, constraints=constrained)
     except (ImportError, ValueError) as e:
         return [], f"{name}: MuJoCo not timed ({e})"
     m = mujoco.MjModel.from_xml_string(xml)
@@ -395,19 +449,25 @@ def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
     count = max(batches + [1])
     distinct = min(count, MJX_DISTINCT_STATES)
     states = jax.vmap(lambda s: model.realize(s, sx.Stage.Acceleration))(random_states(model, distinct))
-    one = jax.tree.map(lambda x: x[0], states)
+    one = on_manifold_state(sx, model) if constrained else jax.tree.map(lambda x: x[0], states)
     qpos, qvel = configuration(matter, one, order)
     d.qpos[:], d.qvel[:] = qpos, qvel
     mujoco.mj_forward(m, d)
     a_ours = velocity_map(matter, one, order) @ np.asarray(one.acceleration.udot)
-    _check(name, "MuJoCo", d.qacc, a_ours)
-    qacc = d.qacc.copy()
+    note = None
+    if constrained:
+        note = (f"{name}: MuJoCo's soft equality constraints (default solref, solimp) give qacc "
+                f"{np.abs(d.qacc - a_ours).max():.3g} away from the exact accelerations (largest {np.abs(a_ours).max():.3g})")
+        calls = {"constrained_forward_dynamics": lambda: mujoco.mj_forward(m, d)}
+    else:
+        _check(name, "MuJoCo", d.qacc, a_ours)
+        qacc = d.qacc.copy()
 
-    def inverse():
-        d.qacc[:] = qacc
-        mujoco.mj_inverse(m, d)
+        def inverse():
+            d.qacc[:] = qacc
+            mujoco.mj_inverse(m, d)
 
-    calls = {"forward_dynamics": lambda: mujoco.mj_forward(m, d), "inverse_dynamics": inverse}
+        calls = {"forward_dynamics": lambda: mujoco.mj_forward(m, d), "inverse_dynamics": inverse}
     rows = time_calls("mujoco", name, calls, repeats)
     try:
         from mujoco import mjx
@@ -432,17 +492,19 @@ def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
     def check(f):
         _check(name, "MJX", np.asarray(f(qpos_all[0], qvel_all[0], jnp.zeros_like(tau))), a_ours)
 
-    for op, fn in {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd}.items():
+    ops = ({"constrained_forward_dynamics": fd} if constrained else
+           {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd})
+    for op, fn in ops.items():
         rows += time_jax("mjx", name, op, fn, (qpos_all[0], qvel_all[0], tau),
                          lambda n: (qpos_all[:n], qvel_all[:n], tau), (0, 0, None), batches, repeats,
                          chunk_size, check if op == "forward_dynamics" else None)[0]
-    return rows, None
+    return rows, note
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
-    parser.add_argument("--models", default="chain7,humanoid,every_joint", help=f"comma list, or 'all': {','.join(MODELS)}")
+    parser.add_argument("--models", default="chain7,humanoid,every_joint,four_bar,humanoid_welded", help=f"comma list, or 'all': {','.join(MODELS)}")
     parser.add_argument("--ops", default="all")
     parser.add_argument("--batches", default="1024", help="comma list, e.g. 64,1024,4096,16384")
     parser.add_argument("--repeats", type=int, default=7)
@@ -467,7 +529,11 @@ def main():
     for name in (MODELS if args.models == "all" else args.models.split(",")):
         system, matter = MODELS[name](sx)
         model, _ = system.realize_topology()
-        model_rows = time_simbodyx(sx, model, name, ops, batches, args.repeats, chunk_size)
+        if matter.get_num_constraints() == 0:
+            model_ops = [op for op in ops if op != "constrained_forward_dynamics"]
+        else:  # the constrained solve and, for scale, the same tree's unconstrained forward dynamics
+            model_ops = [op for op in ops if op in CONSTRAINED_OPS]
+        model_rows = time_simbodyx(sx, model, name, model_ops, batches, args.repeats, chunk_size)
         model_rows += time_model_pass(model, name, args.repeats)
         if args.dtype == "float64":
             peer_rows, note = time_pinocchio(sx, system, matter, model, name, args.repeats)

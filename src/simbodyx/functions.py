@@ -4,9 +4,12 @@ A function maps an (num_args,) array to a scalar and is pure JAX, so every
 derivative FunctionBased needs comes from automatic differentiation. The
 family mirrors Simbody's ``Function``: Constant, Linear, Polynomial,
 Sinusoid, Step and a natural cubic Spline. Each is a frozen dataclass
-holding Python numbers, so it is hashable and part of the static model;
-any other pure JAX callable ``f(x) -> scalar`` may be used in its place
-(wrapped by :func:`as_function`).
+holding Python numbers, so it is hashable and can be part of the static
+model (as in FunctionBased mobilizers). Each is also a pytree whose leaves
+are its numbers, so a Function held in a Model's array fields (a
+CoordinateCoupler's, a PrescribedMotion's) has coefficients that
+``jax.grad`` reaches. Any other pure JAX callable ``f(x) -> scalar`` may be
+used in its place (wrapped by :func:`as_function`; it has no leaves).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -132,11 +136,16 @@ class Spline(Function):
             raise ValueError("Spline x must be strictly increasing")
         object.__setattr__(self, "x", x)
         object.__setattr__(self, "y", y)
-        object.__setattr__(self, "second_derivatives", _natural_spline_second_derivatives(np.asarray(x), np.asarray(y)))
+        m = _natural_spline_second_derivatives(np.asarray(x), np.asarray(y))
+        object.__setattr__(self, "second_derivatives", tuple(float(v) for v in m))
 
     def __call__(self, arg):
         t = arg[0]
-        xs, ys, m = (jnp.asarray(v, jnp.result_type(t)) for v in (self.x, self.y, self.second_derivatives))
+        xs, ys = (jnp.asarray(v, jnp.result_type(t)) for v in (self.x, self.y))
+        if isinstance(self.y, tuple):  # built here: the knots' second derivatives are known
+            m = jnp.asarray(self.second_derivatives, xs.dtype)
+        else:  # x, y are a Model's leaves: the second derivatives follow them
+            m = _natural_spline_second_derivatives(xs, ys)
         k = jnp.clip(jnp.searchsorted(xs, t, method="compare_all") - 1, 0, len(self.x) - 2)
         x0, x1, y0, y1, m0, m1 = xs[k], xs[k + 1], ys[k], ys[k + 1], m[k], m[k + 1]
         h = x1 - x0
@@ -180,19 +189,41 @@ def _floats(values, what: str) -> tuple[float, ...]:
     return tuple(float(v) for v in a)
 
 
-def _natural_spline_second_derivatives(x, y) -> tuple[float, ...]:
-    """Second derivatives at the knots of the natural cubic spline (zero at both ends)."""
-    n = len(x)
-    m = np.zeros(n)
-    if n > 2:
-        h = np.diff(x)
-        A = np.zeros((n - 2, n - 2))
-        rhs = 6 * (np.diff(y[1:]) / h[1:] - np.diff(y[:-1]) / h[:-1])
-        for i in range(n - 2):
-            A[i, i] = 2 * (h[i] + h[i + 1])
-            if i > 0:
-                A[i, i - 1] = h[i]
-            if i < n - 3:
-                A[i, i + 1] = h[i + 1]
-        m[1:-1] = np.linalg.solve(A, rhs)
-    return tuple(float(v) for v in m)
+def _natural_spline_second_derivatives(x, y):
+    """Second derivatives at the knots of the natural cubic spline (zero at
+    both ends), for NumPy or JAX arrays x, y (n,)."""
+    xp = np if isinstance(x, np.ndarray) and isinstance(y, np.ndarray) else jnp
+    n = x.shape[0]
+    if n <= 2:
+        return xp.zeros(n)
+    h = xp.diff(x)
+    rhs = 6 * (xp.diff(y[1:]) / h[1:] - xp.diff(y[:-1]) / h[:-1])
+    A = xp.diag(2 * (h[:-1] + h[1:])) + xp.diag(h[1:-1], 1) + xp.diag(h[1:-1], -1)
+    inner = xp.linalg.solve(A, rhs)
+    return xp.concatenate([xp.zeros(1), inner, xp.zeros(1)])
+
+
+def _register_pytree(cls, leaves: tuple[str, ...]):
+    """``cls`` as a pytree: ``leaves`` (its numbers, each one array) are
+    children and the rest is static; rebuilt without re-validation, so
+    traced or placeholder leaves pass through."""
+    fields = [f.name for f in dataclasses.fields(cls)]
+    static = tuple(f for f in fields if f not in leaves)
+
+    def flatten(f):
+        children = tuple(np.asarray(v) if isinstance(v, tuple) else v for v in (getattr(f, k) for k in leaves))
+        return children, tuple(getattr(f, k) for k in static)
+
+    def unflatten(aux, children):
+        f = object.__new__(cls)
+        for k, v in zip(leaves + static, tuple(children) + aux):
+            object.__setattr__(f, k, v)
+        return f
+
+    jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+
+
+for _cls, _leaves in ((Constant, ("value",)), (Linear, ("coefficients",)), (Polynomial, ("coefficients",)),
+                      (Sinusoid, ("amplitude", "frequency", "phase")), (Step, ("y0", "y1", "x0", "x1")),
+                      (Spline, ("x", "y")), (FromCallable, ())):
+    _register_pytree(_cls, _leaves)

@@ -230,6 +230,24 @@ def test_errors_are_the_geometric_quantities():
     _check_contacts(s, b, cs)
 
 
+def test_function_numbers_are_model_leaves():
+    """jax.jacfwd reaches a PrescribedMotion's Sinusoid amplitude and a
+    CoordinateCoupler's Linear coefficients through the Model."""
+    model, state, cs = _mixed()
+    b2, b4 = cs[0].get_constrained_bodies()
+
+    def errors(amplitude, coefficients):
+        m = eqx.tree_at(lambda m: (m.params.constraints[12].function.amplitude,
+                                   m.params.constraints[10].function.coefficients), model, (amplitude, coefficients))
+        s = m.realize(state, sx.Stage.Position)
+        return jnp.concatenate([cs[12].get_position_errors_as_vector(s), cs[10].get_position_errors_as_vector(s)])
+
+    d_amplitude, d_coefficients = jax.jacfwd(errors, argnums=(0, 1))(0.3, jnp.array([1.0, -2.0, 0.1]))
+    np.testing.assert_allclose(d_amplitude, [-np.sin(2.0 * 0.3 + 0.1), 0.0], atol=1e-14)
+    s = model.realize(state, sx.Stage.Position)
+    np.testing.assert_allclose(d_coefficients[1], [b2.get_one_q(s, 0), b4.get_one_q(s, 0), 1.0], atol=1e-14)
+
+
 def _check_contacts(s, b, cs):
     """Contacts' separations, contact frames and slip velocities from body queries."""
     G = b[0]

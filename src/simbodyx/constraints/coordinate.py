@@ -90,7 +90,7 @@ def _function(f, num_args: int, kind: str) -> Function:
 class CoordinateCoupler(Constraint):
     """f(q_1, ..., q_n) = 0 over coordinates of any mobilizers (1, 0, 0)."""
 
-    function: Function = eqx.field(static=True)
+    function: Function  # its numbers are Model leaves
     slots: tuple = eqx.field(static=True)
 
     def __init__(self, matter, function, coordinate_bodies, coordinate_indices, *, name=None):
@@ -107,7 +107,7 @@ class SpeedCoupler(Constraint):
     coordinates (0, 1, 0): verr = f(u's, q's); the function should be linear
     in the speeds (Simbody's nonholonomic rule)."""
 
-    function: Function = eqx.field(static=True)
+    function: Function  # its numbers are Model leaves
     speed_slots: tuple = eqx.field(static=True)
     coordinate_slots: tuple = eqx.field(static=True)
 
@@ -130,7 +130,7 @@ class SpeedCoupler(Constraint):
 class PrescribedMotion(Constraint):
     """q_which = f(t) (1, 0, 0): perr = q - f(t)."""
 
-    function: Function = eqx.field(static=True)
+    function: Function  # its numbers are Model leaves
     which_q: int = eqx.field(static=True)
 
     def __init__(self, matter, function, mobilized_body, which_q: int, *, name=None):

@@ -4,9 +4,13 @@ Supported mobilizers: Pin (hinge about z), Slider (slide along x), Universal
 and Gimbal (two or three hinges about x, y(, z), which MuJoCo composes
 body-fixed like Simbody), Ball (ball) and, on Ground only, Free (free).
 The MuJoCo body frame is our M frame, placed on the parent's M frame by
-X_BM(parent)^-1 X_PF. Contacts and constraints are disabled, so
-``mj_forward`` computes the unconstrained forward dynamics that
-``calc_acceleration_ignoring_constraints`` does.
+X_BM(parent)^-1 X_PF. Contacts are disabled. By default so are
+constraints, so ``mj_forward`` computes the unconstrained forward dynamics
+that ``calc_acceleration_ignoring_constraints`` does; with
+``constraints=True`` every Ball and Weld constraint becomes a MuJoCo
+``connect`` or ``weld`` equality between two sites at its stations or
+frames. MuJoCo's equality constraints are soft (``solref``, ``solimp``), so
+its constrained accelerations approach, but do not equal, the exact ones.
 
 Coordinates: MuJoCo's quaternions are [w, x, y, z] like ours; its Ball
 angular velocity is expressed in M (ours in F); its free joint has q =
@@ -21,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from simbodyx.spatial.rotation import matrix_to_quaternion
+from simbodyx.spatial.transform import Transform
 
 _HINGES = {"Pin": ("0 0 1",), "Universal": ("1 0 0", "0 1 0"), "Gimbal": ("1 0 0", "0 1 0", "0 0 1")}
 SUPPORTED = sorted(set(_HINGES) | {"Slider", "Ball", "Free"})
@@ -42,11 +47,34 @@ def _joints(kind: str, name: str) -> str:
             "Free": f'<freejoint name="{name}"/>'}[kind]
 
 
-def to_mjcf(matter, gravity=(0.0, -9.81, 0.0)):
+def _equalities(matter):
+    """({body index: site elements}, equality elements) for the Ball and Weld
+    constraints; sites are placed in the MuJoCo body (our M) frame."""
+    sites, equalities = {}, []
+    for i in range(matter.get_num_constraints()):
+        c = matter.get_constraint(i)
+        kind = type(c).__name__
+        if kind not in ("Ball", "Weld"):
+            raise ValueError(f"{c.label}: no MuJoCo equality for {kind}; supported: Ball, Weld")
+        # a Ball's stations are frames without rotation
+        frames = (c.frame1, c.frame2) if kind == "Weld" else (Transform(c.station1), Transform(c.station2))
+        names = []
+        for k, (body, X_BS) in enumerate(zip(c.get_constrained_bodies(), frames)):
+            X_MS = X_BS if body.is_ground() else body.get_default_outboard_frame().inverse() @ X_BS
+            names.append(f"constraint{i}_{k + 1}")
+            sites.setdefault(body.index, []).append(
+                f'<site name="{names[-1]}" pos="{_vec(X_MS.p)}" quat="{_vec(_quat(X_MS.R))}"/>')
+        tag = "connect" if kind == "Ball" else "weld"
+        equalities.append(f'<{tag} site1="{names[0]}" site2="{names[1]}"/>')
+    return sites, equalities
+
+
+def to_mjcf(matter, gravity=(0.0, -9.81, 0.0), constraints=False):
     """(MJCF text, bodies) for a built matter subsystem (see the module notes).
     MuJoCo numbers bodies depth-first: its body k + 1 is our ``bodies[k]``,
     and its q and velocity follow that order."""
     n = matter.get_num_bodies()
+    sites, equalities = _equalities(matter) if constraints else ({}, [])
     children = {i: [] for i in range(n)}
     for i in range(1, n):
         b = matter.get_mobilized_body(i)
@@ -77,12 +105,14 @@ def to_mjcf(matter, gravity=(0.0, -9.81, 0.0)):
         inner = "".join(body(c) for c in children[i])
         return (f'<body name="{b.name}" pos="{_vec(placement.p)}" quat="{_vec(_quat(placement.R))}">'
                 f'<inertial pos="{_vec(X_MB @ mp.com)}" mass="{float(mp.mass):.17g}" fullinertia="{_vec(full)}"/>'
-                f"{_joints(type(b).__name__, b.name)}{inner}</body>")
+                f"{_joints(type(b).__name__, b.name)}{''.join(sites.get(i, ()))}{inner}</body>")
 
-    world = "".join(body(c) for c in children[0])
+    world = "".join(sites.get(0, ())) + "".join(body(c) for c in children[0])
+    flags = 'contact="disable"' + ("" if constraints else ' constraint="disable"')
+    equality = f"<equality>{''.join(equalities)}</equality>" if equalities else ""
     xml = (f'<mujoco model="simbodyx"><compiler angle="radian"/>'
-           f'<option gravity="{_vec(gravity)}"><flag contact="disable" constraint="disable"/></option>'
-           f"<worldbody>{world}</worldbody></mujoco>")
+           f'<option gravity="{_vec(gravity)}"><flag {flags}/></option>'
+           f"<worldbody>{world}</worldbody>{equality}</mujoco>")
     return xml, tuple(order)
 
 

@@ -6,6 +6,11 @@ parent's M), so it is X_BM(parent)^-1 X_PF; body B is a Pinocchio frame at
 X_MB = X_BM^-1 on its joint. Its quaternions are [x, y, z, w]; its Ball and
 free-flyer velocities are expressed in the child (M) frame (ours in F), and
 its spatial vectors are [linear; angular].
+
+Ball and Weld constraints map to Pinocchio's 3-D and 6-D rigid constraints
+(``rigid_constraints``) for ``pin.constraintDynamics``; on States where the
+constraints hold at position and velocity level both engines solve the same
+acceleration-level equations.
 """
 
 from __future__ import annotations
@@ -81,3 +86,37 @@ def configuration(matter, state):
             qb = np.array([*qb[4:], *quat[1:], quat[0]])
         q.extend(qb)
     return np.array(q), velocity_map(matter, state) @ np.asarray(state.u, dtype=float)
+
+
+def _in_joint_frame(body, X_BS):
+    """A frame on body B re-measured in its joint frame (our M; Ground's own)."""
+    return X_BS if body.is_ground() else body.get_default_outboard_frame().inverse() @ X_BS
+
+
+def rigid_constraints(pmodel, matter, constraints=None):
+    """(StdVec_RigidConstraintModel, StdVec_RigidConstraintData) for
+    ``pin.initConstraintDynamics`` and ``pin.constraintDynamics``: a CONTACT_3D
+    per Ball and a CONTACT_6D per Weld, in the LOCAL frame of the first body's
+    station or frame.
+    ``constraints`` are the Model's (``model.params.constraints``, whose
+    numbers may differ from the handles'); default the handles'."""
+    import pinocchio as pin
+
+    from simbodyx.spatial.transform import Transform
+
+    if constraints is None:
+        constraints = [matter.get_constraint(i) for i in range(matter.get_num_constraints())]
+    models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for c in constraints:
+        kind = type(c).__name__
+        if kind not in ("Ball", "Weld"):
+            raise ValueError(f"{c.label}: no Pinocchio rigid constraint for {kind}; supported: Ball, Weld")
+        # a Ball's stations are frames without rotation
+        frames = (c.frame1, c.frame2) if kind == "Weld" else (Transform(c.station1), Transform(c.station2))
+        (b1, X1), (b2, X2) = ((matter.get_mobilized_body(b), X) for b, X in zip(c.bodies, frames))
+        contact = pin.ContactType.CONTACT_6D if kind == "Weld" else pin.ContactType.CONTACT_3D
+        cm = pin.RigidConstraintModel(contact, pmodel, b1.index, _se3(pin, _in_joint_frame(b1, X1)),
+                                      b2.index, _se3(pin, _in_joint_frame(b2, X2)), pin.ReferenceFrame.LOCAL)
+        models.append(cm)
+        datas.append(cm.createData())
+    return models, datas
