@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from simbodyx.interop import loop_frames
 from simbodyx.spatial.rotation import matrix_to_quaternion
-from simbodyx.spatial.transform import Transform
 
 _HINGES = {"Pin": ("0 0 1",), "Universal": ("1 0 0", "0 1 0"), "Gimbal": ("1 0 0", "0 1 0", "0 0 1")}
 SUPPORTED = sorted(set(_HINGES) | {"Slider", "Ball", "Free"})
@@ -51,19 +51,12 @@ def _equalities(matter):
     """({body index: site elements}, equality elements) for the Ball and Weld
     constraints; sites are placed in the MuJoCo body (our M) frame."""
     sites, equalities = {}, []
-    for i in range(matter.get_num_constraints()):
-        c = matter.get_constraint(i)
-        kind = type(c).__name__
-        if kind not in ("Ball", "Weld"):
-            raise ValueError(f"{c.label}: no MuJoCo equality for {kind}; supported: Ball, Weld")
-        # a Ball's stations are frames without rotation
-        frames = (c.frame1, c.frame2) if kind == "Weld" else (Transform(c.station1), Transform(c.station2))
-        names = []
-        for k, (body, X_BS) in enumerate(zip(c.get_constrained_bodies(), frames)):
-            X_MS = X_BS if body.is_ground() else body.get_default_outboard_frame().inverse() @ X_BS
-            names.append(f"constraint{i}_{k + 1}")
+    handles = [matter.get_constraint(i) for i in range(matter.get_num_constraints())]
+    for i, (kind, pair) in enumerate(loop_frames(matter, handles, "MuJoCo equality")):
+        names = [f"constraint{i}_{k + 1}" for k in range(2)]
+        for name, (body, X_MS) in zip(names, pair):
             sites.setdefault(body.index, []).append(
-                f'<site name="{names[-1]}" pos="{_vec(X_MS.p)}" quat="{_vec(_quat(X_MS.R))}"/>')
+                f'<site name="{name}" pos="{_vec(X_MS.p)}" quat="{_vec(_quat(X_MS.R))}"/>')
         tag = "connect" if kind == "Ball" else "weld"
         equalities.append(f'<{tag} site1="{names[0]}" site2="{names[1]}"/>')
     return sites, equalities

@@ -88,11 +88,6 @@ def configuration(matter, state):
     return np.array(q), velocity_map(matter, state) @ np.asarray(state.u, dtype=float)
 
 
-def _in_joint_frame(body, X_BS):
-    """A frame on body B re-measured in its joint frame (our M; Ground's own)."""
-    return X_BS if body.is_ground() else body.get_default_outboard_frame().inverse() @ X_BS
-
-
 def rigid_constraints(pmodel, matter, constraints=None):
     """(StdVec_RigidConstraintModel, StdVec_RigidConstraintData) for
     ``pin.initConstraintDynamics`` and ``pin.constraintDynamics``: a CONTACT_3D
@@ -102,21 +97,15 @@ def rigid_constraints(pmodel, matter, constraints=None):
     numbers may differ from the handles'); default the handles'."""
     import pinocchio as pin
 
-    from simbodyx.spatial.transform import Transform
+    from simbodyx.interop import loop_frames
 
     if constraints is None:
         constraints = [matter.get_constraint(i) for i in range(matter.get_num_constraints())]
     models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for c in constraints:
-        kind = type(c).__name__
-        if kind not in ("Ball", "Weld"):
-            raise ValueError(f"{c.label}: no Pinocchio rigid constraint for {kind}; supported: Ball, Weld")
-        # a Ball's stations are frames without rotation
-        frames = (c.frame1, c.frame2) if kind == "Weld" else (Transform(c.station1), Transform(c.station2))
-        (b1, X1), (b2, X2) = ((matter.get_mobilized_body(b), X) for b, X in zip(c.bodies, frames))
+    for kind, ((b1, X1), (b2, X2)) in loop_frames(matter, constraints, "Pinocchio rigid constraint"):
         contact = pin.ContactType.CONTACT_6D if kind == "Weld" else pin.ContactType.CONTACT_3D
-        cm = pin.RigidConstraintModel(contact, pmodel, b1.index, _se3(pin, _in_joint_frame(b1, X1)),
-                                      b2.index, _se3(pin, _in_joint_frame(b2, X2)), pin.ReferenceFrame.LOCAL)
+        cm = pin.RigidConstraintModel(contact, pmodel, b1.index, _se3(pin, X1), b2.index, _se3(pin, X2),
+                                      pin.ReferenceFrame.LOCAL)
         models.append(cm)
         datas.append(cm.createData())
     return models, datas
