@@ -214,7 +214,8 @@ class LineOnLineContact(Contact):
         n = sense * w / jnp.where(parallel, 1.0, s)
         return Ef.p, df, Eb.p, db, n, parallel
 
-    def contact_frame(self, X_AB):
+    def _frame(self, X_AB):
+        """(X_AC, parallel)."""
         Pf, df, Pb, db, n, parallel = self._lines(X_AB)
         pXn = cross(Pb - Pf, n)
         # closest points Qf = Pf + tf df and Qb = Pb + tb db of Pf + tf df + r n = Pb + tb db,
@@ -222,15 +223,18 @@ class LineOnLineContact(Contact):
         denom = jnp.where(parallel, 1.0, df @ cross(n, db))
         tf, tb = (db @ pXn) / denom, (df @ pXn) / denom
         Co = 0.5 * (Pf + tf * df + Pb + tb * db)
-        return Transform(jnp.stack([df, cross(n, df), n], axis=-1), Co)
+        return Transform(jnp.stack([df, cross(n, df), n], axis=-1), Co), parallel
+
+    def contact_frame(self, X_AB):
+        return self._frame(X_AB)[0]
 
     def position_errors(self, t, X_AB, q):
         Pf, _, Pb, _, n, parallel = self._lines(X_AB)
         return jnp.where(parallel, 0.0, (Pb - Pf) @ n)[None]
 
     def velocity_errors(self, k, V_AB, u):
-        parallel = self._lines(k.X_AB)[-1]
-        return jnp.where(parallel, 0.0, super().velocity_errors(k, V_AB, u))
+        X_AC, parallel = self._frame(k.X_AB)
+        return jnp.where(parallel, 0.0, _slip(k.X_AB, V_AB, X_AC))
 
 
 class NoSlip1D(Constraint):

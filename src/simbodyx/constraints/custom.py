@@ -94,41 +94,39 @@ class Custom(Constraint):
     def _lower(self, k):
         return {"t": k.t, "X_AB": k.X_AB, "q": k.q, "V_AB": k.V_AB, "qdot": k.qdot, "u": k.u, "params": self.params}
 
-    def _checked(self, name: str, value, n: int):
-        value = jnp.reshape(jnp.asarray(value), (-1,))
+    def _evaluate(self, name: str, positional, available: dict, n: int):
+        """The Implementation's ``name`` on these values, checked to give n values."""
+        value = jnp.reshape(jnp.asarray(_call(self.impl.function(name), positional, available)), (-1,))
         if value.shape != (n,):
             raise ValueError(f"{self.label}: {name} returned {value.shape[0]} values, expected {n}")
         return value
 
+    def _given(self, name: str) -> bool:
+        return self.impl.function(name) is not None
+
     def position_errors(self, t, X_AB, q):
-        f = self.impl.function("position_errors")
-        return self._checked("position_errors", _call(f, (X_AB, q), {"t": t, "params": self.params}), self.mp)
+        return self._evaluate("position_errors", (X_AB, q), {"t": t, "params": self.params}, self.mp)
 
     def position_dot_errors(self, k, V_AB, qdot):
-        f = self.impl.function("position_dot_errors")
-        if f is None:
+        if not self._given("position_dot_errors"):
             return super().position_dot_errors(k, V_AB, qdot)
-        return self._checked("position_dot_errors", _call(f, (V_AB, qdot), self._lower(k)), self.mp)
+        return self._evaluate("position_dot_errors", (V_AB, qdot), self._lower(k), self.mp)
 
     def position_dotdot_errors(self, k, A_AB, qdotdot):
-        f = self.impl.function("position_dotdot_errors")
-        if f is None:
+        if not self._given("position_dotdot_errors"):
             return super().position_dotdot_errors(k, A_AB, qdotdot)
-        return self._checked("position_dotdot_errors", _call(f, (A_AB, qdotdot), self._lower(k)), self.mp)
+        return self._evaluate("position_dotdot_errors", (A_AB, qdotdot), self._lower(k), self.mp)
 
     def velocity_errors(self, k, V_AB, u):
-        f = self.impl.function("velocity_errors")
-        return self._checked("velocity_errors", _call(f, (V_AB, u), self._lower(k)), self.mv)
+        return self._evaluate("velocity_errors", (V_AB, u), self._lower(k), self.mv)
 
     def velocity_dot_errors(self, k, A_AB, udot):
-        f = self.impl.function("velocity_dot_errors")
-        if f is None:
+        if not self._given("velocity_dot_errors"):
             return super().velocity_dot_errors(k, A_AB, udot)
-        return self._checked("velocity_dot_errors", _call(f, (A_AB, udot), self._lower(k)), self.mv)
+        return self._evaluate("velocity_dot_errors", (A_AB, udot), self._lower(k), self.mv)
 
     def acceleration_errors(self, k, A_AB, udot):
-        f = self.impl.function("acceleration_errors")
-        return self._checked("acceleration_errors", _call(f, (A_AB, udot), self._lower(k)), self.ma)
+        return self._evaluate("acceleration_errors", (A_AB, udot), self._lower(k), self.ma)
 
     @property
     def constraint_forces(self):
