@@ -33,7 +33,8 @@ import tempfile
 #: Stages recognised in the HLO metadata (innermost wins), in report order.
 STAGES = ("realize_position", "realize_velocity", "realize_dynamics", "articulated_body_method",
           "linearized_inverse_dynamics", "joint_local_tangents", "tangent_sweeps", "solve_with_m",
-          "realize_acceleration")
+          "realize_acceleration", "articulated_mass_matrix", "tree_accelerations", "constraint_matrix",
+          "constraint_multipliers")
 
 
 def instruction_sources(hlo_text):

@@ -20,7 +20,8 @@ import numpy as np
 from simbodyx.locks import Motion, prescribed_udot
 from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
-from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics, solve_least_squares
+from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
+from simbodyx.linalg import min_norm_solve
 from simbodyx.constraints.equations import Equations, Layout, constraint_forces_of, net_applied_forces
 from simbodyx.algorithms.per_body import spatial_inertias_in_ground
 from simbodyx.spatial.inertia import Inertia, MassProperties
@@ -637,7 +638,7 @@ class Matter:
         """The least-squares (minimum-norm) impulse with W impulse = delta_v (Position)."""
         s = self._at(state, Stage.Position)
         W = self.calc_projected_m_inv(s)
-        return solve_least_squares(W, self._sized(s, delta_v, (W.shape[0],), "delta_v"))
+        return min_norm_solve(W, self._sized(s, delta_v, (W.shape[0],), "delta_v"))
 
     @compiled
     def calc_acceleration(self, state: State, mobility_forces=None, body_forces=None):

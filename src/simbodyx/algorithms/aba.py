@@ -38,6 +38,7 @@ from simbodyx.algorithms.per_body import (
     spatial_inertias_in_ground,
 )
 from simbodyx.algorithms.rnea import multiply_by_m, residual_forces
+from simbodyx.linalg import spd_inverse
 from simbodyx.module import Module
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
@@ -55,22 +56,6 @@ class Articulated(Module):
     D_inv: tuple  #: (L, n, k, k)
     u_bar: tuple  #: (L, n, k)
     free: tuple | None = None  #: (L, n, k) 0 where a lock prescribes udot (None: no locks)
-
-
-def spd_inverse(D):
-    """Inverse of a small symmetric positive-definite matrix by Gauss-Jordan
-    elimination without pivoting (safe for SPD), unrolled into elementwise
-    operations that XLA fuses; a batched LAPACK call per matrix is far slower
-    for the small blocks here."""
-    n = D.shape[-1]
-    if n == 1:
-        return 1.0 / D
-    A = jnp.concatenate([D, jnp.broadcast_to(jnp.eye(n, dtype=D.dtype), D.shape)], axis=-1)
-    for k in range(n):
-        row = A[..., k, :] / A[..., k, k:k + 1]
-        A = A - A[..., :, k:k + 1] * row[..., None, :]
-        A = jnp.concatenate([A[..., :k, :], row[..., None, :], A[..., k + 1:, :]], axis=-2)  # no scatter
-    return A[..., n:]
 
 
 def articulate(topology: Topology, instance, position, coriolis, bias_forces, mobility_forces,

@@ -18,9 +18,11 @@ constraints' rows are zeroed, which gives them lambda = 0.
 
 Derivatives come by composition, each piece with an implicit rule: the
 solves with M are ``jax.lax.custom_linear_solve`` (d x = M^-1 (d b - dM x),
-never the factorization's derivative), pinv's derivative is the
-Golub-Pereyra formula (finite for redundant constraints, whose rank does
-not change), and G and b are derivatives of the constraints' own errors.
+never the factorization's derivative), the pseudo-inverse solve
+(``simbodyx.linalg.min_norm_solve``) is differentiated through its
+rank-revealing factorization (finite for redundant constraints, whose
+rank does not change), and G and b are derivatives of the constraints'
+own errors.
 """
 
 from __future__ import annotations
@@ -32,22 +34,7 @@ from simbodyx.algorithms import aba
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.rnea import residual_forces
 from simbodyx.constraints.equations import Equations
-
-
-#: Eigenvalues of W = G M^-1 G^T below this fraction of the largest count as
-#: zero (redundant constraints): about sqrt(eps) in float64, the rounding of
-#: W's null directions on redundant four-bars and doubled rods stays far below.
-RANK_RTOL = {jnp.dtype("float64"): 1e-10, jnp.dtype("float32"): 1e-5}
-
-
-def solve_least_squares(W, rhs):
-    """pinv(W) rhs for a symmetric positive semi-definite W (m, m): the
-    minimum-norm least-squares solution, by eigendecomposition with the
-    rank decided by ``RANK_RTOL``."""
-    if W.shape[0] == 0:
-        return rhs
-    rtol = RANK_RTOL.get(jnp.dtype(W.dtype), 1e-5)
-    return jnp.linalg.pinv(0.5 * (W + W.T), rtol=rtol, hermitian=True) @ rhs
+from simbodyx.linalg import min_norm_solve
 
 
 def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces,
@@ -75,7 +62,7 @@ def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity
             G, aerr = G * enabled[:, None].astype(dtype), aerr * enabled.astype(dtype)
         Y = jax.vmap(m_inv)(G)  # rows M^-1 g_i
         A = G @ Y.T
-        multipliers = solve_least_squares(A, aerr)
+        multipliers = min_norm_solve(A, aerr)
         udot = udot0 - Y.T @ multipliers
     A_GB = body_accelerations(topology, position, udot, velocity.mobilizer_coriolis)
     return udot, A_GB, multipliers

@@ -1,0 +1,92 @@
+"""Small dense matrices in batches: a mobilizer's D block, a system's
+constraint matrix W = G M^-1 G^T.
+
+At these sizes (a few to a few dozen rows, thousands of matrices) the
+choice of routine matters more than its operation count: on CPU a
+symmetric eigendecomposition per matrix (what ``jnp.linalg.pinv`` does)
+costs about 14 us for 12 x 12, three Cholesky factorizations and their
+solves together about 1 us.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve
+
+#: ``min_norm_solve`` counts a row of a positive semi-definite W as
+#: redundant when, with W scaled to a unit diagonal, the part of it
+#: independent of the rows before it has squared norm below this times
+#: 1 + |c|^2, c its coefficients on those rows: about sqrt(eps) in float64,
+#: far above what rounding leaves of an exactly redundant row and far below
+#: any physical stiffness ratio.
+RANK_RTOL = {jnp.dtype("float64"): 1e-10, jnp.dtype("float32"): 1e-4}
+
+
+def spd_inverse(D):
+    """Inverse of a small symmetric positive-definite matrix (..., n, n) by
+    Gauss-Jordan elimination without pivoting (safe for SPD), unrolled into
+    elementwise operations that XLA fuses; a batched LAPACK call per matrix
+    is far slower for the blocks of at most 6 x 6 it serves."""
+    n = D.shape[-1]
+    if n == 1:
+        return 1.0 / D
+    A = jnp.concatenate([D, jnp.broadcast_to(jnp.eye(n, dtype=D.dtype), D.shape)], axis=-1)
+    for k in range(n):
+        row = A[..., k, :] / A[..., k, k:k + 1]
+        A = A - A[..., :, k:k + 1] * row[..., None, :]
+        A = jnp.concatenate([A[..., :k, :], row[..., None, :], A[..., k + 1:, :]], axis=-2)  # no scatter
+    return A[..., n:]
+
+
+def independent_rows(W, rtol=None):
+    """(n,) bool: a maximal set of linearly independent rows of a symmetric
+    positive semi-definite W (n, n), chosen in order.
+
+    Scaled to a unit diagonal and regularized, W + delta I = L L^T (delta =
+    ``rtol``, default ``RANK_RTOL`` of W's dtype). Row k's pivot L_kk^2 is
+    s_k + delta (1 + |c_k|^2), s_k the squared norm of its part independent
+    of the rows before it and c_k its coefficients on them, and
+    L_kk^2 |row k of L^-1|^2 = 1 + |c_k|^2; the row is kept when s_k exceeds
+    the regularization's share, delta (1 + |c_k|^2). Rows whose diagonal is
+    below ``rtol`` times W's largest are dropped outright (disabled
+    constraints: zero rows)."""
+    W = jax.lax.stop_gradient(W)
+    n, dtype = W.shape[-1], W.dtype
+    rtol = RANK_RTOL.get(jnp.dtype(dtype), 1e-4) if rtol is None else rtol
+    diagonal = jnp.diagonal(W)
+    live = diagonal > rtol * jnp.max(diagonal)
+    d = jnp.sqrt(jnp.where(live, diagonal, 1.0))
+    eye = jnp.eye(n, dtype=dtype)
+    scaled = jnp.where(live[:, None] & live[None, :], W / (d[:, None] * d[None, :]), eye)
+    L = jnp.linalg.cholesky(scaled + rtol * eye)
+    pivots = jnp.diagonal(L) ** 2
+    growth = pivots * jnp.sum(jax.lax.linalg.triangular_solve(L, eye, left_side=True, lower=True) ** 2, axis=-1)
+    return (pivots > 2 * rtol * growth) & live
+
+
+def min_norm_solve(W, b, rtol=None):
+    """W^+ b for a symmetric positive semi-definite W (n, n): the
+    minimum-norm least-squares solution, as ``jnp.linalg.pinv(W) @ b``, with
+    the rank decided by ``independent_rows``.
+
+    With the kept rows c first, W = V W_cc V^T for V = [I; K] (K = W_rc W_cc^-1
+    for the redundant rows r), and W^+ = V (V^T W V)^-1 V^T: two Cholesky
+    factorizations (of W_cc and of V^T W V) and their solves, then one step
+    of iterative refinement (the rows are kept in order, not pivoted, so
+    W_cc can be far worse conditioned than W on its range: 1e10 on a tree
+    with every kind of constraint, 23 of its 39 rows redundant; refined,
+    its residual is 1e-15 of W). At full rank V = I. The kept set is
+    piecewise constant in W, so the derivative is that of the
+    pseudo-inverse at constant rank."""
+    n = W.shape[-1]
+    if n == 0:
+        return b
+    W = 0.5 * (W + W.T)
+    kept = independent_rows(W, rtol).astype(W.dtype)
+    eye, dropped = jnp.eye(n, dtype=W.dtype), jnp.diag(1 - kept)
+    W_cc = jnp.linalg.cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
+    V = cho_solve((W_cc, True), (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
+    VWV = (jnp.linalg.cholesky(V.T @ W @ V + dropped), True)
+    x = V @ cho_solve(VWV, V.T @ b)
+    return x + V @ cho_solve(VWV, V.T @ (b - W @ x))  # one step of refinement
