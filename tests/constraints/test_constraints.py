@@ -107,6 +107,22 @@ def test_sphere_on_an_incline_rolls_or_slides_in_closed_form():
     np.testing.assert_allclose(lam[1], [0.0, -MASS * gc, 0.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(power, 0.0, atol=1e-12)
 
+    # Through the contact to its numbers, in float64 and float32: with the radius
+    # (a Model leaf) changed and the inertia kept, the rolling acceleration is
+    # a = g sin(alpha) / (1 + k), k = I / (m r^2), and da/dr = 2 a k / (r (1 + k)).
+    def rolling_acceleration(radius, model):
+        model = eqx.tree_at(lambda m: m.params.constraints[0].sphere_radius, model, radius)
+        s = model.realize(model.default_state().with_q(q).with_constraint_disabled(jnp.array([False, True])),
+                          sx.Stage.Acceleration)
+        return s.acceleration.udot[3:] @ jnp.asarray(down, radius.dtype)
+
+    k = 2 / 5
+    for dtype in (jnp.float64, jnp.float32):
+        a, da = jax.jit(jax.value_and_grad(rolling_acceleration))(jnp.asarray(r, dtype), model.astype(dtype))
+        assert a.dtype == da.dtype == dtype
+        np.testing.assert_allclose(a, gs / (1 + k), rtol=50 * tol(dtype))
+        np.testing.assert_allclose(da, 2 * gs / (1 + k) * k / (r * (1 + k)), rtol=50 * tol(dtype))
+
 
 # -- every built-in on one tree of mixed mobilizers ------------------------------------------
 
@@ -115,6 +131,16 @@ def _mixed():
     """Six mobilizer kinds, one constraint of each built-in kind (contacts with
     and without rolling, and a Rod and a LineOnLineContact whose Ancestor is a
     body); States enable one constraint at a time."""
+    system, constraints = _build_mixed()
+    model, state = system.realize_topology()
+    rng = np.random.default_rng(0)
+    q = np.asarray(state.q) + 0.1 * rng.standard_normal(state.q.shape)
+    state = model.matter.normalize_quaternions(state.with_q(q).with_u(rng.standard_normal(state.u.shape)).with_time(0.3))
+    return model, state, constraints
+
+
+def _build_mixed():
+    """_mixed's system, not yet frozen, and its constraints."""
     system, matter, _ = _system()
     G = matter.Ground()
     b1 = sx.MobilizedBody.Free(G, sx.Transform([0, 1, 0]), _body(), sx.Transform())
@@ -149,11 +175,37 @@ def _mixed():
                             0.3, False),
         C.Rod(b1, [0.3, 0.1, 0], b2, [0, 0.2, 0.1], 0.7),
     ]
-    model, state = system.realize_topology()
-    rng = np.random.default_rng(0)
-    q = np.asarray(state.q) + 0.1 * rng.standard_normal(state.q.shape)
-    state = model.matter.normalize_quaternions(state.with_q(q).with_u(rng.standard_normal(state.u.shape)).with_time(0.3))
-    return model, state, constraints
+    return system, constraints
+
+
+def test_default_setters_of_every_builtin():
+    """Simbody's setDefault*/getDefault* on each built-in: a value set before
+    freezing is checked like the constructor's, read back, and is the
+    Model's; after freezing the setter refuses."""
+    system, cs = _build_mixed()
+    named = {}
+    for c in cs:
+        for name in type(c).DEFAULTS:
+            value = getattr(c, f"get_default_{name}")()
+            assert getattr(c, f"set_default_{name}")(value) is c  # chainable, as in Simbody
+            named[type(c).__name__, name] = c
+    assert len(named) == 36  # every setter of the 15 built-ins that have them (the couplers are Custom)
+    rod, line, sphere = cs[0], cs[4], cs[15]
+    rod.set_default_rod_length(1.5).set_default_point_on_body2([0, 0.2, 0])
+    line.set_default_line_direction([0, 0, 2])  # normalized, as the constructor does
+    np.testing.assert_allclose(line.get_default_line_direction(), [0, 0, 1])
+    with pytest.raises(ValueError, match=r"Constraint.Rod 'constraint0' \(constraint 0\): rod_length must be positive"):
+        rod.set_default_rod_length(-1.0)
+    with pytest.raises(ValueError, match="sphere_radius must be positive"):
+        sphere.set_default_sphere_radius(0.0)
+    with pytest.raises(ValueError, match="must have shape"):
+        rod.set_default_point_on_body1([1, 2])
+    model, _ = system.realize_topology()
+    frozen = model.params.constraints
+    assert float(frozen[0].length) == 1.5 and np.allclose(frozen[0].station2, [0, 0.2, 0])
+    np.testing.assert_allclose(frozen[4].direction, [0, 0, 1])
+    with pytest.raises(RuntimeError, match="frozen"):
+        rod.set_default_rod_length(2.0)
 
 
 def test_ancestor_is_the_deepest_common_ancestor():

@@ -183,6 +183,23 @@ def _forward_dynamics(topology, instance, q, u, position, velocity, mobility_for
     return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)[:2]
 
 
+def forward_dynamics_articulated(topology: Topology, instance, q, u, position, velocity, mobility_forces,
+                                 body_forces, prescribed=None):
+    """``forward_dynamics`` and the articulation it made: (udot, A_GB, Articulated),
+    for further solves with M by ``symmetric_solve``. The articulation's
+    tangent is declared zero: ``symmetric_solve`` differentiates through M
+    (its ``matvec``), never through the articulation, so no other use of it
+    may be differentiated."""
+    return _forward_dynamics_articulated(topology, instance, q, u, position, velocity, mobility_forces,
+                                         body_forces, prescribed)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _forward_dynamics_articulated(topology, instance, q, u, position, velocity, mobility_forces, body_forces,
+                                  prescribed):
+    return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)
+
+
 def _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed):
     with jax.named_scope("articulated_body_method"):  # names in the HLO, for benchmarks/profile_kernels.py
         art = articulate_with_locks(topology, instance, position, velocity, mobility_forces, body_forces,
@@ -204,6 +221,17 @@ def _instantiate(tangents):
 
 
 def _forward_dynamics_jvp(topology, primals, tangents):
+    (udot, A_GB, _), tangents_out = _forward_dynamics_tangents(topology, primals, tangents)
+    return (udot, A_GB), tangents_out
+
+
+def _forward_dynamics_articulated_jvp(topology, primals, tangents):
+    (udot, A_GB, art), (udot_dot, A_dot) = _forward_dynamics_tangents(topology, primals, tangents)
+    return (udot, A_GB, art), (udot_dot, A_dot, jax.tree.map(jnp.zeros_like, art))
+
+
+def _forward_dynamics_tangents(topology, primals, tangents):
+    """((udot, A_GB, art), (udot tangent, A_GB tangent)): the rule of the module notes."""
     instance, q, u, position, velocity, mobility_forces, body_forces, prescribed = primals
     udot, A_GB, art = _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces,
                                      prescribed)
@@ -234,10 +262,11 @@ def _forward_dynamics_jvp(topology, primals, tangents):
         lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
         (position, velocity, udot), _instantiate((tangents[3], tangents[4])) + (udot_dot,),
     )
-    return (udot, A_GB), (udot_dot, A_dot)
+    return (udot, A_GB, art), (udot_dot, A_dot)
 
 
 _forward_dynamics.defjvp(_forward_dynamics_jvp, symbolic_zeros=True)
+_forward_dynamics_articulated.defjvp(_forward_dynamics_articulated_jvp, symbolic_zeros=True)
 
 
 def symmetric_solve(topology, instance, position, art, v, free):

@@ -39,6 +39,8 @@ so the force a constraint applies is -G^T lambda.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -79,6 +81,17 @@ class Constraint(Module):
     ma: int = eqx.field(static=True)
     label: str = eqx.field(static=True)
     matter: object = eqx.field(static=True)
+
+    #: Simbody's default-value setters of a built-in, ``set_default_<name>`` and
+    #: ``get_default_<name>`` (e.g. Rod's ``set_default_rod_length``): name ->
+    #: (field, checker(value, what, kind)); the methods are made per subclass.
+    DEFAULTS: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, (field, check) in cls.__dict__.get("DEFAULTS", {}).items():
+            setattr(cls, f"set_default_{name}", _default_setter(name, field, check))
+            setattr(cls, f"get_default_{name}", _default_getter(field))
 
     def _register(self, kind: str, bodies=(), mobilizers=(), counts=(0, 0, 0), name=None, matter=None):
         """Record the constrained bodies and mobilizers (handles), the counts
@@ -262,6 +275,25 @@ class Constraint(Module):
         lam = self.get_multipliers_as_vector(state)
         F, f = self.calc_constraint_forces_from_multipliers(state, lam)
         return -(jnp.sum(F * state.velocity.V_GB) + f @ state.u)
+
+
+def _default_setter(name: str, field: str, check):
+    def setter(self, value):
+        self.matter.system.check_not_frozen(f"change {self.label}")
+        object.__setattr__(self, field, check(value, name, self.label.removeprefix("Constraint.")))
+        self.matter._invalidate()
+        return self
+
+    setter.__doc__ = f"Simbody's setDefault: ``{field}`` of the default State (before freezing)."
+    return setter
+
+
+def _default_getter(field: str):
+    def getter(self):
+        return getattr(self, field)
+
+    getter.__doc__ = f"The default ``{field}``."
+    return getter
 
 
 def _common_ancestor(bodies) -> int:

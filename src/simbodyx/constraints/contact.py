@@ -32,20 +32,13 @@ from simbodyx.constraints.geometric import (
     frame,
     material_point_velocity,
     perpendicular,
-    scalar,
+    positive,
     unit3,
     vec3,
 )
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm
 from simbodyx.stage import Stage
-
-
-def _positive(x, what: str, kind: str) -> np.ndarray:
-    a = scalar(x, what, kind)
-    if a <= 0:
-        raise ValueError(f"Constraint.{kind}: {what} must be positive, got {x!r}")
-    return a
 
 
 def _slip(X_AB: Transform, V_AB, X_AC: Transform):
@@ -99,6 +92,8 @@ class PointOnPlaneContact(Contact):
     the velocity of F relative to S's coincident point along Px, Py. The
     plane frame P (``X_SP``) has its normal along Pz."""
 
+    DEFAULTS = {"plane_frame": ("plane_frame", frame), "follower_point": ("follower_point", vec3)}
+
     plane_frame: Transform
     follower_point: jnp.ndarray
 
@@ -121,6 +116,9 @@ class SphereOnPlaneContact(Contact):
     plane body F (1, rolling ? 2 : 0, 0): perr = (p_FO - Po) . Pz - r, the
     contact point Co = O - r Pz at the bottom of the sphere."""
 
+    DEFAULTS = {"plane_frame": ("plane_frame", frame), "sphere_center": ("sphere_center", vec3),
+                "sphere_radius": ("sphere_radius", positive)}
+
     plane_frame: Transform
     sphere_center: jnp.ndarray
     sphere_radius: jnp.ndarray
@@ -130,7 +128,7 @@ class SphereOnPlaneContact(Contact):
         kind = "SphereOnPlaneContact"
         self.plane_frame = frame(plane_frame, "plane_frame", kind)
         self.sphere_center = vec3(sphere_center, "sphere_center", kind)
-        self.sphere_radius = _positive(sphere_radius, "sphere_radius", kind)
+        self.sphere_radius = positive(sphere_radius, "sphere_radius", kind)
         self._register_contact(kind, plane_body, sphere_body, enforce_rolling, name)
 
     def contact_frame(self, X_AB):
@@ -149,6 +147,9 @@ class SphereOnSphereContact(Contact):
     (rf + rb) p_SfSb, and Cx = perp(Cz), Cy = Cz x Cx as Simbody's
     Rotation::setRotationFromOneAxis picks them."""
 
+    DEFAULTS = {"center_on_f": ("center_on_f", vec3), "radius_on_f": ("radius_on_f", positive),
+                "center_on_b": ("center_on_b", vec3), "radius_on_b": ("radius_on_b", positive)}
+
     center_on_f: jnp.ndarray
     radius_on_f: jnp.ndarray
     center_on_b: jnp.ndarray
@@ -158,8 +159,8 @@ class SphereOnSphereContact(Contact):
                  name=None):
         kind = "SphereOnSphereContact"
         self.center_on_f, self.center_on_b = vec3(center_on_f, "center_on_f", kind), vec3(center_on_b, "center_on_b", kind)
-        self.radius_on_f = _positive(radius_on_f, "radius_on_f", kind)
-        self.radius_on_b = _positive(radius_on_b, "radius_on_b", kind)
+        self.radius_on_f = positive(radius_on_f, "radius_on_f", kind)
+        self.radius_on_b = positive(radius_on_b, "radius_on_b", kind)
         self._register_contact(kind, body_f, body_b, enforce_rolling, name)
 
     def contact_frame(self, X_AB):
@@ -189,6 +190,9 @@ class LineOnLineContact(Contact):
     edges have no normal: their errors are zero. The half-lengths do not enter
     the equations."""
 
+    DEFAULTS = {"edge_frame_f": ("edge_frame_f", frame), "half_length_f": ("half_length_f", positive),
+                "edge_frame_b": ("edge_frame_b", frame), "half_length_b": ("half_length_b", positive)}
+
     edge_frame_f: Transform
     half_length_f: jnp.ndarray
     edge_frame_b: Transform
@@ -198,8 +202,8 @@ class LineOnLineContact(Contact):
                  name=None):
         kind = "LineOnLineContact"
         self.edge_frame_f, self.edge_frame_b = frame(edge_frame_f, "edge_frame_f", kind), frame(edge_frame_b, "edge_frame_b", kind)
-        self.half_length_f = _positive(half_length_f, "half_length_f", kind)
-        self.half_length_b = _positive(half_length_b, "half_length_b", kind)
+        self.half_length_f = positive(half_length_f, "half_length_f", kind)
+        self.half_length_b = positive(half_length_b, "half_length_b", kind)
         self._register_contact(kind, body_f, body_b, enforce_rolling, name)
 
     def _lines(self, X_AB):
@@ -241,6 +245,8 @@ class NoSlip1D(Constraint):
     """At a contact point P fixed on the case body, the two moving bodies'
     material points at P have equal velocity along a direction n fixed on the
     case body (0, 1, 0): verr = (v_AP1 - v_AP0) . n_A."""
+
+    DEFAULTS = {"contact_point": ("contact_point", vec3), "direction": ("direction", unit3)}
 
     contact_point: jnp.ndarray
     direction: jnp.ndarray

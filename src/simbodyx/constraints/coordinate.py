@@ -25,6 +25,8 @@ def _which(mobod, which: int, kind: str, what: str) -> int:
 class ConstantCoordinate(Constraint):
     """q_which of a mobilizer held at ``position`` (1, 0, 0): perr = q - position."""
 
+    DEFAULTS = {"position": ("position", scalar)}
+
     which_q: int = eqx.field(static=True)
     position: jnp.ndarray
 
@@ -40,6 +42,8 @@ class ConstantCoordinate(Constraint):
 class ConstantSpeed(Constraint):
     """u_which held at ``speed`` (0, 1, 0): verr = u - speed."""
 
+    DEFAULTS = {"speed": ("speed", scalar)}
+
     which_u: int = eqx.field(static=True)
     speed: jnp.ndarray
 
@@ -54,6 +58,8 @@ class ConstantSpeed(Constraint):
 
 class ConstantAcceleration(Constraint):
     """udot_which held at ``acceleration`` (0, 0, 1): aerr = udot - acceleration."""
+
+    DEFAULTS = {"acceleration": ("acceleration", scalar)}
 
     which_u: int = eqx.field(static=True)
     acceleration: jnp.ndarray

@@ -41,6 +41,13 @@ def scalar(x, what: str, kind: str) -> np.ndarray:
     return a
 
 
+def positive(x, what: str, kind: str) -> np.ndarray:
+    a = scalar(x, what, kind)
+    if a <= 0:
+        raise ValueError(f"Constraint.{kind}: {what} must be positive, got {x!r}")
+    return a
+
+
 def rotation3(R, what: str, kind: str) -> np.ndarray:
     R = np.asarray(getattr(R, "matrix", R), dtype=np.float64)
     if R.shape != (3, 3) or np.max(np.abs(R.T @ R - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
@@ -84,6 +91,9 @@ class Rod(Constraint):
     +lambda Cz on S2, -lambda Cz on S1. ``Rod(body1, body2, length)`` joins
     the body origins."""
 
+    DEFAULTS = {"point_on_body1": ("station1", vec3), "point_on_body2": ("station2", vec3),
+                "rod_length": ("length", positive)}
+
     station1: jnp.ndarray
     station2: jnp.ndarray
     length: jnp.ndarray
@@ -92,9 +102,7 @@ class Rod(Constraint):
         if length is None and station2 is None:  # Rod(body1, body2, length)
             body1, body2, length, station1, station2 = body1, station1, body2, np.zeros(3), np.zeros(3)
         self.station1, self.station2 = vec3(station1, "station1", "Rod"), vec3(station2, "station2", "Rod")
-        self.length = scalar(length, "length", "Rod")
-        if self.length <= 0:
-            raise ValueError(f"Constraint.Rod: length must be positive, got {length!r}")
+        self.length = positive(length, "length", "Rod")
         self._register("Rod", bodies=(body1, body2), counts=(1, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
@@ -129,6 +137,8 @@ class Ball(Constraint):
     material point C coincident with S, pverr = v_AS - v_AC, so the force
     lambda acts at S on body 2 and -lambda at C on body 1."""
 
+    DEFAULTS = {"point_on_body1": ("station1", vec3), "point_on_body2": ("station2", vec3)}
+
     station1: jnp.ndarray
     station2: jnp.ndarray
 
@@ -152,6 +162,8 @@ class Weld(Constraint):
     frames' axes in A); the translational rows are taken at body 1's material
     point coincident with frame 2's origin, as Ball's. ``Weld(body1, body2)``
     welds the body frames."""
+
+    DEFAULTS = {"frame_on_body1": ("frame1", frame), "frame_on_body2": ("frame2", frame)}
 
     frame1: Transform
     frame2: Transform
@@ -182,6 +194,9 @@ class PointInPlane(Constraint):
     """A follower point stays in a plane fixed on the plane body (1, 0, 0):
     perr = p_BS . n - height (n the plane's unit normal, in B)."""
 
+    DEFAULTS = {"plane_normal": ("normal", unit3), "plane_height": ("height", scalar),
+                "follower_point": ("follower_point", vec3)}
+
     normal: jnp.ndarray
     height: jnp.ndarray
     follower_point: jnp.ndarray
@@ -201,6 +216,9 @@ class PointOnLine(Constraint):
     """A follower point stays on a line fixed on the line body (2, 0, 0):
     perr = [p_PS . x, p_PS . y] in B, P the line's point, x = perp(direction)
     (Simbody's choice) and y = direction x x."""
+
+    DEFAULTS = {"line_direction": ("direction", unit3), "point_on_line": ("point_on_line", vec3),
+                "follower_point": ("follower_point", vec3)}
 
     direction: jnp.ndarray
     point_on_line: jnp.ndarray
@@ -227,6 +245,9 @@ class ConstantAngle(Constraint):
     """Keeps the angle between an axis on the base body and one on the
     follower (1, 0, 0): perr = b_A . f_A - cos(angle)."""
 
+    DEFAULTS = {"base_axis": ("axis_on_base", unit3), "follower_axis": ("axis_on_follower", unit3),
+                "angle": ("angle", scalar)}
+
     axis_on_base: jnp.ndarray
     axis_on_follower: jnp.ndarray
     angle: jnp.ndarray
@@ -246,6 +267,9 @@ class ConstantAngle(Constraint):
 class ConstantOrientation(Constraint):
     """Keeps a frame on the follower aligned with one on the base (3, 0, 0):
     perr = [RFx . RBy, RFy . RBz, RFz . RBx]."""
+
+    DEFAULTS = {"base_rotation": ("rotation_on_base", rotation3),
+                "follower_rotation": ("rotation_on_follower", rotation3)}
 
     rotation_on_base: jnp.ndarray
     rotation_on_follower: jnp.ndarray
