@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve
 
 #: ``min_norm_solve`` counts a row of a positive semi-definite W as
 #: redundant when, with W scaled to a unit diagonal, the part of it
@@ -39,6 +38,52 @@ def spd_inverse(D):
     return A[..., n:]
 
 
+#: Up to this size the factorizations and products below are unrolled into
+#: elementwise operations (XLA fuses them); above it they are LAPACK calls
+#: and dots, whose fixed cost per matrix the larger sizes amortize.
+UNROLLED_MAX = 6
+
+
+def _cholesky(A):
+    """Lower L with L L^T = A (n, n) symmetric positive definite."""
+    n = A.shape[-1]
+    if n > UNROLLED_MAX:
+        return jnp.linalg.cholesky(A)
+    below = [jnp.arange(n) >= k for k in range(n)]
+    columns = []
+    for k in range(n):
+        c = A[:, k] - sum((col * col[k] for col in columns), jnp.zeros(n, A.dtype))
+        columns.append(jnp.where(below[k], c / jnp.sqrt(c[k]), 0.0))
+    return jnp.stack(columns, axis=1)
+
+
+def _triangular_solve(L, B, transpose=False):
+    """L^-1 B, or L^-T B with ``transpose``, for lower-triangular L (n, n) and B (n,) or (n, k)."""
+    n = L.shape[-1]
+    if n > UNROLLED_MAX:
+        X = jax.lax.linalg.triangular_solve(L, B if B.ndim == 2 else B[:, None], left_side=True, lower=True,
+                                            transpose_a=transpose)
+        return X if B.ndim == 2 else X[:, 0]
+    T = L.T if transpose else L
+    x = [None] * n
+    for k in (reversed(range(n)) if transpose else range(n)):
+        done = [j for j in range(n) if x[j] is not None]
+        x[k] = (B[k] - sum((T[k, j] * x[j] for j in done), jnp.zeros_like(B[k]))) / T[k, k]
+    return jnp.stack(x)
+
+
+def _cho_solve(L, B):
+    """A^-1 B from A's Cholesky factor L."""
+    return _triangular_solve(L, _triangular_solve(L, B), transpose=True)
+
+
+def _mul(A, B):
+    """A B for A (n, n) and B (n,) or (n, k)."""
+    if A.shape[-1] > UNROLLED_MAX:
+        return A @ B
+    return jnp.sum(A[:, :, None] * (B[None, :, None] if B.ndim == 1 else B[None]), axis=1).reshape(B.shape)
+
+
 def independent_rows(W, rtol=None):
     """(n,) bool: a maximal set of linearly independent rows of a symmetric
     positive semi-definite W (n, n), chosen in order.
@@ -59,9 +104,9 @@ def independent_rows(W, rtol=None):
     d = jnp.sqrt(jnp.where(live, diagonal, 1.0))
     eye = jnp.eye(n, dtype=dtype)
     scaled = jnp.where(live[:, None] & live[None, :], W / (d[:, None] * d[None, :]), eye)
-    L = jnp.linalg.cholesky(scaled + rtol * eye)
+    L = _cholesky(scaled + rtol * eye)
     pivots = jnp.diagonal(L) ** 2
-    growth = pivots * jnp.sum(jax.lax.linalg.triangular_solve(L, eye, left_side=True, lower=True) ** 2, axis=-1)
+    growth = pivots * jnp.sum(_triangular_solve(L, eye) ** 2, axis=-1)
     return (pivots > 2 * rtol * growth) & live
 
 
@@ -85,8 +130,8 @@ def min_norm_solve(W, b, rtol=None):
     W = 0.5 * (W + W.T)
     kept = independent_rows(W, rtol).astype(W.dtype)
     eye, dropped = jnp.eye(n, dtype=W.dtype), jnp.diag(1 - kept)
-    W_cc = jnp.linalg.cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
-    V = cho_solve((W_cc, True), (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
-    VWV = (jnp.linalg.cholesky(V.T @ W @ V + dropped), True)
-    x = V @ cho_solve(VWV, V.T @ b)
-    return x + V @ cho_solve(VWV, V.T @ (b - W @ x))  # one step of refinement
+    W_cc = _cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
+    V = _cho_solve(W_cc, (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
+    VWV = _cholesky(_mul(V.T, _mul(W, V)) + dropped)
+    x = _mul(V, _cho_solve(VWV, _mul(V.T, b)))
+    return x + _mul(V, _cho_solve(VWV, _mul(V.T, b - _mul(W, x))))  # one step of refinement
