@@ -17,12 +17,20 @@ from simbodyx import xla_setup as xla_setup
 xla_setup.cap_cpu_isa()  # before anything below can start JAX's backends
 
 from simbodyx import (
+    assembly as assembly,
     constraints as constraints,
     integrate as integrate,
     mobilizers as mobilizers,
     parallel as parallel,
+    projection as projection,
     spatial as spatial,
     tree as tree,
+)
+from simbodyx.assembly import (
+    AssembleResults as AssembleResults,
+    Assembler as Assembler,
+    Markers as Markers,
+    QValue as QValue,
 )
 from simbodyx.build import (
     Body as Body,
@@ -36,6 +44,11 @@ from simbodyx.forces import Force as Force, GeneralForceSubsystem as GeneralForc
 from simbodyx.locks import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model
+from simbodyx.projection import (
+    ProjectOptions as ProjectOptions,
+    ProjectResults as ProjectResults,
+    ProjectStatus as ProjectStatus,
+)
 from simbodyx.spatial import (
     Inertia as Inertia,
     MassProperties as MassProperties,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from simbodyx import projection
 from simbodyx.forces.subsystem import Forces
 from simbodyx.locks import Locks, Motion
 from simbodyx.matter import Matter
@@ -32,6 +35,11 @@ class Model(Module):
     force_elements: tuple = ()
     #: per constraint, whether the default State has it disabled
     constraint_disabled_by_default: tuple = eqx.field(static=True, default=())
+    #: Simbody's characteristic time (default 0.1): weights velocity-level
+    #: errors of holonomic constraints in projection, and sets integrators' first step
+    default_time_scale: float = eqx.field(static=True, default=0.1)
+    #: Simbody's unit length hint (default 1); computations do not use it
+    default_length_scale: float = eqx.field(static=True, default=1.0)
 
     @property
     def forces(self) -> Forces:
@@ -55,6 +63,24 @@ class Model(Module):
     def realize(self, state: State, stage: Stage = Stage.Position) -> State:
         """A new State realized through ``stage``; see :func:`simbodyx.system.realize`."""
         return realize(self, state, stage)
+
+    def get_default_time_scale(self) -> float:
+        return self.default_time_scale
+
+    def get_default_length_scale(self) -> float:
+        return self.default_length_scale
+
+    def project(self, state: State, options=None, **weights):
+        """(state, ProjectResults): Simbody's System::project; see :func:`simbodyx.projection.project`."""
+        return projection.project(self, state, options, **weights)
+
+    def project_q(self, state: State, options=None, **weights):
+        """Simbody's projectQ; see :func:`simbodyx.projection.project_q`."""
+        return projection.project_q(self, state, options, **weights)
+
+    def project_u(self, state: State, options=None, **weights):
+        """Simbody's projectU; see :func:`simbodyx.projection.project_u`."""
+        return projection.project_u(self, state, options, **weights)
 
     def default_state(self) -> State:
         """t = 0, default q and u, realized to Stage.Model (no caches)."""
@@ -82,8 +108,7 @@ class Model(Module):
     def with_euler_angles(self, use_euler_angles: bool = True) -> Model:
         """The same model with every quaternion replaced by body-fixed X-Y-Z
         angles (or back). States convert with ``matter.convert_to_*``."""
-        return Model(self.topology.with_euler_angles(use_euler_angles), self.params, self.force_elements,
-                     self.constraint_disabled_by_default)
+        return dataclasses.replace(self, topology=self.topology.with_euler_angles(use_euler_angles))
 
     def astype(self, dtype) -> Model:
         """This model with every floating-point parameter cast to ``dtype``."""

@@ -18,6 +18,13 @@ from simbodyx.topology import Topology
 _system_uids = itertools.count(1)
 
 
+def _positive_scale(x, what: str) -> float:
+    value = float(x)
+    if not (value > 0 and value < float("inf")):
+        raise ValueError(f"MultibodySystem: the default {what} must be a positive finite number, got {x!r}")
+    return value
+
+
 class MultibodySystem:
     """A system: one matter subsystem (and, later, force subsystems).
 
@@ -30,6 +37,26 @@ class MultibodySystem:
         self._matter = None
         self._force_subsystems = []
         self._realized: tuple[Model, State] | None = None
+        self._time_scale, self._length_scale = 0.1, 1.0
+
+    def set_default_time_scale(self, time_scale: float) -> MultibodySystem:
+        """Simbody's characteristic time (default 0.1): the time scale on which
+        velocity constraints are stabilized, and an integrator's first step."""
+        self.check_not_frozen("set the default time scale")
+        self._time_scale = _positive_scale(time_scale, "time scale")
+        return self
+
+    def get_default_time_scale(self) -> float:
+        return self._time_scale
+
+    def set_default_length_scale(self, length_scale: float) -> MultibodySystem:
+        """Simbody's unit length hint (default 1; e.g. 0.01 for a toy car in MKS)."""
+        self.check_not_frozen("set the default length scale")
+        self._length_scale = _positive_scale(length_scale, "length scale")
+        return self
+
+    def get_default_length_scale(self) -> float:
+        return self._length_scale
 
     def get_matter_subsystem(self):
         if self._matter is None:
@@ -59,7 +86,7 @@ class MultibodySystem:
             elements = tuple(e for fs in self._force_subsystems for e in fs.elements)
             elements = jax.tree.map(lambda a: jnp.asarray(a, dtype), elements)
             disabled = tuple(matter._constraint_disabled_by_default)
-            model = Model(topology, matter.parameters(), elements, disabled)
+            model = Model(topology, matter.parameters(), elements, disabled, self._time_scale, self._length_scale)
             self._realized = (model, model.default_state())
         return self._realized
 

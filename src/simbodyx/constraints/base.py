@@ -284,7 +284,7 @@ def _default_setter(name: str, field: str, check):
         self.matter._invalidate()
         return self
 
-    setter.__doc__ = f"Simbody's setDefault: ``{field}`` of the default State (before freezing)."
+    setter.__doc__ = f"Simbody's setDefault: set ``{field}`` before freezing, checked like the constructor's."
     return setter
 
 
