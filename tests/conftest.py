@@ -52,6 +52,17 @@ def dtype(request):
     return np.dtype(request.param)
 
 
+def new_system():
+    """(system, matter, forces): an empty MultibodySystem with its subsystems."""
+    system = sx.MultibodySystem()
+    return system, sx.SimbodyMatterSubsystem(system), sx.GeneralForceSubsystem(system)
+
+
+def link():
+    """A 1 kg link whose mass center is 0.5 along its x axis."""
+    return sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1)))
+
+
 def rigid(mass=1.0, com=(0.1, -0.2, 0.3), central=(0.02, 0.03, 0.04, 0.001, -0.002, 0.003)):
     return sx.Body.Rigid(sx.MassProperties.from_central(mass, list(com), sx.Inertia(*central)))
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import simbodyx as sx
+from conftest import link, new_system
 
 C = sx.Constraint
 TIGHT = 1e-10
@@ -19,13 +20,10 @@ TIGHT = 1e-10
 def _four_bar():
     """Crank, coupler and rocker on z Pins closed by a Ball; the rocker's pin
     frame is turned 90 degrees so that q = 0 is an open, non-singular pose."""
-    system = sx.MultibodySystem()
-    matter = sx.SimbodyMatterSubsystem(system)
-    sx.GeneralForceSubsystem(system)
-    link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1)))
-    crank = sx.MobilizedBody.Pin(matter.Ground(), link)
-    coupler = sx.MobilizedBody.Pin(crank, sx.Transform([1.0, 0, 0]), link, sx.Transform())
-    rocker = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform(sx.Rotation.about_z(np.pi / 2), [1.5, 0, 0]), link,
+    system, matter, _ = new_system()
+    crank = sx.MobilizedBody.Pin(matter.Ground(), link())
+    coupler = sx.MobilizedBody.Pin(crank, sx.Transform([1.0, 0, 0]), link(), sx.Transform())
+    rocker = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform(sx.Rotation.about_z(np.pi / 2), [1.5, 0, 0]), link(),
                                   sx.Transform())
     ball = C.Ball(coupler, [1.2, 0, 0], rocker, [1.1, 0, 0])
     model, state = system.realize_topology()
@@ -72,12 +70,9 @@ def test_goals_locks_and_ranges():
 def test_markers_recover_a_known_pose():
     """A planar two-link arm without constraints: markers on the elbow and the
     hand, observed where a known pose puts them, pull the arm to that pose."""
-    system = sx.MultibodySystem()
-    matter = sx.SimbodyMatterSubsystem(system)
-    sx.GeneralForceSubsystem(system)
-    link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1)))
-    upper = sx.MobilizedBody.Pin(matter.Ground(), link)
-    lower = sx.MobilizedBody.Pin(upper, sx.Transform([1.0, 0, 0]), link, sx.Transform())
+    system, matter, _ = new_system()
+    upper = sx.MobilizedBody.Pin(matter.Ground(), link())
+    lower = sx.MobilizedBody.Pin(upper, sx.Transform([1.0, 0, 0]), link(), sx.Transform())
     model, state = system.realize_topology()
     markers = sx.Markers([("elbow", upper, [1.0, 0, 0]), ("hand", lower, [0.8, 0, 0], 2.0)])
     pose = jnp.array([0.7, -1.1])

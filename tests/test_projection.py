@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import simbodyx as sx
+from conftest import link, new_system
 
 C = sx.Constraint
 EXACT = sx.ProjectOptions(accuracy=1e-12)
@@ -20,9 +21,8 @@ EXACT = sx.ProjectOptions(accuracy=1e-12)
 @functools.lru_cache(maxsize=None)
 def _particle_on_rod():
     """A particle on a Translation mobilizer held at distance 1 from Ground's origin."""
-    system = sx.MultibodySystem().set_default_time_scale(0.5)
-    matter = sx.SimbodyMatterSubsystem(system)
-    sx.GeneralForceSubsystem(system)
+    system, matter, _ = new_system()
+    system.set_default_time_scale(0.5)
     particle = sx.MobilizedBody.Translation(matter.Ground(), sx.Body.Rigid(sx.MassProperties(2.0, [0, 0, 0],
                                                                                               sx.Inertia(0.0))))
     C.Rod(matter.Ground(), [0, 0, 0], particle, [0, 0, 0], 1.0)
@@ -33,12 +33,9 @@ def _particle_on_rod():
 def _ball_loop():
     """A Ball-jointed link and a Pin-jointed link closed by a Ball constraint
     to a Ground point (5 q with a quaternion, 3 position equations)."""
-    system = sx.MultibodySystem()
-    matter = sx.SimbodyMatterSubsystem(system)
-    sx.GeneralForceSubsystem(system)
-    link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1)))
-    b1 = sx.MobilizedBody.Ball(matter.Ground(), link)
-    b2 = sx.MobilizedBody.Pin(b1, sx.Transform([1.0, 0, 0]), link, sx.Transform())
+    system, matter, _ = new_system()
+    b1 = sx.MobilizedBody.Ball(matter.Ground(), link())
+    b2 = sx.MobilizedBody.Pin(b1, sx.Transform([1.0, 0, 0]), link(), sx.Transform())
     C.Ball(b2, [1.0, 0, 0], matter.Ground(), [1.2, 0.6, 0.3])
     model, state = system.realize_topology()
     # an assembled State: project a rough guess exactly once

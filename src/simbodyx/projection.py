@@ -21,9 +21,10 @@ Everything is pure: under ``jit`` and ``vmap`` the Newton loop is a
 ``lax.while_loop`` (a batch runs until its last State is done), results
 come back as arrays in :class:`ProjectResults`, and ``throw=True`` raises
 through ``equinox.error_if`` (as diffrax does) where a caller wants an error
-rather than a status. Derivatives are implicit: the projected q moves with
-the inputs along the manifold's tangent, dq* = dq - N Wu^-1 F A^T (A A^T)^+ Tp
-d perr (at the projected q), never through the iterations; likewise for u.
+rather than a status. Derivatives of q are implicit: the projected q moves
+with the inputs along the manifold's tangent, dq* = dq - N Wu^-1 F A^T
+(A A^T)^+ Tp d perr (at the projected q), never through the iterations; the
+velocity level's single linear step is differentiated as it stands.
 """
 
 from __future__ import annotations
