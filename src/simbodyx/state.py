@@ -50,6 +50,15 @@ class AccelerationCache(Module):
     multipliers: jnp.ndarray | None = None
 
 
+class ReportCache(Module):
+    kinetic_energy: jnp.ndarray  #: () J
+    potential_energy: jnp.ndarray  #: () J, of the force elements
+
+    @property
+    def total_energy(self):
+        return self.kinetic_energy + self.potential_energy
+
+
 class State(Module):
     t: jnp.ndarray  #: () time (s)
     q: jnp.ndarray  #: (nq,) generalized coordinates
@@ -66,10 +75,14 @@ class State(Module):
     #: (num_constraints,) bool, True where a constraint is disabled (Instance-stage
     #: data); None when the model has no constraints.
     constraint_disabled: jnp.ndarray | None = None
+    #: report-only quantities (Stage.Report)
+    report: ReportCache | None = None
 
     @property
     def stage(self) -> Stage:
         """The highest stage whose results this State carries."""
+        if self.report is not None:
+            return Stage.Report
         if self.acceleration is not None:
             return Stage.Acceleration
         if self.dynamics is not None:
@@ -120,6 +133,6 @@ class State(Module):
         """A new State with ``fields`` replaced, keeping the caches of stages up to
         ``keep`` (Time keeps the Instance cache, Position also the position cache)."""
         caches = {"instance": Stage.Time, "position": Stage.Position, "velocity": Stage.Velocity,
-                  "dynamics": Stage.Dynamics, "acceleration": Stage.Acceleration}
+                  "dynamics": Stage.Dynamics, "acceleration": Stage.Acceleration, "report": Stage.Report}
         dropped = {name: None for name, stage in caches.items() if stage > keep and name not in fields}
         return dataclasses.replace(self, **{**dropped, **fields})

@@ -181,8 +181,12 @@ def test_stage_discipline():
     assert link1.set_one_u(s, 0, 1.0).stage == sx.Stage.Position
     assert link1.set_one_q(s, 0, 1.0).stage == sx.Stage.Time
     assert s.with_time(2.0).stage == sx.Stage.Time
-    with pytest.raises(NotImplementedError, match="Stage.Report"):
-        model.realize(state, sx.Stage.Report)
+    report = model.realize(s, sx.Stage.Report)  # the ladder's top: energies
+    assert report.stage == sx.Stage.Report and report.acceleration is not None
+    assert float(report.report.kinetic_energy) == pytest.approx(float(model.matter.calc_kinetic_energy(s)))
+    assert float(report.report.total_energy) == pytest.approx(
+        float(model.matter.calc_kinetic_energy(s) + model.forces.calc_potential_energy(s)))
+    assert report.with_u(s.u).stage == sx.Stage.Position
     other_model, _, _, _ = double_pendulum()
     with pytest.raises(ValueError, match="different model"):
         other_model.realize(state, sx.Stage.Position)
