@@ -37,9 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.algorithms import coordinates
-from simbodyx.constraints.equations import Equations
 from simbodyx.module import Module
-from simbodyx.projection import ProjectStatus
+from simbodyx.projection import ProjectStatus, enabled_position_errors
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -281,19 +280,17 @@ class Assembler(Module):
         """(required c, goal g) at q, each weighted."""
         s = self.model.realize(state.with_q(q), Stage.Position)
         required, goals = [], []
-        w = self.system_constraints_weight
-        if self.model.constraints and w > 0:
-            eqs = Equations.of_state(s, velocity=False)
-            perr = eqs.position_errors()
-            enabled = eqs.layout.enabled_rows(s.constraint_disabled)
-            if enabled is not None:
-                perr = perr * enabled[:eqs.layout.mp].astype(perr.dtype)
-            (required if math.isinf(w) else goals).append(perr if math.isinf(w) else math.sqrt(w) * perr)
-        for condition, weight in zip(self.conditions, self.weights):
+        conditions = [(c.residuals, w) for c, w in zip(self.conditions, self.weights)]
+        if self.model.constraints:
+            conditions.insert(0, (enabled_position_errors, self.system_constraints_weight))
+        for residuals, weight in conditions:
             if weight == 0:
                 continue
-            r = condition.residuals(s)
-            (required if math.isinf(weight) else goals).append(r if math.isinf(weight) else math.sqrt(weight) * r)
+            r = residuals(s)
+            if math.isinf(weight):
+                required.append(r)
+            else:
+                goals.append(math.sqrt(weight) * r)
         empty = jnp.zeros(0, q.dtype)
         return (jnp.concatenate(required) if required else empty), (jnp.concatenate(goals) if goals else empty)
 

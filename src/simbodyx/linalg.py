@@ -129,7 +129,7 @@ def min_norm_solve(W, b, rtol=None):
         return b
     W = 0.5 * (W + W.T)
     kept = independent_rows(W, rtol).astype(W.dtype)
-    eye, dropped = jnp.eye(n, dtype=W.dtype), jnp.diag(1 - kept)
+    dropped = jnp.diag(1 - kept)
     W_cc = _cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
     V = _cho_solve(W_cc, (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
     VWV = _cholesky(_mul(V.T, _mul(W, V)) + dropped)

@@ -515,8 +515,7 @@ class Matter:
 
     def _rows_enabled(self, s: State, x):
         """x (m, ...) with disabled constraints' rows zeroed."""
-        enabled = Layout(s.instance.constraints).enabled_rows(s.constraint_disabled)
-        return x if enabled is None else x * enabled.astype(x.dtype).reshape((-1,) + (1,) * (x.ndim - 1))
+        return Layout(s.instance.constraints).zero_disabled(x, s.constraint_disabled)
 
     @compiled
     def multiply_by_g(self, state: State, ulike, bias=None):
@@ -613,9 +612,7 @@ class Matter:
         """pverr at u = 0 (mp,): the explicit time dependence, -c(t, q) (Position)."""
         s = self._at(state, Stage.Position)
         eqs = Equations.of_state(s.with_u(jnp.zeros_like(s.u)))  # no velocity cache: zero velocities
-        enabled = eqs.layout.enabled_rows(s.constraint_disabled)
-        pverr = eqs.velocity_errors()[:eqs.layout.mp]
-        return pverr if enabled is None else pverr * enabled[:eqs.layout.mp].astype(pverr.dtype)
+        return eqs.layout.zero_disabled(eqs.velocity_errors()[:eqs.layout.mp], s.constraint_disabled)
 
     @compiled
     def multiply_by_pq_transpose(self, state: State, multipliers_p):

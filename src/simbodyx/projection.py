@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.algorithms import coordinates
-from simbodyx.constraints.equations import Equations, Layout
+from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solve
 from simbodyx.locks import Motion
 from simbodyx.module import Module
@@ -142,23 +142,22 @@ def _norm(x, infinity: bool):
     return (jnp.max(jnp.abs(x)) if infinity else jnp.sqrt(jnp.mean(x * x))), worst
 
 
-def _enabled(state: State, layout: Layout, rows, dtype):
-    enabled = layout.enabled_rows(state.constraint_disabled)
-    return jnp.ones(len(rows), dtype) if enabled is None else enabled[rows].astype(dtype)
+def enabled_position_errors(s: State):
+    """perr (mp,) of a State realized to Position, disabled constraints' rows zero."""
+    eqs = Equations.of_state(s, velocity=False)
+    return eqs.layout.zero_disabled(eqs.position_errors(), s.constraint_disabled)
 
 
 def _position_errors(model, state: State, q):
     """perr (mp,) at q (disabled constraints' rows zero)."""
-    s = model.realize(state.with_q(q), Stage.Position)
-    eqs = Equations.of_state(s, velocity=False)
-    return eqs.position_errors() * _enabled(s, eqs.layout, np.arange(eqs.layout.mp), q.dtype)
+    return enabled_position_errors(model.realize(state.with_q(q), Stage.Position))
 
 
 def _velocity_errors(model, state: State, u):
-    """[pverr; verr] (mp + mv,) at u."""
+    """[pverr; verr] (mp + mv,) at u (disabled constraints' rows zero)."""
     s = model.realize(state.with_u(u), Stage.Velocity)
     eqs = Equations.of_state(s)
-    return eqs.velocity_errors() * _enabled(s, eqs.layout, np.arange(eqs.layout.mp + eqs.layout.mv), u.dtype)
+    return eqs.layout.zero_disabled(eqs.velocity_errors(), s.constraint_disabled)
 
 
 def _correction(J, r, weights, scale):
@@ -314,8 +313,7 @@ def project_u(model, state: State, options: ProjectOptions | None = None, *, u_w
     mp, mv = model.matter.get_num_constraint_equations()[:2]
     Tp = _vector(q_error_weights, mp, 1.0, dtype, "q_error_weights")
     default = jnp.concatenate([model.default_time_scale * Tp, jnp.ones(mv, dtype)])
-    Tpv = jax.lax.stop_gradient(_vector(u_error_weights, mp + mv, default, dtype, "u_error_weights")
-                                if u_error_weights is not None else default)
+    Tpv = jax.lax.stop_gradient(_vector(u_error_weights, mp + mv, default, dtype, "u_error_weights"))
     Wu = jax.lax.stop_gradient(_vector(u_weights, s.topology.nu, 1.0, dtype, "u_weights"))
     scale = _free_u(s, Motion.Velocity) / Wu
     infinity = options.use_infinity_norm

@@ -42,7 +42,6 @@ def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity
                                  prescribed=None, disabled=None):
     """(udot (nu,), A_GB (nb, 6), multipliers (m,) in [P; V; A] order)."""
     eqs = Equations(topology, instance.constraints, t, q, position.X_GB, velocity.V_GB, velocity.qdot, u)
-    dtype = u.dtype
     with jax.named_scope("tree_accelerations"):
         udot0, A0, art = aba.forward_dynamics_articulated(topology, instance, q, u, position, velocity,
                                                           mobility_forces, body_forces, prescribed)
@@ -52,11 +51,9 @@ def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity
         return aba.symmetric_solve(topology, instance, position, art, v, free)
 
     with jax.named_scope("constraint_matrix"):
-        G = eqs.g_matrix(position)
-        enabled = eqs.layout.enabled_rows(disabled)
+        G = eqs.layout.zero_disabled(eqs.g_matrix(position), disabled)
         aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, q, u, udot0), udot0)
-        if enabled is not None:
-            G, aerr = G * enabled[:, None].astype(dtype), aerr * enabled.astype(dtype)
+        aerr = eqs.layout.zero_disabled(aerr, disabled)
         Y = jax.vmap(m_inv)(G)  # rows M^-1 g_i
     with jax.named_scope("constraint_multipliers"):
         # W = G M^-1 G^T as a product and a sum, which XLA fuses (a batch of small dots it does not)

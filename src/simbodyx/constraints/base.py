@@ -93,6 +93,13 @@ class Constraint(Module):
             setattr(cls, f"set_default_{name}", _default_setter(name, field, check))
             setattr(cls, f"get_default_{name}", _default_getter(field))
 
+    def _set_numbers(self, kind: str, **values) -> None:
+        """Set the constructor's numbers, each through its ``DEFAULTS`` checker
+        (the messages name the constructor argument)."""
+        checks = dict(self.DEFAULTS.values())
+        for field, value in values.items():
+            setattr(self, field, checks[field](value, field, kind))
+
     def _register(self, kind: str, bodies=(), mobilizers=(), counts=(0, 0, 0), name=None, matter=None):
         """Record the constrained bodies and mobilizers (handles), the counts
         and the Ancestor, and add this constraint to their matter subsystem."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 
 from simbodyx.constraints.base import Constraint
 from simbodyx.constraints.geometric import (
@@ -98,8 +97,7 @@ class PointOnPlaneContact(Contact):
     follower_point: jnp.ndarray
 
     def __init__(self, plane_body, plane_frame, follower_body, follower_point, *, name=None):
-        self.plane_frame = frame(plane_frame, "plane_frame", "PointOnPlaneContact")
-        self.follower_point = vec3(follower_point, "follower_point", "PointOnPlaneContact")
+        self._set_numbers("PointOnPlaneContact", plane_frame=plane_frame, follower_point=follower_point)
         self._register_contact("PointOnPlaneContact", plane_body, follower_body, True, name)
 
     def contact_frame(self, X_AB):
@@ -126,9 +124,7 @@ class SphereOnPlaneContact(Contact):
     def __init__(self, plane_body, plane_frame, sphere_body, sphere_center, sphere_radius, enforce_rolling, *,
                  name=None):
         kind = "SphereOnPlaneContact"
-        self.plane_frame = frame(plane_frame, "plane_frame", kind)
-        self.sphere_center = vec3(sphere_center, "sphere_center", kind)
-        self.sphere_radius = positive(sphere_radius, "sphere_radius", kind)
+        self._set_numbers(kind, plane_frame=plane_frame, sphere_center=sphere_center, sphere_radius=sphere_radius)
         self._register_contact(kind, plane_body, sphere_body, enforce_rolling, name)
 
     def contact_frame(self, X_AB):
@@ -158,9 +154,8 @@ class SphereOnSphereContact(Contact):
     def __init__(self, body_f, center_on_f, radius_on_f, body_b, center_on_b, radius_on_b, enforce_rolling, *,
                  name=None):
         kind = "SphereOnSphereContact"
-        self.center_on_f, self.center_on_b = vec3(center_on_f, "center_on_f", kind), vec3(center_on_b, "center_on_b", kind)
-        self.radius_on_f = positive(radius_on_f, "radius_on_f", kind)
-        self.radius_on_b = positive(radius_on_b, "radius_on_b", kind)
+        self._set_numbers(kind, center_on_f=center_on_f, radius_on_f=radius_on_f, center_on_b=center_on_b,
+                          radius_on_b=radius_on_b)
         self._register_contact(kind, body_f, body_b, enforce_rolling, name)
 
     def contact_frame(self, X_AB):
@@ -201,9 +196,8 @@ class LineOnLineContact(Contact):
     def __init__(self, body_f, edge_frame_f, half_length_f, body_b, edge_frame_b, half_length_b, enforce_rolling, *,
                  name=None):
         kind = "LineOnLineContact"
-        self.edge_frame_f, self.edge_frame_b = frame(edge_frame_f, "edge_frame_f", kind), frame(edge_frame_b, "edge_frame_b", kind)
-        self.half_length_f = positive(half_length_f, "half_length_f", kind)
-        self.half_length_b = positive(half_length_b, "half_length_b", kind)
+        self._set_numbers(kind, edge_frame_f=edge_frame_f, half_length_f=half_length_f, edge_frame_b=edge_frame_b,
+                          half_length_b=half_length_b)
         self._register_contact(kind, body_f, body_b, enforce_rolling, name)
 
     def _lines(self, X_AB):
@@ -252,8 +246,7 @@ class NoSlip1D(Constraint):
     direction: jnp.ndarray
 
     def __init__(self, case_body, contact_point, direction, moving_body0, moving_body1, *, name=None):
-        self.contact_point = vec3(contact_point, "contact_point", "NoSlip1D")
-        self.direction = unit3(direction, "direction", "NoSlip1D")
+        self._set_numbers("NoSlip1D", contact_point=contact_point, direction=direction)
         self._register("NoSlip1D", bodies=(case_body, moving_body0, moving_body1), counts=(0, 1, 0), name=name)
 
     def velocity_errors(self, k, V_AB, u):

@@ -32,7 +32,7 @@ class ConstantCoordinate(Constraint):
 
     def __init__(self, mobilized_body, which_q: int, position, *, name=None):
         self.which_q = _which(mobilized_body, which_q, "ConstantCoordinate", "q")
-        self.position = scalar(position, "position", "ConstantCoordinate")
+        self._set_numbers("ConstantCoordinate", position=position)
         self._register("ConstantCoordinate", mobilizers=(mobilized_body,), counts=(1, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
@@ -49,7 +49,7 @@ class ConstantSpeed(Constraint):
 
     def __init__(self, mobilized_body, which_u: int, speed, *, name=None):
         self.which_u = _which(mobilized_body, which_u, "ConstantSpeed", "u")
-        self.speed = scalar(speed, "speed", "ConstantSpeed")
+        self._set_numbers("ConstantSpeed", speed=speed)
         self._register("ConstantSpeed", mobilizers=(mobilized_body,), counts=(0, 1, 0), name=name)
 
     def velocity_errors(self, k, V_AB, u):
@@ -66,7 +66,7 @@ class ConstantAcceleration(Constraint):
 
     def __init__(self, mobilized_body, which_u: int, acceleration, *, name=None):
         self.which_u = _which(mobilized_body, which_u, "ConstantAcceleration", "u")
-        self.acceleration = scalar(acceleration, "acceleration", "ConstantAcceleration")
+        self._set_numbers("ConstantAcceleration", acceleration=acceleration)
         self._register("ConstantAcceleration", mobilizers=(mobilized_body,), counts=(0, 0, 1), name=name)
 
     def acceleration_errors(self, k, A_AB, udot):

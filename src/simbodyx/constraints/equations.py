@@ -66,6 +66,14 @@ class Layout:
             return None
         return 1.0 - jnp.asarray(disabled, jnp.float32)[self.owner]
 
+    def zero_disabled(self, x, disabled):
+        """x (k, ...), the first k rows of [P; V; A] (all m, or the holonomic
+        mp, ...), with the rows of disabled constraints zeroed."""
+        enabled = self.enabled_rows(disabled)
+        if enabled is None:
+            return x
+        return x * enabled[:x.shape[0]].astype(x.dtype).reshape((-1,) + (1,) * (x.ndim - 1))
+
 
 def _relative(X_GA: Transform, V_GA, X_GB: Transform, V_GB=None):
     """(X_AB, V_AB) of bodies B relative to a moving frame A, in A."""

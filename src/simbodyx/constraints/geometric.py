@@ -101,8 +101,7 @@ class Rod(Constraint):
     def __init__(self, body1, station1, body2=None, station2=None, length=None, *, name=None):
         if length is None and station2 is None:  # Rod(body1, body2, length)
             body1, body2, length, station1, station2 = body1, station1, body2, np.zeros(3), np.zeros(3)
-        self.station1, self.station2 = vec3(station1, "station1", "Rod"), vec3(station2, "station2", "Rod")
-        self.length = positive(length, "length", "Rod")
+        self._set_numbers("Rod", station1=station1, station2=station2, length=length)
         self._register("Rod", bodies=(body1, body2), counts=(1, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
@@ -145,7 +144,7 @@ class Ball(Constraint):
     def __init__(self, body1, station1, body2=None, station2=None, *, name=None):
         if body2 is None:  # Ball(body1, body2): the body origins
             body1, body2, station1, station2 = body1, station1, np.zeros(3), np.zeros(3)
-        self.station1, self.station2 = vec3(station1, "station1", "Ball"), vec3(station2, "station2", "Ball")
+        self._set_numbers("Ball", station1=station1, station2=station2)
         self._register("Ball", bodies=(body1, body2), counts=(3, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
@@ -171,7 +170,7 @@ class Weld(Constraint):
     def __init__(self, body1, frame1, body2=None, frame2=None, *, name=None):
         if body2 is None:
             body1, body2, frame1, frame2 = body1, frame1, Transform(), Transform()
-        self.frame1, self.frame2 = frame(frame1, "frame1", "Weld"), frame(frame2, "frame2", "Weld")
+        self._set_numbers("Weld", frame1=frame1, frame2=frame2)
         self._register("Weld", bodies=(body1, body2), counts=(6, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
@@ -202,9 +201,7 @@ class PointInPlane(Constraint):
     follower_point: jnp.ndarray
 
     def __init__(self, plane_body, normal, height, follower_body, follower_point, *, name=None):
-        self.normal = unit3(normal, "normal", "PointInPlane")
-        self.height = scalar(height, "height", "PointInPlane")
-        self.follower_point = vec3(follower_point, "follower_point", "PointInPlane")
+        self._set_numbers("PointInPlane", normal=normal, height=height, follower_point=follower_point)
         self._register("PointInPlane", bodies=(plane_body, follower_body), counts=(1, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
@@ -225,9 +222,8 @@ class PointOnLine(Constraint):
     follower_point: jnp.ndarray
 
     def __init__(self, line_body, direction, point_on_line, follower_body, follower_point, *, name=None):
-        self.direction = unit3(direction, "direction", "PointOnLine")
-        self.point_on_line = vec3(point_on_line, "point_on_line", "PointOnLine")
-        self.follower_point = vec3(follower_point, "follower_point", "PointOnLine")
+        self._set_numbers("PointOnLine", direction=direction, point_on_line=point_on_line,
+                          follower_point=follower_point)
         self._register("PointOnLine", bodies=(line_body, follower_body), counts=(2, 0, 0), name=name)
 
     def normals(self):
@@ -253,9 +249,7 @@ class ConstantAngle(Constraint):
     angle: jnp.ndarray
 
     def __init__(self, base_body, axis_on_base, follower_body, axis_on_follower, angle=np.pi / 2, *, name=None):
-        self.axis_on_base = unit3(axis_on_base, "axis_on_base", "ConstantAngle")
-        self.axis_on_follower = unit3(axis_on_follower, "axis_on_follower", "ConstantAngle")
-        self.angle = scalar(angle, "angle", "ConstantAngle")
+        self._set_numbers("ConstantAngle", axis_on_base=axis_on_base, axis_on_follower=axis_on_follower, angle=angle)
         self._register("ConstantAngle", bodies=(base_body, follower_body), counts=(1, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
@@ -275,8 +269,8 @@ class ConstantOrientation(Constraint):
     rotation_on_follower: jnp.ndarray
 
     def __init__(self, base_body, rotation_on_base, follower_body, rotation_on_follower, *, name=None):
-        self.rotation_on_base = rotation3(rotation_on_base, "rotation_on_base", "ConstantOrientation")
-        self.rotation_on_follower = rotation3(rotation_on_follower, "rotation_on_follower", "ConstantOrientation")
+        self._set_numbers("ConstantOrientation", rotation_on_base=rotation_on_base,
+                          rotation_on_follower=rotation_on_follower)
         self._register("ConstantOrientation", bodies=(base_body, follower_body), counts=(3, 0, 0), name=name)
 
     def position_errors(self, t, X_AB, q):
