@@ -119,7 +119,7 @@ def main():
     @jax.jit
     @jax.vmap
     def rollout(q):
-        return sx.integrate.simulate(model, base.with_q(q), dt, steps, save_every=100)[1]
+        return sx.integrate.rollout(model, base.with_q(q), dt, steps, save_every=100)[1]
 
     t0 = time.perf_counter()
     compiled = rollout.lower(qs).compile()

@@ -30,7 +30,7 @@ def run(method, dt, steps, dtype="float64"):
     model, state = double_pendulum()
     model = model.astype(dtype)
     state = model.default_state().with_q(state.q.astype(dtype))
-    return jax.jit(lambda s: sx.integrate.simulate(model, s, dt, steps, save_every=steps // 10, method=method))(state)
+    return jax.jit(lambda s: sx.integrate.rollout(model, s, dt, steps, save_every=steps // 10, method=method))(state)
 
 
 def test_convergence_orders():
@@ -63,10 +63,10 @@ def test_batched_simulation_under_jit_vmap(dtype):
     model = model.astype(dtype)
     base = model.default_state()
     qs = jnp.asarray(np.random.default_rng(0).uniform(-1, 1, size=(64, 2)), dtype)
-    sim = jax.jit(jax.vmap(lambda q: sx.integrate.simulate(model, base.with_q(q), 1e-3, 200, save_every=100)[1]))
+    sim = jax.jit(jax.vmap(lambda q: sx.integrate.rollout(model, base.with_q(q), 1e-3, 200, save_every=100)[1]))
     traj = sim(qs)
     assert traj.q.shape == (64, 3, 2) and traj.q.dtype == np.dtype(dtype)
-    one = sx.integrate.simulate(model, base.with_q(qs[7]), 1e-3, 200, save_every=100)[1]
+    one = sx.integrate.rollout(model, base.with_q(qs[7]), 1e-3, 200, save_every=100)[1]
     np.testing.assert_allclose(traj.q[7], one.q, atol=1e-5 if dtype == "float32" else 1e-12)
     drift = np.abs(traj.energy[:, -1] - traj.energy[:, 0]).max()
     assert drift < (1e-3 if dtype == "float32" else 1e-8)  # RK4, dt = 1e-3: O(dt^4) per unit time
@@ -80,12 +80,12 @@ def test_quaternions_stay_normalized_and_gradients_flow():
     ball = sx.MobilizedBody.Ball(matter.Ground(), sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.7, 0], sx.Inertia(0.05))))
     model, state = system.realize_topology()
     state = ball.set_u_from_vector(ball.set_q_from_vector(state, jnp.array([1.0, 0.2, 0, 0.1])), jnp.array([0, 3.0, 0.5]))
-    final, _ = sx.integrate.simulate(model, state, 1e-3, 100)
+    final, _ = sx.integrate.rollout(model, state, 1e-3, 100)
     np.testing.assert_allclose(jnp.linalg.norm(final.q), 1.0, rtol=1e-14)
 
     def height(w):
         s = ball.set_u_from_vector(state, w)
-        end, _ = sx.integrate.simulate(model, s, 1e-2, 20, method="semi_explicit_euler")
+        end, _ = sx.integrate.rollout(model, s, 1e-2, 20, method="semi_explicit_euler")
         return ball.find_station_location_in_ground(model.realize(end), jnp.array([0, -0.7, 0]))[1]
 
     w = jnp.array([0.3, 3.0, 0.5])
@@ -99,7 +99,7 @@ def test_a_jitted_rollout_never_touches_the_host():
     # No callbacks in the program, and no transfer during a call on device
     # arguments: a step never synchronizes with Python.
     model, state = double_pendulum()
-    sim = jax.jit(lambda s: sx.integrate.simulate(model, s, 1e-3, 100, save_every=10))
+    sim = jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 100, save_every=10))
     names = primitive_names(jax.make_jaxpr(sim)(state).jaxpr)
     assert "scan" in names and not any("callback" in n for n in names), names
     state = jax.device_put(state)
@@ -113,6 +113,6 @@ def test_a_jitted_rollout_never_touches_the_host():
 def test_simulate_argument_errors():
     model, state = double_pendulum()
     with pytest.raises(ValueError, match="unknown method 'verlet'"):
-        sx.integrate.simulate(model, state, 1e-3, 10, method="verlet")
+        sx.integrate.rollout(model, state, 1e-3, 10, method="verlet")
     with pytest.raises(ValueError, match="multiple of save_every"):
-        sx.integrate.simulate(model, state, 1e-3, 10, save_every=3)
+        sx.integrate.rollout(model, state, 1e-3, 10, save_every=3)

@@ -15,7 +15,7 @@ import pytest
 from conftest import FD_STEP, random_state, rigid, with_forces
 
 import simbodyx as sx
-from simbodyx.integrate import simulate
+from simbodyx.integrate import rollout
 
 Motion = sx.Motion
 
@@ -111,8 +111,8 @@ def test_position_lock_moves_like_a_weld():
     weld_system, _, weld_second = double_pendulum(lock_first_as_weld_at=angle)
     weld_model, weld_state = weld_system.realize_topology()
     weld_state = weld_second.set_one_u(weld_state, 0, 1.5)
-    _, locked = simulate(model, state, 0.005, 100)
-    _, welded = simulate(weld_model, weld_state, 0.005, 100)
+    _, locked = rollout(model, state, 0.005, 100)
+    _, welded = rollout(weld_model, weld_state, 0.005, 100)
     np.testing.assert_array_equal(locked.q[:, 0], angle)
     np.testing.assert_array_equal(locked.u[:, 0], 0.0)
     np.testing.assert_allclose(locked.q[:, 1], welded.q[:, 0], atol=1e-10)
@@ -123,11 +123,11 @@ def test_velocity_and_acceleration_locks_over_time():
     system, first, second = double_pendulum()
     model, state = system.realize_topology()
     s = first.lock_at(second.set_one_q(state, 0, 0.3), 0.8, Motion.Velocity)
-    _, trajectory = simulate(model, s, 0.01, 50, save_every=10)
+    _, trajectory = rollout(model, s, 0.01, 50, save_every=10)
     np.testing.assert_allclose(trajectory.u[:, 0], 0.8, atol=1e-14)
     np.testing.assert_allclose(trajectory.q[:, 0], 0.8 * trajectory.t, atol=1e-12)
     s = first.lock_at(state, -2.0, Motion.Acceleration)
-    _, trajectory = simulate(model, s, 0.01, 50, save_every=10)
+    _, trajectory = rollout(model, s, 0.01, 50, save_every=10)
     np.testing.assert_allclose(trajectory.u[:, 0], -2.0 * trajectory.t, atol=1e-12)
 
 

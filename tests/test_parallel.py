@@ -133,7 +133,7 @@ def test_two_cpu_devices_in_a_fresh_process():
         sharded = sx.parallel.shard_batch(states)
         assert len(sharded.q.sharding.device_set) == 2
         fd = lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot
-        rollout = lambda s: sx.integrate.simulate(model, s, 1e-3, 10)[1].q
+        rollout = lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[1].q
         for f in (fd, rollout):
             out = jax.jit(jax.vmap(f))(sharded)
             assert len(out.sharding.device_set) == 2, out.sharding

@@ -20,6 +20,7 @@ from simbodyx import (
     assembly as assembly,
     constraints as constraints,
     integrate as integrate,
+    integrators as integrators,
     mobilizers as mobilizers,
     parallel as parallel,
     projection as projection,
@@ -41,6 +42,12 @@ from simbodyx.build import (
 )
 from simbodyx.constraints import Constraint as Constraint
 from simbodyx.forces import Force as Force, GeneralForceSubsystem as GeneralForceSubsystem
+from simbodyx.integrators import (
+    Integrator as Integrator,
+    IntegratorStats as IntegratorStats,
+    IntegratorStatus as IntegratorStatus,
+    simulate as simulate,
+)
 from simbodyx.locks import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model

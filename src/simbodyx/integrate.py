@@ -1,10 +1,11 @@
 """Fixed-step time integration of qdot = N(q) u, M udot = f.
 
 Each step takes a State (any stage) and returns the next State at stage
-Time (caches dropped) with its quaternions normalized. ``simulate`` runs
+Time (caches dropped) with its quaternions normalized. ``rollout`` runs
 steps under ``lax.scan``; everything is pure, so ``jax.vmap`` over initial
-States and ``jax.grad`` through a rollout work. Error-controlled steps,
-projection and events come with constraints.
+States and ``jax.grad`` through a rollout work. Simbody's error-controlled
+integrators, with projection onto the constraint manifold, are
+``simbodyx.integrators`` (``sx.simulate``).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def rk4_step(model, state: State, dt) -> State:
 STEPS = {"euler": euler_step, "semi_explicit_euler": semi_explicit_euler_step, "rk4": rk4_step}
 
 
-def simulate(model, state: State, dt, num_steps: int, save_every: int = 1, method: str = "rk4"):
+def rollout(model, state: State, dt, num_steps: int, save_every: int = 1, method: str = "rk4"):
     """Run ``num_steps`` fixed steps of ``method`` ("euler", "semi_explicit_euler"
     or "rk4"); return (final State, Trajectory with num_steps // save_every + 1 rows).
     """

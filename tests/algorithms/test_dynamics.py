@@ -63,7 +63,7 @@ def test_compound_pendulum_small_oscillation_period():
     model, state = system.realize_topology()
     period = 2 * np.pi * np.sqrt((Ic + m * d * d) / (m * g * d))
     dt = period / 2000
-    _, traj = jax.jit(lambda s: sx.integrate.simulate(model, s, dt, 4000))(state)
+    _, traj = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, 4000))(state)
     q = np.asarray(traj.q[:, 0])
     t = np.asarray(traj.t)
     i = np.flatnonzero((q[:-1] > 0) & (q[1:] <= 0))  # downward zero crossings
@@ -79,7 +79,7 @@ def test_free_body_torque_free_precession():
     free = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(sx.MassProperties(1.5, [0, 0, 0], sx.Inertia(I1, I1, I3))))
     model, state = system.realize_topology()
     state = free.set_u_from_vector(state, jnp.array([*w0, 0.1, 0.2, 0.3]))
-    final, traj = jax.jit(lambda s: sx.integrate.simulate(model, s, 1e-3, 3000, save_every=1000))(state)
+    final, traj = jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 3000, save_every=1000))(state)
     np.testing.assert_allclose(traj.energy, traj.energy[0], rtol=1e-11)
     h0 = model.matter.calc_system_central_momentum(state)
     h1 = model.matter.calc_system_central_momentum(final)

@@ -14,7 +14,7 @@ import pytest
 from conftest import random_transform, rigid
 
 import simbodyx as sx
-from simbodyx.integrate import simulate
+from simbodyx.integrate import rollout
 
 # Frame rotations turning a Pin's z axis (or a Slider's x axis) onto x, y or z.
 PIN_X, PIN_Y, PIN_Z = sx.Rotation.about_y(np.pi / 2), sx.Rotation.about_x(-np.pi / 2), sx.Rotation()
@@ -83,7 +83,7 @@ def test_compound_joints_move_like_chains_through_massless_bodies(branches):
             q[qb[:4]] /= np.linalg.norm(q[qb[:4]])
         q[chain_slices(model, links, "q")] = q[qb][q_map]
         u[chain_slices(model, links, "u")] = u[ub][u_map]
-    _, trajectory = simulate(model, state.with_q(jnp.asarray(q)).with_u(jnp.asarray(u)), 0.01, 100, save_every=10)
+    _, trajectory = rollout(model, state.with_q(jnp.asarray(q)).with_u(jnp.asarray(u)), 0.01, 100, save_every=10)
     for kind, (builtin, links) in pairs.items():
         _, q_map, u_map = EQUIVALENT[kind]
         for attribute, mapping, values in (("q", q_map, trajectory.q), ("u", u_map, trajectory.u)):

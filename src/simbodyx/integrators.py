@@ -1,0 +1,476 @@
+"""Simbody's error-controlled integrators and its TimeStepper: ``simulate``.
+
+``simulate(model, state, integrator, report_times)`` advances a State to each
+report time in turn with one of Simbody's integrators, chosen by name:
+
+======================================  =====  ============================
+``Integrator.RungeKuttaMerson``          4(3)  Simbody's default choice
+``Integrator.RungeKutta3``               3(2)
+``Integrator.RungeKuttaFeldberg``        4(5)  error estimate of order 5
+``Integrator.Verlet``                    3(2)  velocities by a trapezoid
+                                               fixed-point iteration
+``Integrator.SemiExplicitEuler2``        1     error from two half steps
+``Integrator.ExplicitEuler``             1     error from the trapezoid rule
+======================================  =====  ============================
+
+Each step follows Simbody's AbstractIntegrator: an explicit step from the
+accepted point (t0, q0, u0) and its derivatives; Simbody's error norm (the
+q errors weighted as ``N Wu N^+ dq``, the u errors relative to
+max(|u0|, 1 / Wu), each RMS or infinity norm, the larger of the two); a
+projection of q, then u, onto the constraint manifold to the constraint
+tolerance, carrying the error estimate with it (``projection.project_q`` /
+``project_u`` with ``local_only``, quaternions normalized); and Simbody's
+step-size rule (safety 0.9, growth at most 5x and only above 1.2x, shrink
+at least to 0.9x and at most to 0.1x, a step that met the accuracy is never
+shrunk). The State at a report time inside a step is the cubic Hermite
+interpolant of the step's ends (linear for the Euler methods), projected.
+
+Everything is pure: the stepping is a while loop per report interval
+(``equinox.internal.while_loop``, the loop diffrax is built on), so
+``jax.vmap`` runs a batch of trajectories, each with its own steps, and
+``jax.grad`` differentiates a rollout in reverse mode with recursive
+checkpointing (memory grows with the log of ``max_steps``, not the number
+of steps). Failures never raise inside jit: ``IntegratorStats.status``
+reports them and ``throw=True`` raises through ``equinox.error_if``.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+
+import equinox as eqx
+import equinox.internal as eqxi
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
+from simbodyx.integrate import Trajectory, total_energy
+from simbodyx.module import Module
+from simbodyx.projection import ProjectOptions, project_q, project_u
+from simbodyx.stage import Stage
+from simbodyx.state import State
+
+
+class IntegratorStatus(enum.IntEnum):
+    """Why ``simulate`` stopped (Simbody reports these as exceptions)."""
+
+    Succeeded = 1
+    #: the step size fell to nothing (Simbody: "Unable to advance time past t")
+    StepSizeTooSmall = 2
+    #: ``max_steps`` attempts did not reach the next report time
+    StepLimitReached = 3
+    #: the initial State could not be projected onto the constraint manifold
+    InitialProjectionFailed = 4
+    #: q, u or their derivatives became NaN or infinite at a minimum-size step
+    NonFinite = 5
+
+
+class IntegratorStats(Module):
+    """Simbody's integrator statistics, as arrays (batched under vmap)."""
+
+    status: jnp.ndarray  #: int32, an IntegratorStatus
+    num_steps_taken: jnp.ndarray  #: int32 accepted steps
+    num_steps_attempted: jnp.ndarray  #: int32 all tries, accepted or not
+    num_error_test_failures: jnp.ndarray  #: int32 tries rejected by the error test
+    num_convergence_test_failures: jnp.ndarray  #: int32 tries whose projection failed
+    actual_initial_step_size_taken: jnp.ndarray  #: s (NaN before the first step)
+    previous_step_size_taken: jnp.ndarray  #: s
+    predicted_next_step_size: jnp.ndarray  #: s
+
+    @property
+    def succeeded(self):
+        return self.status == IntegratorStatus.Succeeded
+
+
+class _Point(Module):
+    """An accepted point of the trajectory and its derivatives."""
+
+    t: jnp.ndarray
+    q: jnp.ndarray
+    u: jnp.ndarray
+    qdot: jnp.ndarray
+    udot: jnp.ndarray
+    qdotdot: jnp.ndarray
+
+
+def _at(base: State, t, q, u) -> State:
+    return base.replace(t=t, q=q, u=u, keep=Stage.Time)
+
+
+def _evaluate(model, base: State, t, q, u) -> _Point:
+    """The point (t, q, u) with its derivatives (locks applied to q and u)."""
+    s = model.realize(_at(base, t, q, u), Stage.Acceleration)
+    return _Point(t, s.q, s.u, s.velocity.qdot, s.acceleration.udot, s.acceleration.qdotdot)
+
+
+def _derivatives(model, base: State, t, q, u):
+    p = _evaluate(model, base, t, q, u)
+    return p.qdot, p.udot
+
+
+class Integrator(Module):
+    """Settings shared by Simbody's integrators (static: changing one recompiles).
+
+    ``accuracy`` is the relative accuracy of each step (Simbody's default
+    1e-3); ``constraint_tolerance`` the accuracy of the projections (default:
+    ``accuracy``). ``initial_step`` defaults to the model's time scale / 10;
+    ``minimum_step`` and ``maximum_step`` bound every step; ``fixed_step``
+    sets all three (steps then always succeed). ``max_steps`` caps the tries
+    between two report times. With ``allow_interpolation=False`` steps end
+    exactly at each report time instead of being interpolated. ``reverse_mode``
+    chooses the checkpointed loop (``jax.grad``) over the plain one
+    (``jax.jvp`` / ``jax.jacfwd``).
+    """
+
+    accuracy: float = eqx.field(static=True, default=1e-3)
+    constraint_tolerance: float | None = eqx.field(static=True, default=None)
+    initial_step: float | None = eqx.field(static=True, default=None)
+    minimum_step: float | None = eqx.field(static=True, default=None)
+    maximum_step: float | None = eqx.field(static=True, default=None)
+    fixed_step: float | None = eqx.field(static=True, default=None)
+    use_infinity_norm: bool = eqx.field(static=True, default=False)
+    project_interpolated_states: bool = eqx.field(static=True, default=True)
+    allow_interpolation: bool = eqx.field(static=True, default=True)
+    max_steps: int = eqx.field(static=True, default=10_000)
+    reverse_mode: bool = eqx.field(static=True, default=True)
+
+    #: Simbody's method name, the order of its step-size rule, and whether
+    #: report states are interpolated linearly (the Euler methods)
+    name = "Integrator"
+    error_order = 0
+    linear_interpolation = False
+
+    def __check_init__(self):
+        label = f"Integrator.{self.name}"
+        if type(self) is Integrator:
+            raise TypeError("choose a method: Integrator.RungeKuttaMerson(...), Integrator.Verlet(...), ...")
+        positive = {"accuracy": self.accuracy, "constraint_tolerance": self.constraint_tolerance,
+                    "initial_step": self.initial_step, "minimum_step": self.minimum_step,
+                    "maximum_step": self.maximum_step, "fixed_step": self.fixed_step}
+        for field, value in positive.items():
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{label}: {field} must be a positive number, got {value}")
+        if self.minimum_step and self.maximum_step and self.minimum_step > self.maximum_step:
+            raise ValueError(f"{label}: minimum_step {self.minimum_step} exceeds maximum_step {self.maximum_step}")
+        if not (isinstance(self.max_steps, int) and self.max_steps >= 1):
+            raise ValueError(f"{label}: max_steps must be a positive int, got {self.max_steps!r}")
+
+    # -- settings in use ---------------------------------------------------------------
+    @property
+    def tolerance(self) -> float:
+        return self.accuracy if self.constraint_tolerance is None else self.constraint_tolerance
+
+    def step_bounds(self):
+        """(minimum, maximum) step, 0 and inf where unset."""
+        if self.fixed_step is not None:
+            return self.fixed_step, self.fixed_step
+        return self.minimum_step or 0.0, self.maximum_step or np.inf
+
+    def first_step(self, model) -> float:
+        if self.fixed_step is not None:
+            return self.fixed_step
+        h = self.initial_step or model.default_time_scale / 10
+        low, high = self.step_bounds()
+        return float(min(max(h, low), high))
+
+    def project_options(self) -> ProjectOptions:
+        tol = self.tolerance
+        return ProjectOptions(accuracy=tol, projection_limit=max(2 * tol, float(np.sqrt(tol))), local_only=True,
+                              use_infinity_norm=self.use_infinity_norm)
+
+    # -- one try -----------------------------------------------------------------------
+    def error_norm(self, base: State, p0: _Point, q1, q_err, u_err):
+        """Simbody's calcErrorNorm: q errors as N Wu N^+ dq at q1 (Wu = 1), u
+        errors relative to max(|u0|, 1), the larger of the two norms."""
+        top = base.topology
+        dq = multiply_by_n(top, q1, multiply_by_n_inv(top, q1, q_err))
+        du = u_err / jnp.maximum(jnp.abs(p0.u), 1.0)
+
+        def norm(x):
+            if x.shape[0] == 0:
+                return jnp.zeros((), x.dtype)
+            return jnp.max(jnp.abs(x)) if self.use_infinity_norm else jnp.sqrt(jnp.mean(x * x))
+
+        return jnp.maximum(norm(dq), norm(du))
+
+    def project(self, model, base: State, t1, q1, u1, q_err=None, u_err=None):
+        """(q, u, q_err, u_err, converged): q then u projected at t1 (with the
+        error estimate when given), as Simbody's localProject*AndErrEst."""
+        options = self.project_options()
+        s = _at(base, t1, q1, u1)
+        if q_err is None:
+            s, rq = project_q(model, s, options, throw=False)
+            s, ru = project_u(model, s, options, throw=False)
+        else:
+            s, rq, q_err = project_q(model, s, options, error_estimate=q_err, throw=False)
+            s, ru, u_err = project_u(model, s, options, error_estimate=u_err, throw=False)
+        return s.q, s.u, q_err, u_err, rq.succeeded & ru.succeeded
+
+    def explicit_step(self, model, base: State, p0: _Point, h):
+        """(q1, u1, q_err, u_err) of the method's explicit formula (Runge-Kutta methods)."""
+        raise NotImplementedError
+
+    def attempt(self, model, base: State, p0: _Point, t1):
+        """(q1, u1, q_err, u_err, converged): Simbody's attemptDAEStep. The
+        explicit step, then, when its error is within 2^p of the accuracy
+        (a projection could rescue it), the projection of q, u and the error
+        estimate with limit max(2 tol, sqrt(tol))."""
+        q1, u1, q_err, u_err = self.explicit_step(model, base, p0, t1 - p0.t)
+        worth = self.error_norm(base, p0, q1, q_err, u_err) <= 2.0 ** self.error_order * self.accuracy
+        qp, up, qe, ue, converged = self.project(model, base, t1, q1, u1, q_err, u_err)
+        pick = lambda a, b: jnp.where(worth, a, b)  # noqa: E731
+        return pick(qp, q1), pick(up, u1), pick(qe, q_err), pick(ue, u_err), converged | ~worth
+
+    def interpolate(self, p0: _Point, p1: _Point, t):
+        """(q, u) at t in [p0.t, p1.t]: cubic Hermite, or linear."""
+        h = p1.t - p0.t
+        s = jnp.where(h > 0, (t - p0.t) / jnp.where(h > 0, h, 1.0), 1.0)
+        if self.linear_interpolation:
+            return (1 - s) * p0.q + s * p1.q, (1 - s) * p0.u + s * p1.u
+        h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
+        q = h00 * p0.q + h10 * h * p0.qdot + h01 * p1.q + h11 * h * p1.qdot
+        u = h00 * p0.u + h10 * h * p0.udot + h01 * p1.u + h11 * h * p1.udot
+        return q, u
+
+
+class _RungeKutta(Integrator):
+    """An explicit Runge-Kutta method given by its tableau: stage times c,
+    stage coefficients a, the propagated weights b and the error weights e
+    (y1_err = h sum e_i k_i)."""
+
+    c = ()
+    a = ()
+    b = ()
+    e = ()
+
+    def explicit_step(self, model, base, p0, h):
+        kq, ku = [p0.qdot], [p0.udot]
+        for ci, row in zip(self.c, self.a):
+            q = p0.q + h * sum(w * k for w, k in zip(row, kq) if w)
+            u = p0.u + h * sum(w * k for w, k in zip(row, ku) if w)
+            qdot, udot = _derivatives(model, base, p0.t + ci * h, q, u)
+            kq.append(qdot)
+            ku.append(udot)
+        combine = lambda w, k, y: y + h * sum(wi * ki for wi, ki in zip(w, k) if wi)  # noqa: E731
+        return (combine(self.b, kq, p0.q), combine(self.b, ku, p0.u),
+                combine(self.e, kq, 0.0 * p0.q), combine(self.e, ku, 0.0 * p0.u))
+
+
+class RungeKuttaMerson(_RungeKutta):
+    """Merson's 5-stage fourth-order method with a third-order embedded
+    estimate (Hairer, Norsett & Wanner I, table 4.1), Simbody's workhorse."""
+
+    name, error_order = "RungeKuttaMerson", 4
+    c = (1 / 3, 1 / 3, 1 / 2, 1.0)
+    a = ((1 / 3,), (1 / 6, 1 / 6), (1 / 8, 0.0, 3 / 8), (1 / 2, 0.0, -3 / 2, 2.0))
+    b = (1 / 6, 0.0, 0.0, 2 / 3, 1 / 6)
+    e = (-1 / 15, 0.0, 3 / 10, -4 / 15, 1 / 30)  # (y1 - y_stage4) / 5
+
+
+class RungeKutta3(_RungeKutta):
+    """Kutta's third-order method, error against the second-order midpoint rule."""
+
+    name, error_order = "RungeKutta3", 3
+    c = (1 / 2, 1.0)
+    a = ((1 / 2,), (-1.0, 2.0))
+    b = (1 / 6, 2 / 3, 1 / 6)
+    e = (1 / 6, -1 / 3, 1 / 6)
+
+
+class RungeKuttaFeldberg(_RungeKutta):
+    """Fehlberg's 4(5) pair: the fourth-order solution propagated, the
+    difference from the fifth-order one its error."""
+
+    name, error_order = "RungeKuttaFeldberg", 4
+    c = (1 / 4, 3 / 8, 12 / 13, 1.0, 1 / 2)
+    a = ((1 / 4,), (3 / 32, 9 / 32), (1932 / 2197, -7200 / 2197, 7296 / 2197),
+         (439 / 216, -8.0, 3680 / 513, -845 / 4104), (-8 / 27, 2.0, -3544 / 2565, 1859 / 4104, -11 / 40))
+    b = (25 / 216, 0.0, 1408 / 2565, 2197 / 4104, -1 / 5, 0.0)
+    e = (16 / 135 - 25 / 216, 0.0, 6656 / 12825 - 1408 / 2565, 28561 / 56430 - 2197 / 4104, -9 / 50 + 1 / 5, 2 / 55)
+
+
+class ExplicitEuler(Integrator):
+    """y1 = y0 + h f0, projected; its error is the difference from the
+    trapezoid rule with the derivatives at the projected end (order 2)."""
+
+    name, error_order, linear_interpolation = "ExplicitEuler", 2, True
+
+    def attempt(self, model, base, p0, t1):
+        h = t1 - p0.t
+        q1, u1 = p0.q + h * p0.qdot, p0.u + h * p0.udot
+        qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
+        qdot1, udot1 = _derivatives(model, base, t1, qp, up)
+        return qp, up, q1 - (p0.q + h / 2 * (p0.qdot + qdot1)), u1 - (p0.u + h / 2 * (p0.udot + udot1)), converged
+
+
+class SemiExplicitEuler2(Integrator):
+    """Semi-explicit (symplectic) Euler, u first then q = q0 + h N(q0) u1,
+    taken as two half steps; the difference from one full step is the error."""
+
+    name, error_order, linear_interpolation = "SemiExplicitEuler2", 2, True
+
+    def attempt(self, model, base, p0, t1):
+        top, h = base.topology, t1 - p0.t
+        u_big = p0.u + h * p0.udot
+        q_big = p0.q + h * multiply_by_n(top, p0.q, u_big)
+        u_half = p0.u + h / 2 * p0.udot
+        q_half = p0.q + h / 2 * multiply_by_n(top, p0.q, u_half)
+        _, udot_half = _derivatives(model, base, p0.t + h / 2, q_half, u_half)
+        u1 = u_half + h / 2 * udot_half
+        q1 = q_half + h / 2 * multiply_by_n(top, q_half, u1)
+        qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
+        return qp, up, q1 - q_big, u1 - u_big, converged
+
+
+class Verlet(Integrator):
+    """Velocity Verlet: q1 = q0 + h qdot0 + h^2/2 qdotdot0 (projected), u1 by
+    the trapezoid rule iterated to convergence (at most 10 fixed-point
+    passes); errors against the trapezoid rule for q and explicit Euler for u
+    (times h), order 3."""
+
+    name, error_order = "Verlet", 3
+
+    def attempt(self, model, base, p0, t1):
+        h = t1 - p0.t
+        options = self.project_options()
+        q1 = p0.q + h * p0.qdot + h * h / 2 * p0.qdotdot
+        u_euler = p0.u + h * p0.udot
+        s, rq = project_q(model, _at(base, t1, q1, u_euler), options, throw=False)
+        q1 = s.q
+        tol = min(1e-4, 0.1 * self.accuracy)
+
+        def refine(_, carry):
+            u, done = carry
+            _, udot = _derivatives(model, base, t1, q1, u)
+            u_new = p0.u + h / 2 * (p0.udot + udot)
+            change = jnp.linalg.norm(u_new - u) / (jnp.linalg.norm(u) + 1e-300)
+            return jnp.where(done, u, u_new), done | (change <= tol)
+
+        u1, converged = jax.lax.fori_loop(0, 10, refine, (u_euler, jnp.zeros((), bool)))
+        qdot1, _ = _derivatives(model, base, t1, q1, u1)
+        q_err = p0.q + h / 2 * (p0.qdot + qdot1) - q1
+        s, ru, u_err = project_u(model, _at(base, t1, q1, u1), options, error_estimate=(u_euler - u1) * h,
+                                 throw=False)
+        return s.q, s.u, q_err, u_err, converged & rq.succeeded & ru.succeeded
+
+
+for _cls in (RungeKuttaMerson, RungeKutta3, RungeKuttaFeldberg, Verlet, SemiExplicitEuler2, ExplicitEuler):
+    setattr(Integrator, _cls.__name__, _cls)
+
+
+# -- the time stepper ----------------------------------------------------------------------
+
+def _adjust_step(integrator: Integrator, err, h, limited):
+    """(next h, success): Simbody's AbstractIntegratorRep::adjustStepSize."""
+    accuracy, order = integrator.accuracy, integrator.error_order
+    safe_err = jnp.where(jnp.isfinite(err) & (err > 0), err, 1.0)
+    new = jnp.where(~jnp.isfinite(err), 0.1 * h,
+                    jnp.where(err == 0, 5 * h, 0.9 * h * (accuracy / safe_err) ** (1 / order)))
+    new = jnp.where((new > h) & (limited | (new < 1.2 * h)), h, new)
+    new = jnp.where(new < h, jnp.where(err <= accuracy, h, jnp.minimum(new, 0.9 * h)), new)
+    low, high = integrator.step_bounds()
+    new = jnp.clip(jnp.clip(new, 0.1 * h, 5 * h), low, high)
+    return new, new >= h
+
+
+class _Carry(Module):
+    prev: _Point
+    adv: _Point
+    h: jnp.ndarray
+    status: jnp.ndarray
+    counts: jnp.ndarray  #: (4,) int32: taken, attempted, error failures, convergence failures
+    first_step: jnp.ndarray
+    last_step: jnp.ndarray
+
+
+def simulate(model, state: State, integrator: Integrator, report_times, *, throw: bool = True):
+    """(final State, Trajectory at the report times, IntegratorStats): Simbody's
+    TimeStepper stepping ``state`` to each of ``report_times`` (s, nondecreasing,
+    none before ``state.t``; the last is the final time, reached by a step).
+
+    The initial State is projected onto the constraint manifold first. A
+    report time at ``state.t`` reports that projected State. Samples after a
+    failure are NaN and ``stats.status`` says why; ``throw=True`` raises then.
+    """
+    if not isinstance(integrator, Integrator):
+        raise TypeError(f"simulate: integrator must be one of sx.Integrator's methods, got {type(integrator)}")
+    times = jnp.asarray(report_times, state.q.dtype)
+    if times.ndim != 1 or times.shape[0] == 0:
+        raise ValueError(f"simulate: report_times must be a non-empty 1-D array, got shape {times.shape}")
+    if not isinstance(report_times, jax.core.Tracer):
+        concrete = np.asarray(report_times, float)
+        if np.any(np.diff(concrete) < 0) or not np.all(np.isfinite(concrete)):
+            raise ValueError("simulate: report_times must be finite and nondecreasing")
+        if not isinstance(state.t, jax.core.Tracer) and concrete[0] < float(state.t):
+            raise ValueError(f"simulate: the first report time {concrete[0]} is before the State's time "
+                             f"{float(state.t)}")
+    final, trajectory, stats = _simulate(model, model.matter._check(state), integrator, times)
+    if throw:
+        message = ("simulate failed: see IntegratorStats.status (StepSizeTooSmall, StepLimitReached, "
+                   "InitialProjectionFailed, NonFinite); pass throw=False to get the status instead")
+        stats = eqx.tree_at(lambda r: r.status, stats,
+                            eqx.error_if(stats.status, stats.status != IntegratorStatus.Succeeded, message))
+    return final, trajectory, stats
+
+
+@functools.partial(jax.jit, static_argnames="integrator")
+def _simulate(model, state: State, integrator: Integrator, times):
+    dtype = state.q.dtype
+    base = _at(state, state.t, state.q, state.u)
+    q0, u0, _, _, ok0 = integrator.project(model, base, state.t, state.q, state.u)
+    start = _evaluate(model, base, state.t, q0, u0)
+    low, _ = integrator.step_bounds()
+    final_time = times[-1]
+    zero = jnp.zeros((), dtype)
+    carry = _Carry(start, start, jnp.asarray(integrator.first_step(model), dtype),
+                   jnp.where(ok0, IntegratorStatus.Succeeded, IntegratorStatus.InitialProjectionFailed).astype(jnp.int32),
+                   jnp.zeros(4, jnp.int32), zero + jnp.nan, zero + jnp.nan)
+
+    def running(c: _Carry, target):
+        return (c.adv.t < target) & (c.status == IntegratorStatus.Succeeded)
+
+    def attempt(c: _Carry, target):
+        p0, h = c.adv, c.h
+        t_max = final_time if integrator.allow_interpolation else target
+        limited = t_max < p0.t + 0.95 * h
+        t1 = jnp.where(limited | (t_max <= p0.t + 1.001 * h), t_max, p0.t + h)
+        q1, u1, q_err, u_err, converged = integrator.attempt(model, base, p0, t1)
+        converged &= jnp.all(jnp.isfinite(q1)) & jnp.all(jnp.isfinite(u1))
+        err = jnp.where(converged, integrator.error_norm(base, p0, q1, q_err, u_err), jnp.inf)
+        h_next, success = _adjust_step(integrator, err, h, limited)
+        p1 = _evaluate(model, base, t1, q1, u1)
+        finite = jnp.all(jnp.isfinite(p1.udot)) & jnp.all(jnp.isfinite(p1.qdot))
+        accepted = success & finite
+        status = jnp.where(t1 <= p0.t, IntegratorStatus.StepSizeTooSmall,
+                           jnp.where(success & ~finite & (h <= low), IntegratorStatus.NonFinite, c.status))
+        accepted &= status == IntegratorStatus.Succeeded
+        h_next = jnp.where(success & ~finite, jnp.maximum(0.1 * h, low), h_next)
+        taken = jnp.where(accepted, t1 - p0.t, c.last_step)
+        pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accepted, x, y), a, b)  # noqa: E731
+        counts = c.counts + jnp.stack([accepted, jnp.ones((), bool), converged & ~success,
+                                       ~converged]).astype(jnp.int32)
+        return _Carry(pick(p0, c.prev), pick(p1, c.adv), h_next, status.astype(c.status.dtype), counts,
+                      jnp.where(jnp.isnan(c.first_step) & accepted, taken, c.first_step), taken)
+
+    kind = "checkpointed" if integrator.reverse_mode else "lax"
+
+    def interval(c: _Carry, target):
+        c = eqxi.while_loop(lambda c: running(c, target), lambda c: attempt(c, target), c,
+                            max_steps=integrator.max_steps, kind=kind)
+        c = eqx.tree_at(lambda c: c.status, c, jnp.where(
+            (c.status == IntegratorStatus.Succeeded) & (c.adv.t < target), IntegratorStatus.StepLimitReached,
+            c.status).astype(c.status.dtype))
+        at_end = target >= c.adv.t
+        q, u = integrator.interpolate(c.prev, c.adv, target)
+        if integrator.project_interpolated_states:
+            q, u, _, _, _ = integrator.project(model, base, target, q, u)
+        q, u = jnp.where(at_end, c.adv.q, q), jnp.where(at_end, c.adv.u, u)
+        bad = c.status != IntegratorStatus.Succeeded
+        q, u = jnp.where(bad, jnp.nan, q), jnp.where(bad, jnp.nan, u)
+        return c, (target, q, u, total_energy(model, _at(base, target, q, u)))
+
+    c, (t, q, u, energy) = jax.lax.scan(interval, carry, times)
+    stats = IntegratorStats(c.status.astype(jnp.int32), *c.counts, c.first_step, c.last_step, c.h)
+    return _at(base, c.adv.t, c.adv.q, c.adv.u), Trajectory(t=t, q=q, u=u, energy=energy), stats
