@@ -77,3 +77,18 @@ def test_program_memory_counts_arguments_and_outputs():
     f = jax.jit(lambda x: x * 2.0)
     f(x)
     assert run.program_memory_mib(f, x) == 2.0  # argument and output, nothing else
+
+
+def test_integrator_benchmark_smoke():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "integrators.py"), "--models", "chain7", "--batch", "4",
+         "--repeats", "1", "--no-diffrax", "--no-grad"],
+        capture_output=True, text=True, check=True, timeout=600,
+    ).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| simbodyx") or line.startswith("| MuJoCo")]
+    assert rows[0].startswith("| simbodyx")
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        return
+    assert any(row.startswith("| MuJoCo C RK4") for row in rows)

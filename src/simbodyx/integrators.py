@@ -85,29 +85,27 @@ class IntegratorStats(Module):
 
 
 class _Point(Module):
-    """An accepted point of the trajectory and its derivatives."""
+    """A point of the trajectory (t, q, u) and, once evaluated, its derivatives."""
 
     t: jnp.ndarray
     q: jnp.ndarray
     u: jnp.ndarray
     qdot: jnp.ndarray
     udot: jnp.ndarray
-    qdotdot: jnp.ndarray
 
 
 def _at(base: State, t, q, u) -> State:
     return base.replace(t=t, q=q, u=u, keep=Stage.Time)
 
 
-def _evaluate(model, base: State, t, q, u) -> _Point:
-    """The point (t, q, u) with its derivatives (locks applied to q and u)."""
-    s = model.realize(_at(base, t, q, u), Stage.Acceleration)
-    return _Point(t, s.q, s.u, s.velocity.qdot, s.acceleration.udot, s.acceleration.qdotdot)
+def _realized(model, base: State, t, q, u) -> State:
+    return model.realize(_at(base, t, q, u), Stage.Acceleration)
 
 
 def _derivatives(model, base: State, t, q, u):
-    p = _evaluate(model, base, t, q, u)
-    return p.qdot, p.udot
+    """(qdot, udot) at (t, q, u), locks applied."""
+    s = _realized(model, base, t, q, u)
+    return s.velocity.qdot, s.acceleration.udot
 
 
 class Integrator(Module):
@@ -181,12 +179,12 @@ class Integrator(Module):
                               use_infinity_norm=self.use_infinity_norm)
 
     # -- one try -----------------------------------------------------------------------
-    def error_norm(self, base: State, p0: _Point, q1, q_err, u_err):
+    def error_norm(self, base: State, u0, q1, q_err, u_err):
         """Simbody's calcErrorNorm: q errors as N Wu N^+ dq at q1 (Wu = 1), u
         errors relative to max(|u0|, 1), the larger of the two norms."""
         top = base.topology
         dq = multiply_by_n(top, q1, multiply_by_n_inv(top, q1, q_err))
-        du = u_err / jnp.maximum(jnp.abs(p0.u), 1.0)
+        du = u_err / jnp.maximum(jnp.abs(u0), 1.0)
 
         def norm(x):
             if x.shape[0] == 0:
@@ -197,7 +195,10 @@ class Integrator(Module):
 
     def project(self, model, base: State, t1, q1, u1, q_err=None, u_err=None):
         """(q, u, q_err, u_err, converged): q then u projected at t1 (with the
-        error estimate when given), as Simbody's localProject*AndErrEst."""
+        error estimate when given), as Simbody's localProject*AndErrEst; a
+        model with neither constraints nor quaternions has nothing to project."""
+        if not model.params.constraints and not base.topology.quaternion_bodies:
+            return q1, u1, q_err, u_err, jnp.ones((), bool)
         options = self.project_options()
         s = _at(base, t1, q1, u1)
         if q_err is None:
@@ -208,20 +209,10 @@ class Integrator(Module):
             s, ru, u_err = project_u(model, s, options, error_estimate=u_err, throw=False)
         return s.q, s.u, q_err, u_err, rq.succeeded & ru.succeeded
 
-    def explicit_step(self, model, base: State, p0: _Point, h):
-        """(q1, u1, q_err, u_err) of the method's explicit formula (Runge-Kutta methods)."""
-        raise NotImplementedError
-
     def attempt(self, model, base: State, p0: _Point, t1):
-        """(q1, u1, q_err, u_err, converged): Simbody's attemptDAEStep. The
-        explicit step, then, when its error is within 2^p of the accuracy
-        (a projection could rescue it), the projection of q, u and the error
-        estimate with limit max(2 tol, sqrt(tol))."""
-        q1, u1, q_err, u_err = self.explicit_step(model, base, p0, t1 - p0.t)
-        worth = self.error_norm(base, p0, q1, q_err, u_err) <= 2.0 ** self.error_order * self.accuracy
-        qp, up, qe, ue, converged = self.project(model, base, t1, q1, u1, q_err, u_err)
-        pick = lambda a, b: jnp.where(worth, a, b)  # noqa: E731
-        return pick(qp, q1), pick(up, u1), pick(qe, q_err), pick(ue, u_err), converged | ~worth
+        """(q1, u1, q_err, u_err, converged, p0 with its derivatives): one try
+        from p0 (t, q, u) to t1, Simbody's attemptDAEStep."""
+        raise NotImplementedError
 
     def interpolate(self, p0: _Point, p1: _Point, t):
         """(q, u) at t in [p0.t, p1.t]: cubic Hermite, or linear."""
@@ -237,8 +228,8 @@ class Integrator(Module):
 
 class _RungeKutta(Integrator):
     """An explicit Runge-Kutta method given by its tableau: stage times c,
-    stage coefficients a, the propagated weights b and the error weights e
-    (y1_err = h sum e_i k_i)."""
+    stage coefficients a (rows 2..s), the propagated weights b and the error
+    weights e (y1_err = h sum e_i k_i)."""
 
     c = ()
     a = ()
@@ -246,16 +237,35 @@ class _RungeKutta(Integrator):
     e = ()
 
     def explicit_step(self, model, base, p0, h):
-        kq, ku = [p0.qdot], [p0.udot]
-        for ci, row in zip(self.c, self.a):
-            q = p0.q + h * sum(w * k for w, k in zip(row, kq) if w)
-            u = p0.u + h * sum(w * k for w, k in zip(row, ku) if w)
-            qdot, udot = _derivatives(model, base, p0.t + ci * h, q, u)
-            kq.append(qdot)
-            ku.append(udot)
-        combine = lambda w, k, y: y + h * sum(wi * ki for wi, ki in zip(w, k) if wi)  # noqa: E731
-        return (combine(self.b, kq, p0.q), combine(self.b, ku, p0.u),
-                combine(self.e, kq, 0.0 * p0.q), combine(self.e, ku, 0.0 * p0.u))
+        """(q1, u1, q_err, u_err, p0 with its derivatives). The stages, the
+        first at p0 itself, are one ``lax.scan``: the dynamics is traced and
+        compiled once per step, not once per stage."""
+        s, dtype = len(self.b), p0.q.dtype
+        a = np.zeros((s, s))
+        for i, row in enumerate(self.a, start=1):
+            a[i, :len(row)] = row
+        a, c = jnp.asarray(a, dtype), jnp.asarray((0.0,) + tuple(self.c), dtype)
+
+        def stage(k, i):
+            kq, ku = k
+            qdot, udot = _derivatives(model, base, p0.t + c[i] * h, p0.q + h * (a[i] @ kq), p0.u + h * (a[i] @ ku))
+            return (kq.at[i].set(qdot), ku.at[i].set(udot)), None
+
+        zeros = (jnp.zeros((s,) + p0.q.shape, dtype), jnp.zeros((s,) + p0.u.shape, dtype))
+        (kq, ku), _ = jax.lax.scan(stage, zeros, jnp.arange(s))
+        b, e = jnp.asarray(self.b, dtype), jnp.asarray(self.e, dtype)
+        start = _Point(p0.t, p0.q, p0.u, kq[0], ku[0])
+        return p0.q + h * (b @ kq), p0.u + h * (b @ ku), h * (e @ kq), h * (e @ ku), start
+
+    def attempt(self, model, base, p0, t1):
+        """The explicit step, then, when its error is within 2^p of the
+        accuracy (a projection could rescue it), the projection of q, u and
+        the error estimate with limit max(2 tol, sqrt(tol))."""
+        q1, u1, q_err, u_err, start = self.explicit_step(model, base, p0, t1 - p0.t)
+        worth = self.error_norm(base, p0.u, q1, q_err, u_err) <= 2.0 ** self.error_order * self.accuracy
+        qp, up, qe, ue, converged = self.project(model, base, t1, q1, u1, q_err, u_err)
+        pick = lambda a, b: jnp.where(worth, a, b)  # noqa: E731
+        return pick(qp, q1), pick(up, u1), pick(qe, q_err), pick(ue, u_err), converged | ~worth, start
 
 
 class RungeKuttaMerson(_RungeKutta):
@@ -299,10 +309,12 @@ class ExplicitEuler(Integrator):
 
     def attempt(self, model, base, p0, t1):
         h = t1 - p0.t
+        p0 = _Point(p0.t, p0.q, p0.u, *_derivatives(model, base, p0.t, p0.q, p0.u))
         q1, u1 = p0.q + h * p0.qdot, p0.u + h * p0.udot
         qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
         qdot1, udot1 = _derivatives(model, base, t1, qp, up)
-        return qp, up, q1 - (p0.q + h / 2 * (p0.qdot + qdot1)), u1 - (p0.u + h / 2 * (p0.udot + udot1)), converged
+        q_err, u_err = q1 - (p0.q + h / 2 * (p0.qdot + qdot1)), u1 - (p0.u + h / 2 * (p0.udot + udot1))
+        return qp, up, q_err, u_err, converged, p0
 
 
 class SemiExplicitEuler2(Integrator):
@@ -313,6 +325,7 @@ class SemiExplicitEuler2(Integrator):
 
     def attempt(self, model, base, p0, t1):
         top, h = base.topology, t1 - p0.t
+        p0 = _Point(p0.t, p0.q, p0.u, *_derivatives(model, base, p0.t, p0.q, p0.u))
         u_big = p0.u + h * p0.udot
         q_big = p0.q + h * multiply_by_n(top, p0.q, u_big)
         u_half = p0.u + h / 2 * p0.udot
@@ -321,7 +334,7 @@ class SemiExplicitEuler2(Integrator):
         u1 = u_half + h / 2 * udot_half
         q1 = q_half + h / 2 * multiply_by_n(top, q_half, u1)
         qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
-        return qp, up, q1 - q_big, u1 - u_big, converged
+        return qp, up, q1 - q_big, u1 - u_big, converged, p0
 
 
 class Verlet(Integrator):
@@ -335,7 +348,9 @@ class Verlet(Integrator):
     def attempt(self, model, base, p0, t1):
         h = t1 - p0.t
         options = self.project_options()
-        q1 = p0.q + h * p0.qdot + h * h / 2 * p0.qdotdot
+        s0 = _realized(model, base, p0.t, p0.q, p0.u)
+        p0 = _Point(p0.t, p0.q, p0.u, s0.velocity.qdot, s0.acceleration.udot)
+        q1 = p0.q + h * p0.qdot + h * h / 2 * s0.acceleration.qdotdot
         u_euler = p0.u + h * p0.udot
         s, rq = project_q(model, _at(base, t1, q1, u_euler), options, throw=False)
         q1 = s.q
@@ -353,7 +368,7 @@ class Verlet(Integrator):
         q_err = p0.q + h / 2 * (p0.qdot + qdot1) - q1
         s, ru, u_err = project_u(model, _at(base, t1, q1, u1), options, error_estimate=(u_euler - u1) * h,
                                  throw=False)
-        return s.q, s.u, q_err, u_err, converged & rq.succeeded & ru.succeeded
+        return s.q, s.u, q_err, u_err, converged & rq.succeeded & ru.succeeded, p0
 
 
 for _cls in (RungeKuttaMerson, RungeKutta3, RungeKuttaFeldberg, Verlet, SemiExplicitEuler2, ExplicitEuler):
@@ -376,8 +391,8 @@ def _adjust_step(integrator: Integrator, err, h, limited):
 
 
 class _Carry(Module):
-    prev: _Point
-    adv: _Point
+    prev: _Point  #: the start of the last accepted step, with its derivatives
+    adv: _Point  #: the advanced point (its derivative fields unused)
     h: jnp.ndarray
     status: jnp.ndarray
     counts: jnp.ndarray  #: (4,) int32: taken, attempted, error failures, convergence failures
@@ -420,13 +435,13 @@ def _simulate(model, state: State, integrator: Integrator, times):
     dtype = state.q.dtype
     base = _at(state, state.t, state.q, state.u)
     q0, u0, _, _, ok0 = integrator.project(model, base, state.t, state.q, state.u)
-    start = _evaluate(model, base, state.t, q0, u0)
+    start = _Point(state.t, q0, u0, jnp.zeros_like(q0), jnp.zeros_like(u0))
     low, _ = integrator.step_bounds()
     final_time = times[-1]
-    zero = jnp.zeros((), dtype)
-    carry = _Carry(start, start, jnp.asarray(integrator.first_step(model), dtype),
-                   jnp.where(ok0, IntegratorStatus.Succeeded, IntegratorStatus.InitialProjectionFailed).astype(jnp.int32),
-                   jnp.zeros(4, jnp.int32), zero + jnp.nan, zero + jnp.nan)
+    nan = jnp.full((), jnp.nan, dtype)
+    status0 = jnp.where(ok0, IntegratorStatus.Succeeded, IntegratorStatus.InitialProjectionFailed)
+    carry = _Carry(start, start, jnp.asarray(integrator.first_step(model), dtype), status0.astype(jnp.int32),
+                   jnp.zeros(4, jnp.int32), nan, nan)
 
     def running(c: _Carry, target):
         return (c.adv.t < target) & (c.status == IntegratorStatus.Succeeded)
@@ -436,22 +451,21 @@ def _simulate(model, state: State, integrator: Integrator, times):
         t_max = final_time if integrator.allow_interpolation else target
         limited = t_max < p0.t + 0.95 * h
         t1 = jnp.where(limited | (t_max <= p0.t + 1.001 * h), t_max, p0.t + h)
-        q1, u1, q_err, u_err, converged = integrator.attempt(model, base, p0, t1)
-        converged &= jnp.all(jnp.isfinite(q1)) & jnp.all(jnp.isfinite(u1))
-        err = jnp.where(converged, integrator.error_norm(base, p0, q1, q_err, u_err), jnp.inf)
+        q1, u1, q_err, u_err, converged, p0 = integrator.attempt(model, base, p0, t1)
+        finite = jnp.all(jnp.isfinite(q1)) & jnp.all(jnp.isfinite(u1))
+        converged &= finite
+        err = jnp.where(converged, integrator.error_norm(base, p0.u, q1, q_err, u_err), jnp.inf)
         h_next, success = _adjust_step(integrator, err, h, limited)
-        p1 = _evaluate(model, base, t1, q1, u1)
-        finite = jnp.all(jnp.isfinite(p1.udot)) & jnp.all(jnp.isfinite(p1.qdot))
-        accepted = success & finite
+        start_finite = jnp.all(jnp.isfinite(p0.qdot)) & jnp.all(jnp.isfinite(p0.udot))
         status = jnp.where(t1 <= p0.t, IntegratorStatus.StepSizeTooSmall,
-                           jnp.where(success & ~finite & (h <= low), IntegratorStatus.NonFinite, c.status))
-        accepted &= status == IntegratorStatus.Succeeded
-        h_next = jnp.where(success & ~finite, jnp.maximum(0.1 * h, low), h_next)
+                           jnp.where(~start_finite | (~finite & (h <= low)), IntegratorStatus.NonFinite, c.status))
+        accepted = success & finite & (status == IntegratorStatus.Succeeded)
         taken = jnp.where(accepted, t1 - p0.t, c.last_step)
         pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accepted, x, y), a, b)  # noqa: E731
+        advanced = _Point(t1, q1, u1, p0.qdot, p0.udot)
         counts = c.counts + jnp.stack([accepted, jnp.ones((), bool), converged & ~success,
                                        ~converged]).astype(jnp.int32)
-        return _Carry(pick(p0, c.prev), pick(p1, c.adv), h_next, status.astype(c.status.dtype), counts,
+        return _Carry(pick(p0, c.prev), pick(advanced, c.adv), h_next, status.astype(jnp.int32), counts,
                       jnp.where(jnp.isnan(c.first_step) & accepted, taken, c.first_step), taken)
 
     kind = "checkpointed" if integrator.reverse_mode else "lax"
@@ -459,11 +473,12 @@ def _simulate(model, state: State, integrator: Integrator, times):
     def interval(c: _Carry, target):
         c = eqxi.while_loop(lambda c: running(c, target), lambda c: attempt(c, target), c,
                             max_steps=integrator.max_steps, kind=kind)
-        c = eqx.tree_at(lambda c: c.status, c, jnp.where(
-            (c.status == IntegratorStatus.Succeeded) & (c.adv.t < target), IntegratorStatus.StepLimitReached,
-            c.status).astype(c.status.dtype))
+        short = (c.status == IntegratorStatus.Succeeded) & (c.adv.t < target)
+        c = eqx.tree_at(lambda c: c.status, c,
+                        jnp.where(short, IntegratorStatus.StepLimitReached, c.status).astype(jnp.int32))
         at_end = target >= c.adv.t
-        q, u = integrator.interpolate(c.prev, c.adv, target)
+        end = _Point(c.adv.t, c.adv.q, c.adv.u, *_derivatives(model, base, c.adv.t, c.adv.q, c.adv.u))
+        q, u = integrator.interpolate(c.prev, end, target)
         if integrator.project_interpolated_states:
             q, u, _, _, _ = integrator.project(model, base, target, q, u)
         q, u = jnp.where(at_end, c.adv.q, q), jnp.where(at_end, c.adv.u, u)
@@ -472,5 +487,5 @@ def _simulate(model, state: State, integrator: Integrator, times):
         return c, (target, q, u, total_energy(model, _at(base, target, q, u)))
 
     c, (t, q, u, energy) = jax.lax.scan(interval, carry, times)
-    stats = IntegratorStats(c.status.astype(jnp.int32), *c.counts, c.first_step, c.last_step, c.h)
+    stats = IntegratorStats(c.status, *c.counts, c.first_step, c.last_step, c.h)
     return _at(base, c.adv.t, c.adv.q, c.adv.u), Trajectory(t=t, q=q, u=u, energy=energy), stats
