@@ -22,6 +22,7 @@ jax_compat.instantiate_linear_solve_cotangents()
 from simbodyx import (
     assembly as assembly,
     constraints as constraints,
+    events as events,
     integrate as integrate,
     integrators as integrators,
     mobilizers as mobilizers,
@@ -44,6 +45,7 @@ from simbodyx.build import (
     SimbodyMatterSubsystem as SimbodyMatterSubsystem,
 )
 from simbodyx.constraints import Constraint as Constraint
+from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent
 from simbodyx.forces import Force as Force, GeneralForceSubsystem as GeneralForceSubsystem
 from simbodyx.integrators import (
     Integrator as Integrator,

@@ -24,6 +24,8 @@ step-size rule (safety 0.9, growth at most 5x and only above 1.2x, shrink
 at least to 0.9x and at most to 0.1x, a step that met the accuracy is never
 shrunk). The State at a report time inside a step is the cubic Hermite
 interpolant of the step's ends (linear for the Euler methods), projected.
+Events (``simbodyx.events``) end a step at a scheduled time or cut it back
+to a localized witness crossing; their handlers run before the next step.
 
 Everything is pure: the stepping is a while loop per report interval
 (``equinox.internal.while_loop``, the loop diffrax is built on), so
@@ -36,6 +38,7 @@ reports them and ``throw=True`` raises through ``equinox.error_if``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 
@@ -46,6 +49,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
+from simbodyx.events import (
+    calc_event_trigger_info,
+    calc_event_triggers,
+    calc_time_of_next_scheduled_event,
+    cause_order,
+    check_events,
+    crossed_witnesses,
+    handle_events,
+    localize,
+    triggered_positions,
+)
 from simbodyx.integrate import Trajectory, total_energy
 from simbodyx.module import Module
 from simbodyx.projection import ProjectOptions, project_q, project_u
@@ -61,14 +75,16 @@ class IntegratorStatus(enum.IntEnum):
     StepSizeTooSmall = 2
     #: ``max_steps`` attempts did not reach the next report time
     StepLimitReached = 3
-    #: the initial State could not be projected onto the constraint manifold
-    InitialProjectionFailed = 4
+    #: the initial State, or one an event handler returned, could not be
+    #: projected onto the constraint manifold
+    ProjectionFailed = 4
     #: q, u or their derivatives became NaN or infinite at a minimum-size step
     NonFinite = 5
 
 
 class IntegratorStats(Module):
-    """Simbody's integrator statistics, as arrays (batched under vmap)."""
+    """Simbody's integrator statistics, as arrays (batched under vmap), and the
+    events that happened (the first ``max_event_records`` of them)."""
 
     status: jnp.ndarray  #: int32, an IntegratorStatus
     num_steps_taken: jnp.ndarray  #: int32 accepted steps
@@ -78,6 +94,9 @@ class IntegratorStats(Module):
     actual_initial_step_size_taken: jnp.ndarray  #: s (NaN before the first step)
     previous_step_size_taken: jnp.ndarray  #: s
     predicted_next_step_size: jnp.ndarray  #: s
+    num_events: jnp.ndarray  #: int32 handlers run
+    event_times: jnp.ndarray  #: (max_event_records,) s, NaN past num_events
+    event_index: jnp.ndarray  #: (max_event_records,) int32 position in ``events``, -1 past num_events
 
     @property
     def succeeded(self):
@@ -391,6 +410,8 @@ def _adjust_step(integrator: Integrator, err, h, limited):
 
 
 class _Carry(Module):
+    model: object  #: the Model (event handlers may change its numbers)
+    base: State  #: the State's instance data (locks, disabled constraints)
     prev: _Point  #: the start of the last accepted step, with its derivatives
     adv: _Point  #: the advanced point (its derivative fields unused)
     h: jnp.ndarray
@@ -398,19 +419,32 @@ class _Carry(Module):
     counts: jnp.ndarray  #: (4,) int32: taken, attempted, error failures, convergence failures
     first_step: jnp.ndarray
     last_step: jnp.ndarray
+    due: jnp.ndarray  #: (n_events,) bool the events to handle at adv before stepping on
+    witness: jnp.ndarray  #: (n_triggered,) witness values at adv
+    num_events: jnp.ndarray
+    event_times: jnp.ndarray
+    event_index: jnp.ndarray
 
 
-def simulate(model, state: State, integrator: Integrator, report_times, *, throw: bool = True):
+def simulate(model, state: State, integrator: Integrator, report_times, *, events=(), max_event_records: int = 64,
+             throw: bool = True):
     """(final State, Trajectory at the report times, IntegratorStats): Simbody's
     TimeStepper stepping ``state`` to each of ``report_times`` (s, nondecreasing,
-    none before ``state.t``; the last is the final time, reached by a step).
+    none before ``state.t``; the last is the final time, reached by a step),
+    running ``events`` (``sx.ScheduledEvent`` / ``sx.TriggeredEvent``, see
+    ``simbodyx.events``) on the way.
 
     The initial State is projected onto the constraint manifold first. A
-    report time at ``state.t`` reports that projected State. Samples after a
-    failure are NaN and ``stats.status`` says why; ``throw=True`` raises then.
+    report time at ``state.t`` reports that projected State; a report time at
+    an event's time reports the State before its handler (the final State is
+    after it). Samples after a failure are NaN and ``stats.status`` says why;
+    ``throw=True`` raises then.
     """
     if not isinstance(integrator, Integrator):
         raise TypeError(f"simulate: integrator must be one of sx.Integrator's methods, got {type(integrator)}")
+    events = check_events(events)
+    if not (isinstance(max_event_records, int) and max_event_records >= 0):
+        raise ValueError(f"simulate: max_event_records must be a non-negative int, got {max_event_records!r}")
     times = jnp.asarray(report_times, state.q.dtype)
     if times.ndim != 1 or times.shape[0] == 0:
         raise ValueError(f"simulate: report_times must be a non-empty 1-D array, got shape {times.shape}")
@@ -421,34 +455,65 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, throw
         if not isinstance(state.t, jax.core.Tracer) and concrete[0] < float(state.t):
             raise ValueError(f"simulate: the first report time {concrete[0]} is before the State's time "
                              f"{float(state.t)}")
-    final, trajectory, stats = _simulate(model, model.matter._check(state), integrator, times)
+    final, trajectory, stats = _simulate(model, model.matter._check(state), integrator, times, events,
+                                         max_event_records if events else 0)
     if throw:
         message = ("simulate failed: see IntegratorStats.status (StepSizeTooSmall, StepLimitReached, "
-                   "InitialProjectionFailed, NonFinite); pass throw=False to get the status instead")
+                   "ProjectionFailed, NonFinite); pass throw=False to get the status instead")
         stats = eqx.tree_at(lambda r: r.status, stats,
                             eqx.error_if(stats.status, stats.status != IntegratorStatus.Succeeded, message))
     return final, trajectory, stats
 
 
-@functools.partial(jax.jit, static_argnames="integrator")
-def _simulate(model, state: State, integrator: Integrator, times):
+@functools.partial(jax.jit, static_argnames=("integrator", "records"))
+def _simulate(model, state: State, integrator: Integrator, times, events, records):
     dtype = state.q.dtype
-    base = _at(state, state.t, state.q, state.u)
-    q0, u0, _, _, ok0 = integrator.project(model, base, state.t, state.q, state.u)
-    start = _Point(state.t, q0, u0, jnp.zeros_like(q0), jnp.zeros_like(u0))
     low, _ = integrator.step_bounds()
     final_time = times[-1]
     nan = jnp.full((), jnp.nan, dtype)
-    status0 = jnp.where(ok0, IntegratorStatus.Succeeded, IntegratorStatus.InitialProjectionFailed)
-    carry = _Carry(start, start, jnp.asarray(integrator.first_step(model), dtype), status0.astype(jnp.int32),
-                   jnp.zeros(4, jnp.int32), nan, nan)
+    n_triggered = len(triggered_positions(events))
+    windows = jnp.asarray([info.localization_window
+                           for info in calc_event_trigger_info(model, events, integrator.accuracy)], dtype)
+    order = np.asarray(cause_order(events), np.int32)
+    base = _at(state, state.t, state.q, state.u)
+
+    def restart(c: _Carry, model, base: State, t, q, u) -> _Carry:
+        """c moved to (t, q, u) projected, with this model and instance data."""
+        q, u, _, _, ok = integrator.project(model, base, t, q, u)
+        point = _Point(t, q, u, jnp.zeros_like(q), jnp.zeros_like(u))
+        status = jnp.where(ok, c.status, IntegratorStatus.ProjectionFailed).astype(jnp.int32)
+        w = calc_event_triggers(model, _at(base, t, q, u), events)
+        return dataclasses.replace(c, model=model, base=base, prev=point, adv=point, status=status, witness=w)
+
+    def handle(c: _Carry) -> _Carry:
+        """The due events' handlers run at adv, logged, and a restart from their State."""
+        model, new = handle_events(c.model, _at(c.base, c.adv.t, c.adv.q, c.adv.u), events, c.due)
+        ran = c.due[order]
+        slot = jnp.where(ran, c.num_events + jnp.cumsum(ran, dtype=jnp.int32) - 1, records)
+        c = dataclasses.replace(c, due=jnp.zeros_like(c.due), num_events=c.num_events + jnp.sum(ran, dtype=jnp.int32),
+                                event_times=c.event_times.at[slot].set(c.adv.t, mode="drop"),
+                                event_index=c.event_index.at[slot].set(order, mode="drop"))
+        return restart(c, model, new, c.adv.t, new.q, new.u)
+
+    def scheduled_due(t):
+        """(n_events,) the scheduled events due at t."""
+        t_next, due = calc_time_of_next_scheduled_event(events, t, include_current_time=True)
+        return due & (t_next == t)
+
+    start = _Point(state.t, state.q, state.u, state.q, state.u)
+    carry = restart(_Carry(model, base, start, start, jnp.asarray(integrator.first_step(model), dtype),
+                           jnp.asarray(IntegratorStatus.Succeeded, jnp.int32), jnp.zeros(4, jnp.int32), nan, nan,
+                           scheduled_due(state.t), jnp.zeros(n_triggered, dtype), jnp.zeros((), jnp.int32),
+                           jnp.full(records, jnp.nan, dtype), jnp.full(records, -1, jnp.int32)),
+                    model, base, state.t, state.q, state.u)
 
     def running(c: _Carry, target):
         return (c.adv.t < target) & (c.status == IntegratorStatus.Succeeded)
 
-    def attempt(c: _Carry, target):
-        p0, h = c.adv, c.h
+    def attempt(c: _Carry, target) -> _Carry:
+        model, base, p0, h = c.model, c.base, c.adv, c.h
         t_max = final_time if integrator.allow_interpolation else target
+        t_max = jnp.minimum(t_max, calc_time_of_next_scheduled_event(events, p0.t)[0])
         limited = t_max < p0.t + 0.95 * h
         t1 = jnp.where(limited | (t_max <= p0.t + 1.001 * h), t_max, p0.t + h)
         q1, u1, q_err, u_err, converged, p0 = integrator.attempt(model, base, p0, t1)
@@ -461,21 +526,59 @@ def _simulate(model, state: State, integrator: Integrator, times):
                            jnp.where(~start_finite | (~finite & (h <= low)), IntegratorStatus.NonFinite, c.status))
         accepted = success & finite & (status == IntegratorStatus.Succeeded)
         taken = jnp.where(accepted, t1 - p0.t, c.last_step)
+        advanced, witness = _Point(t1, q1, u1, p0.qdot, p0.udot), c.witness
+        due_triggered = jnp.zeros(n_triggered, bool)
+        if n_triggered:
+            witness = calc_event_triggers(model, _at(base, t1, q1, u1), events)
+            crossing = crossed_witnesses(events, c.witness, witness) & accepted
+            advanced, witness, due_triggered = jax.lax.cond(
+                jnp.any(crossing), lambda: cut_back(model, base, p0, advanced, c.witness, witness, crossing),
+                lambda: (advanced, witness, due_triggered))
+        due = scheduled_due(advanced.t)
+        due = due.at[np.asarray(triggered_positions(events), np.int32)].set(due_triggered)
         pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(accepted, x, y), a, b)  # noqa: E731
-        advanced = _Point(t1, q1, u1, p0.qdot, p0.udot)
         counts = c.counts + jnp.stack([accepted, jnp.ones((), bool), converged & ~success,
                                        ~converged]).astype(jnp.int32)
-        return _Carry(pick(p0, c.prev), pick(advanced, c.adv), h_next, status.astype(jnp.int32), counts,
-                      jnp.where(jnp.isnan(c.first_step) & accepted, taken, c.first_step), taken)
+        return dataclasses.replace(
+            c, prev=pick(p0, c.prev), adv=pick(advanced, c.adv), h=h_next, status=status.astype(jnp.int32),
+            counts=counts, first_step=jnp.where(jnp.isnan(c.first_step) & accepted, taken, c.first_step),
+            last_step=taken, due=pick(due, c.due), witness=pick(witness, c.witness))
+
+    def cut_back(model, base, p0, p1, w0, w1, crossing):
+        """(the point at the earliest crossing, its witness values, which
+        triggered events are due there): the crossings localized on the step's
+        interpolant, the State there projected like a report's."""
+        end = _Point(p1.t, p1.q, p1.u, *_derivatives(model, base, p1.t, p1.q, p1.u))
+
+        def witness_at(t, args):  # (n,): the k-th witness at t[k]
+            model, base, p0, end = args
+            values = jax.vmap(lambda t: calc_event_triggers(model, _at(base, t, *integrator.interpolate(p0, end, t)),
+                                                            events))(t)
+            return jnp.diagonal(values)
+
+        ones = jnp.ones(n_triggered, dtype)
+        found = localize(witness_at, (model, base, p0, end), p0.t * ones, p1.t * ones, w0, w1, windows, crossing)
+        t_event = jnp.min(found)
+        q, u = integrator.interpolate(p0, end, t_event)
+        if integrator.project_interpolated_states:
+            q, u, _, _, _ = integrator.project(model, base, t_event, q, u)
+        witness = calc_event_triggers(model, _at(base, t_event, q, u), events)
+        return _Point(t_event, q, u, p0.qdot, p0.udot), witness, crossing & crossed_witnesses(events, w0, witness)
 
     kind = "checkpointed" if integrator.reverse_mode else "lax"
 
+    def body(c: _Carry, target) -> _Carry:
+        if not events:
+            return attempt(c, target)
+        return jax.lax.cond(jnp.any(c.due), handle, lambda c: attempt(c, target), c)
+
     def interval(c: _Carry, target):
-        c = eqxi.while_loop(lambda c: running(c, target), lambda c: attempt(c, target), c,
+        c = eqxi.while_loop(lambda c: running(c, target), lambda c: body(c, target), c,
                             max_steps=integrator.max_steps, kind=kind)
         short = (c.status == IntegratorStatus.Succeeded) & (c.adv.t < target)
-        c = eqx.tree_at(lambda c: c.status, c,
-                        jnp.where(short, IntegratorStatus.StepLimitReached, c.status).astype(jnp.int32))
+        c = dataclasses.replace(c, status=jnp.where(short, IntegratorStatus.StepLimitReached,
+                                                    c.status).astype(jnp.int32))
+        model, base = c.model, c.base
         at_end = target >= c.adv.t
         end = _Point(c.adv.t, c.adv.q, c.adv.u, *_derivatives(model, base, c.adv.t, c.adv.q, c.adv.u))
         q, u = integrator.interpolate(c.prev, end, target)
@@ -487,5 +590,8 @@ def _simulate(model, state: State, integrator: Integrator, times):
         return c, (target, q, u, total_energy(model, _at(base, target, q, u)))
 
     c, (t, q, u, energy) = jax.lax.scan(interval, carry, times)
-    stats = IntegratorStats(c.status, *c.counts, c.first_step, c.last_step, c.h)
-    return _at(base, c.adv.t, c.adv.q, c.adv.u), Trajectory(t=t, q=q, u=u, energy=energy), stats
+    if events:  # the events due at the final time
+        c = jax.lax.cond(jnp.any(c.due) & (c.status == IntegratorStatus.Succeeded), handle, lambda c: c, c)
+    stats = IntegratorStats(c.status, *c.counts, c.first_step, c.last_step, c.h, c.num_events, c.event_times,
+                            c.event_index)
+    return _at(c.base, c.adv.t, c.adv.q, c.adv.u), Trajectory(t=t, q=q, u=u, energy=energy), stats
