@@ -149,6 +149,39 @@ def mujoco_rows(sx, matter, model, states, target_error, reference_mj, repeats):
             "per_second": x0.shape[0] / batch}
 
 
+def adaptive_rows(sx, system, matter, model, accuracy=1e-6, batch=64, repeats=5, with_diffrax=True, grad=True):
+    """Every engine's row for one model: simbodyx, MuJoCo C RK4 at simbodyx's
+    error, and (models without quaternions) the diffrax solvers."""
+    from simbodyx.interop.mujoco import configuration, to_mjcf
+
+    states = random_states(model, batch)
+    one = jax.tree.map(lambda x: x[0], states)
+    exact = sx.simulate(model, one, sx.Integrator.RungeKuttaMerson(accuracy=1e-12), jnp.array([1.0]))[1]
+    _, order = to_mjcf(matter)
+    to_mj = lambda q, u: np.concatenate(configuration(  # noqa: E731
+        matter, model.realize(one.with_q(q).with_u(u), sx.Stage.Position), order))
+    reference_mj = to_mj(exact.q[-1], exact.u[-1])
+    ours, final = simbodyx_rows(sx, model, states, accuracy, repeats, grad)
+    q, u, _ = final(one)
+    ours["error"] = float(np.abs(to_mj(q, u) - reference_mj).max())
+    rows = [ours, mujoco_rows(sx, matter, model, states, ours["error"], reference_mj, repeats)]
+    if with_diffrax and not model.topology.quaternion_bodies:
+        rows += diffrax_rows(sx, model, one, accuracy, repeats, jnp.concatenate([exact.q[-1], exact.u[-1]]), grad)
+    return rows
+
+
+def print_table(name, model, rows, batch):
+    print(f"\n{name} (nu {model.topology.nu})")
+    print("| engine | compile s | one trajectory ms | steps | error at 1 s | trajectories/s at "
+          f"{batch} | grad compile s | grad ms | grad memory MiB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        cells = [r["engine"]] + [("" if r.get(k) is None else fmt % r[k]) for k, fmt in (
+            ("compile_s", "%.1f"), ("latency_ms", "%.2f"), ("steps", "%d"), ("error", "%.1e"),
+            ("per_second", "%.0f"), ("grad_compile_s", "%.1f"), ("grad_ms", "%.1f"), ("grad_mib", "%.2f"))]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="chain7,humanoid")
@@ -161,36 +194,15 @@ def main():
     use_cpu_cores()
     jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
-    from simbodyx.interop.mujoco import configuration, to_mjcf
 
     print(f"jax {jax.__version__}, float64, {len(jax.devices())} CPU devices, accuracy {args.accuracy}, "
           f"batch {args.batch}, 1 s of motion")
     for name in args.models.split(","):
         system, matter = MODELS[name](sx)
         model, _ = system.realize_topology()
-        states = random_states(model, args.batch)
-        one = jax.tree.map(lambda x: x[0], states)
-        exact = sx.simulate(model, one, sx.Integrator.RungeKuttaMerson(accuracy=1e-12), jnp.array([1.0]))[1]
-        _, order = to_mjcf(matter)
-        to_mj = lambda q, u: np.concatenate(configuration(  # noqa: E731
-            matter, model.realize(one.with_q(q).with_u(u), sx.Stage.Position), order))
-        reference_mj = to_mj(exact.q[-1], exact.u[-1])
-        ours, final = simbodyx_rows(sx, model, states, args.accuracy, args.repeats, not args.no_grad)
-        q, u, _ = final(one)
-        ours["error"] = float(np.abs(to_mj(q, u) - reference_mj).max())
-        rows = [ours, mujoco_rows(sx, matter, model, states, ours["error"], reference_mj, args.repeats)]
-        if not args.no_diffrax and not model.topology.quaternion_bodies:
-            rows += diffrax_rows(sx, model, one, args.accuracy, args.repeats,
-                                 jnp.concatenate([exact.q[-1], exact.u[-1]]), not args.no_grad)
-        print(f"\n{name} (nu {model.topology.nu})")
-        print("| engine | compile s | one trajectory ms | steps | error at 1 s | trajectories/s at "
-              f"{args.batch} | grad compile s | grad ms | grad memory MiB |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for r in rows:
-            cells = [r["engine"]] + [("" if r.get(k) is None else fmt % r[k]) for k, fmt in (
-                ("compile_s", "%.1f"), ("latency_ms", "%.2f"), ("steps", "%d"), ("error", "%.1e"),
-                ("per_second", "%.0f"), ("grad_compile_s", "%.1f"), ("grad_ms", "%.1f"), ("grad_mib", "%.2f"))]
-            print("| " + " | ".join(cells) + " |")
+        rows = adaptive_rows(sx, system, matter, model, args.accuracy, args.batch, args.repeats,
+                             not args.no_diffrax, not args.no_grad)
+        print_table(name, model, rows, args.batch)
 
 
 if __name__ == "__main__":

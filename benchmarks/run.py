@@ -501,6 +501,11 @@ def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
     return rows, note
 
 
+#: the models and accuracy of the adaptive-integration rows (benchmarks/integrators.py)
+ADAPTIVE_MODELS = ("chain7", "humanoid")
+ADAPTIVE_ACCURACY = 1e-6
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
@@ -514,6 +519,8 @@ def main():
                              "1 for the single-device figures)")
     parser.add_argument("--chunk-size", type=int, default=CHUNK_SIZE,
                         help="states per chunk of each device's share (0: one vmap per share)")
+    parser.add_argument("--adaptive-batch", type=int, default=64,
+                        help="trajectories in the adaptive-integration batch (0: skip those rows)")
     args = parser.parse_args()
     use_cpu_cores(args.cpu_devices)
     chunk_size = args.chunk_size or None
@@ -559,6 +566,20 @@ def main():
                   f"{r.get('compile_s', float('nan')):>10.2f} {'' if memory is None else f'{memory:.3g}':>10}")
     for note in notes:
         print(note)
+    names = MODELS if args.models == "all" else args.models.split(",")
+    adaptive = [name for name in ADAPTIVE_MODELS if name in names]
+    if args.dtype == "float64" and not args.no_mujoco and args.adaptive_batch and adaptive:
+        import integrators  # beside this script; it imports this module's models
+
+        print(f"\nAdaptive integration: sx.simulate with RungeKuttaMerson at accuracy {ADAPTIVE_ACCURACY}, 1 s of "
+              f"motion, against MuJoCo C RK4 at the step that reaches the same error")
+        for name in adaptive:
+            system, matter = MODELS[name](sx)
+            model, _ = system.realize_topology()
+            model_rows = integrators.adaptive_rows(sx, system, matter, model, ADAPTIVE_ACCURACY, args.adaptive_batch,
+                                                   args.repeats, with_diffrax=False, grad=False)
+            integrators.print_table(name, model, model_rows, args.adaptive_batch)
+            rows += [{**r, "op": "simulate_rk_merson", "model": name, "batch": args.adaptive_batch} for r in model_rows]
     print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()),
                       "chunk_size": chunk_size, "rows": rows}))
 

@@ -14,7 +14,7 @@ def test_benchmark_script_smoke():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--models", "chain7",
          "--ops", "forward_dynamics,inverse_dynamics,grad_forward_dynamics", "--batches", "8",
-         "--repeats", "2"],
+         "--repeats", "2", "--adaptive-batch", "4"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     result = json.loads(out.strip().splitlines()[-1])
@@ -31,6 +31,12 @@ def test_benchmark_script_smoke():
     except ImportError:
         return
     assert ("pinocchio", "forward_dynamics", 1) in engines
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        return
+    adaptive = {r["engine"]: r for r in result["rows"] if r["op"] == "simulate_rk_merson"}
+    assert adaptive["simbodyx"]["steps"] > 0 and adaptive["MuJoCo C RK4"]["error"] <= adaptive["simbodyx"]["error"]
 
 
 def test_time_ratio_alternates_and_reports_each_round():

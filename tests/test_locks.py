@@ -45,16 +45,18 @@ def test_locked_forward_dynamics_solves_the_free_rows(tree):
     np.testing.assert_array_equal(udot[bodies[2].first_u_index:][:3], 0.0)
     assert udot[bodies[3].first_u_index] == 0.0
     np.testing.assert_allclose(udot[bodies[4].first_u_index:][:6], [0.1, 0.2, 0.3, 0.0, 0.0, 1.0])
-    # Dense check: M udot = f_applied - f_inertial + tau, tau zero on free rows.
+    # Dense check: M udot + tau = f_applied - f_inertial, tau zero on free rows.
     M = np.asarray(m.calc_m(s))
     bias = np.asarray(m.calc_residual_force_ignoring_constraints(
         s, s.dynamics.mobility_forces, s.dynamics.body_forces, jnp.zeros(model.topology.nu)))
     free = ~locked
     expected = np.linalg.solve(M[np.ix_(free, free)], -bias[free] - M[np.ix_(free, locked)] @ udot[locked])
     np.testing.assert_allclose(udot[free], expected, rtol=1e-10, atol=1e-10)
-    # tau: the residual on the locked rows, zero elsewhere.
+    # tau (on the left, Simbody's sign): minus the residual on the locked rows, zero elsewhere.
     tau = np.concatenate([np.asarray(b.get_tau_as_vector(s)) for b in bodies[1:]])
-    np.testing.assert_allclose(tau[locked], (M @ udot + bias)[locked], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(tau[locked], -(M @ udot + bias)[locked], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(m.find_motion_forces(s), tau, rtol=1e-12, atol=1e-12)
+    assert float(m.calc_motion_power(s)) == pytest.approx(-tau @ np.asarray(s.u), abs=1e-12)
     np.testing.assert_array_equal(tau[free], 0.0)
     # Reactions: the articulated and free-body methods agree with locks too.
     np.testing.assert_allclose(m.calc_mobilizer_reaction_forces(s),
@@ -132,8 +134,9 @@ def test_velocity_and_acceleration_locks_over_time():
 
 
 def test_holding_torque_of_a_locked_pendulum():
-    """Both joints locked at rest: tau = -(gravity's generalized force), for the
-    top joint m g (l1 sin(q1) + l2 sin(q1 + q2)) summed over the links."""
+    """Both joints locked at rest: the holding torque -tau is minus gravity's
+    generalized force, for the top joint m g (l1 sin(q1) + l2 sin(q1 + q2))
+    summed over the links (tau on the left of the equations, Simbody's sign)."""
     system, first, second = double_pendulum()
     first.lock_by_default()
     second.lock_by_default()
@@ -148,8 +151,8 @@ def test_holding_torque_of_a_locked_pendulum():
     # Link 1's center 0.5 m down its link; link 2 hangs from 1.0 m down link 1.
     tau_2 = g * 0.5 * np.sin(q1 + q2)
     tau_1 = g * 0.5 * np.sin(q1) + g * (1.0 * np.sin(q1) + 0.5 * np.sin(q1 + q2))
-    np.testing.assert_allclose(second.get_tau_as_vector(s), [tau_2], rtol=1e-12)
-    np.testing.assert_allclose(first.get_tau_as_vector(s), [tau_1], rtol=1e-12)
+    np.testing.assert_allclose(second.get_tau_as_vector(s), [-tau_2], rtol=1e-12)
+    np.testing.assert_allclose(first.get_tau_as_vector(s), [-tau_1], rtol=1e-12)
 
 
 def test_gradients_through_locked_dynamics(tree):

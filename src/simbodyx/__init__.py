@@ -53,7 +53,7 @@ from simbodyx.integrators import (
     IntegratorStatus as IntegratorStatus,
     simulate as simulate,
 )
-from simbodyx.locks import Motion as Motion
+from simbodyx.motion import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model
 from simbodyx.projection import (

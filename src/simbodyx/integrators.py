@@ -62,6 +62,7 @@ from simbodyx.events import (
 )
 from simbodyx.integrate import Trajectory, total_energy
 from simbodyx.module import Module
+from simbodyx.motion import Level, model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -213,9 +214,19 @@ class Integrator(Module):
         return jnp.maximum(norm(dq), norm(du))
 
     def project(self, model, base: State, t1, q1, u1, q_err=None, u_err=None):
-        """(q, u, q_err, u_err, converged): q then u projected at t1 (with the
-        error estimate when given), as Simbody's localProject*AndErrEst; a
-        model with neither constraints nor quaternions has nothing to project."""
+        """(q, u, q_err, u_err, converged): the prescribed q and u set to their
+        values at t1 (their errors zeroed), then q and u projected (with the
+        error estimate when given), as Simbody's prescribe and
+        localProject*AndErrEst; a model with neither constraints nor
+        quaternions has nothing to project."""
+        prescribed = model_prescription(model, _at(base, t1, q1, u1))
+        if prescribed is not None:
+            top = base.topology
+            held_q = prescribed.q_level(top) == Level.Position
+            held_u = prescribed.u_level(top) >= Level.Velocity
+            q1, u1 = jnp.where(held_q, prescribed.q, q1), jnp.where(held_u, prescribed.u, u1)
+            if q_err is not None:
+                q_err, u_err = jnp.where(held_q, 0.0, q_err), jnp.where(held_u, 0.0, u_err)
         if not model.params.constraints and not base.topology.quaternion_bodies:
             return q1, u1, q_err, u_err, jnp.ones((), bool)
         options = self.project_options()

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.locks import Motion, prescribed_udot
+from simbodyx.motion import Level, model_prescription, prescribed_udot
 from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
@@ -53,6 +53,19 @@ def _columns(state: State, linear_map, axis: int):
     of the unit vectors, stacked along ``axis`` of the output (O(n) each)."""
     eye = jnp.eye(state.topology.nu, dtype=state.u.dtype)
     return jax.vmap(linear_map, out_axes=axis)(eye)
+
+
+@eqx.filter_jit
+def motion_forces(s: State):
+    """(nu,) tau of an Acceleration-stage State: minus the inverse-dynamics
+    residual at the prescribed mobilities (constraint forces counted as
+    applied), zero elsewhere."""
+    prescribed = prescribed_udot(s)
+    if prescribed is None:
+        return jnp.zeros_like(s.u)
+    T, F = net_applied_forces(s)
+    residual = rnea.residual_forces(s.topology, s.instance, s.position, s.velocity, s.acceleration.udot, T, F)[0]
+    return -prescribed[0] * residual
 
 
 class Matter:
@@ -133,7 +146,8 @@ class Matter:
         locks = s.locks
         if locks is not None:
             locks = eqx.tree_at(lambda l: l.q, locks, s.topology.convert_q(locks.q, target))
-        return State(s.t, q, s.u, s.z, target, locks=locks, constraint_disabled=s.constraint_disabled)
+        return State(s.t, q, s.u, s.z, target, locks=locks, constraint_disabled=s.constraint_disabled,
+                     motion_disabled=s.motion_disabled)
 
     @compiled
     def convert_to_euler_angles(self, state: State) -> State:
@@ -682,35 +696,78 @@ class Matter:
         F, f = constraint_forces_of(s)
         return -(jnp.sum(F * s.velocity.V_GB) + f @ s.u)
 
-    # -- free and prescribed coordinates (locks) ------------------------------------------
-    def _lock_levels(self, state: State) -> np.ndarray:
+    # -- free and prescribed coordinates (locks and Motions) -----------------------------
+    def _levels(self, state: State) -> np.ndarray:
+        """(nb,) the level each body is driven at (-1 free), concrete."""
         s = self._check(state)
-        if s.locks is None:
-            return np.full(s.topology.num_bodies, Motion.NoLevel)
+        p = model_prescription(self.model, s)
+        if p is None:
+            return np.full(s.topology.num_bodies, Level.NoLevel)
         try:
-            return np.asarray(s.locks.level)
+            return np.asarray(p.body_level)
         except Exception:
-            raise TypeError("the free/known index lists depend on the locks, which are traced here; "
-                            "call these outside jit (Simbody needs only Stage.Instance for them)") from None
+            raise TypeError("the free/known index lists depend on the locks and Motions enabled, which are "
+                            "traced here; call these outside jit (Simbody needs only Stage.Instance for "
+                            "them)") from None
 
     def get_free_q_index(self, state: State) -> np.ndarray:
-        """Indices of the q that no lock prescribes (ascending)."""
+        """Indices of the q that no lock or Motion prescribes (ascending)."""
         top = state.topology
-        return np.flatnonzero(self._lock_levels(state)[np.asarray(top.q_body, int)] != Motion.Position)
+        return np.flatnonzero(self._levels(state)[np.asarray(top.q_body, int)] != Level.Position)
 
     def get_free_u_index(self, state: State) -> np.ndarray:
-        """Indices of the u that no Position or Velocity lock prescribes."""
-        level = self._lock_levels(state)[np.asarray(state.topology.u_body, int)]
-        return np.flatnonzero(level < Motion.Velocity)
+        """Indices of the u that no Position- or Velocity-level prescription holds."""
+        level = self._levels(state)[np.asarray(state.topology.u_body, int)]
+        return np.flatnonzero(level < Level.Velocity)
 
     def get_known_udot_index(self, state: State) -> np.ndarray:
-        """Indices of the u whose udot a lock prescribes (any level)."""
-        level = self._lock_levels(state)[np.asarray(state.topology.u_body, int)]
-        return np.flatnonzero(level >= Motion.Acceleration)
+        """Indices of the u whose udot is prescribed (at any level)."""
+        level = self._levels(state)[np.asarray(state.topology.u_body, int)]
+        return np.flatnonzero(level >= Level.Acceleration)
 
     def get_free_udot_index(self, state: State) -> np.ndarray:
-        level = self._lock_levels(state)[np.asarray(state.topology.u_body, int)]
-        return np.flatnonzero(level < Motion.Acceleration)
+        level = self._levels(state)[np.asarray(state.topology.u_body, int)]
+        return np.flatnonzero(level < Level.Acceleration)
+
+    @compiled
+    def find_motion_forces(self, state: State):
+        """(nu,) the motion multipliers tau of every prescribed mobility, zero
+        elsewhere, on the left of M udot + tau + G^T lambda + f_inertial =
+        f_applied (a motor applies -tau) (Acceleration)."""
+        return motion_forces(self._at(state, Stage.Acceleration))
+
+    def get_motion_multipliers(self, state: State):
+        """tau packed over ``get_known_udot_index`` (Acceleration)."""
+        return self.find_motion_forces(state)[self.get_known_udot_index(state)]
+
+    @compiled
+    def calc_motion_power(self, state: State):
+        """-tau . u: the power the locks and Motions deliver (positive adds energy) (Acceleration)."""
+        s = self._at(state, Stage.Acceleration)
+        return -self.find_motion_forces(s) @ s.u
+
+    def calc_motion_errors(self, state: State, stage: Stage):
+        """Actual minus prescribed q (``Stage.Position``), u (``Velocity``) or udot
+        (``Acceleration``), one entry per prescribed one; ``prescribe`` at the
+        same level zeroes them (Time, Position, Acceleration)."""
+        stage = Stage(stage)
+        if stage not in (Stage.Position, Stage.Velocity, Stage.Acceleration):
+            raise ValueError(f"calc_motion_errors: stage must be Position, Velocity or Acceleration, got {stage!r}")
+        s = self._check(state)
+        top, levels = s.topology, self._levels(s)
+        p = model_prescription(self.model, s)
+        if p is None:
+            return jnp.zeros(0, s.q.dtype)
+        if stage == Stage.Position:
+            index = np.flatnonzero(levels[np.asarray(top.q_body, int)] == Level.Position)
+            actual, wanted = s.q, p.q
+        elif stage == Stage.Velocity:
+            index = np.flatnonzero(levels[np.asarray(top.u_body, int)] >= Level.Velocity)
+            actual, wanted = s.u, p.u
+        else:
+            index = self.get_known_udot_index(s)
+            actual, wanted = self._at(s, Stage.Acceleration).acceleration.udot, p.udot
+        return (actual - wanted)[index]
 
     def pack_free_q(self, state: State, q):
         return self._sized(state, q, (state.topology.nq,), "q")[self.get_free_q_index(state)]

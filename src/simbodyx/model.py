@@ -8,9 +8,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from simbodyx import projection
+from simbodyx import motion, projection
 from simbodyx.forces.subsystem import Forces
-from simbodyx.locks import Locks, Motion
+from simbodyx.motion import Level, Locks
 from simbodyx.matter import Matter
 from simbodyx.module import Module
 from simbodyx.parameters import Parameters
@@ -35,6 +35,8 @@ class Model(Module):
     force_elements: tuple = ()
     #: per constraint, whether the default State has it disabled
     constraint_disabled_by_default: tuple = eqx.field(static=True, default=())
+    #: per Motion, whether the default State has it disabled
+    motion_disabled_by_default: tuple = eqx.field(static=True, default=())
     #: Simbody's characteristic time (default 0.1): weights velocity-level
     #: errors of holonomic constraints in projection, and sets integrators' first step
     default_time_scale: float = eqx.field(static=True, default=0.1)
@@ -82,6 +84,19 @@ class Model(Module):
         """Simbody's projectU; see :func:`simbodyx.projection.project_u`."""
         return projection.project_u(self, state, options, **weights)
 
+    def prescribe(self, state: State) -> State:
+        """Simbody's System::prescribe: the prescribed q, then u, set in the State
+        (the locks' and enabled Motions' values at its time), realized through Position."""
+        return self.realize(motion.prescribe_u(self, motion.prescribe_q(self, state)), Stage.Position)
+
+    def prescribe_q(self, state: State) -> State:
+        """The State with the prescribed q set to their values at its time (caches dropped)."""
+        return motion.prescribe_q(self, state)
+
+    def prescribe_u(self, state: State) -> State:
+        """The State with the prescribed u set (Position- and Velocity-level prescriptions)."""
+        return motion.prescribe_u(self, state)
+
     def default_state(self) -> State:
         """t = 0, default q and u, realized to Stage.Model (no caches)."""
         dtype, top = self.dtype, self.topology
@@ -94,12 +109,13 @@ class Model(Module):
             locks=self._default_locks(),
             constraint_disabled=(jnp.asarray(self.constraint_disabled_by_default, bool)
                                  if self.params.constraints else None),
+            motion_disabled=jnp.asarray(self.motion_disabled_by_default, bool) if self.params.motions else None,
         )
 
     def _default_locks(self) -> Locks | None:
         """The lock_by_default settings (None when no mobilizer is locked by default)."""
         top = self.topology
-        if all(level == Motion.NoLevel for level in top.default_lock_level):
+        if all(level == Level.NoLevel for level in top.default_lock_level):
             return None
         dtype = self.dtype
         q, u = jnp.asarray(top.default_q, dtype).reshape(top.nq), jnp.asarray(top.default_u, dtype).reshape(top.nu)

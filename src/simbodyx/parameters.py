@@ -22,3 +22,5 @@ class Parameters(Module):
     joint_params: tuple  #: per kind group, (n_in_group, num_params)
     #: the constraints (simbodyx.constraints), their numbers as leaves
     constraints: tuple = ()
+    #: the Motions (simbodyx.motion), their numbers as leaves
+    motions: tuple = ()

@@ -41,7 +41,7 @@ import numpy as np
 from simbodyx.algorithms import coordinates
 from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solve
-from simbodyx.locks import Motion
+from simbodyx.motion import Level, model_prescription, prescribe_q, prescribe_u
 from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -120,12 +120,13 @@ def _vector(x, n: int, default, dtype, what: str):
     return x
 
 
-def _free_u(state: State, level: Motion):
-    """(nu,) 1.0 where no lock at ``level`` or above holds the mobility."""
+def _free_u(model, state: State, level: Level):
+    """(nu,) 1.0 where no lock or Motion at ``level`` or above holds the mobility."""
     top, dtype = state.topology, state.u.dtype
-    if state.locks is None:
+    p = model_prescription(model, state)
+    if p is None:
         return jnp.ones(top.nu, dtype)
-    return (state.locks.level[np.asarray(top.u_body, int)] < level).astype(dtype)
+    return (p.u_level(top) < level).astype(dtype)
 
 
 def _quaternion_index(topology) -> np.ndarray:
@@ -265,7 +266,7 @@ def project_q(model, state: State, options: ProjectOptions | None = None, *, u_w
     dtype, mp = s.q.dtype, model.matter.get_num_constraint_equations()[0]
     Tp = jax.lax.stop_gradient(_vector(q_error_weights, mp, 1.0, dtype, "q_error_weights"))
     Wu = jax.lax.stop_gradient(_vector(u_weights, s.topology.nu, 1.0, dtype, "u_weights"))
-    scale = _free_u(s, Motion.Position) / Wu
+    scale = _free_u(model, s, Level.Position) / Wu
     if mp:
         q, aux = _newton_q_implicit(options, model, s, Tp, scale)
     else:
@@ -315,7 +316,7 @@ def project_u(model, state: State, options: ProjectOptions | None = None, *, u_w
     default = jnp.concatenate([model.default_time_scale * Tp, jnp.ones(mv, dtype)])
     Tpv = jax.lax.stop_gradient(_vector(u_error_weights, mp + mv, default, dtype, "u_error_weights"))
     Wu = jax.lax.stop_gradient(_vector(u_weights, s.topology.nu, 1.0, dtype, "u_weights"))
-    scale = _free_u(s, Motion.Velocity) / Wu
+    scale = _free_u(model, s, Level.Velocity) / Wu
     infinity = options.use_infinity_norm
     u0 = s.u
     err0 = Tpv * _velocity_errors(model, s, u0)
@@ -347,12 +348,13 @@ def project_u(model, state: State, options: ProjectOptions | None = None, *, u_w
 
 def project(model, state: State, options: ProjectOptions | None = None, *, u_weights=None,
             q_error_weights=None, u_error_weights=None, throw: bool = True):
-    """(state, results): ``project_q`` then ``project_u`` at the projected q
-    (Simbody's System::project); the State comes back realized through
-    Velocity, and the results are those of the two steps together (the
-    first failure's status)."""
-    s, rq = project_q(model, state, options, u_weights=u_weights, q_error_weights=q_error_weights, throw=False)
-    s, ru = project_u(model, s, options, u_weights=u_weights, q_error_weights=q_error_weights,
+    """(state, results): the prescribed q set, ``project_q``, the prescribed u
+    set, then ``project_u`` at the projected q (Simbody's System::project);
+    the State comes back realized through Velocity, and the results are
+    those of the two steps together (the first failure's status)."""
+    s, rq = project_q(model, prescribe_q(model, state), options, u_weights=u_weights,
+                      q_error_weights=q_error_weights, throw=False)
+    s, ru = project_u(model, prescribe_u(model, s), options, u_weights=u_weights, q_error_weights=q_error_weights,
                       u_error_weights=u_error_weights, throw=False)
     results = rq.combine(ru)
     if throw:

@@ -14,7 +14,7 @@ import dataclasses
 import equinox as eqx
 import jax.numpy as jnp
 
-from simbodyx.locks import Locks
+from simbodyx.motion import Locks
 from simbodyx.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
@@ -75,6 +75,9 @@ class State(Module):
     #: (num_constraints,) bool, True where a constraint is disabled (Instance-stage
     #: data); None when the model has no constraints.
     constraint_disabled: jnp.ndarray | None = None
+    #: (num_motions,) bool, True where a Motion is disabled (Instance-stage data);
+    #: None when the model has no Motions.
+    motion_disabled: jnp.ndarray | None = None
     #: report-only quantities (Stage.Report)
     report: ReportCache | None = None
 

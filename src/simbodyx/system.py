@@ -23,6 +23,7 @@ from simbodyx.algorithms.aba import forward_dynamics
 from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
+from simbodyx.motion import prescription
 from simbodyx.stage import Stage
 from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
 
@@ -49,13 +50,14 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
 @functools.partial(jax.jit, static_argnames="stage")
 def _realize(model, state: State, stage: Stage) -> State:
     topology, params, locks = model.topology, model.params, state.locks
-    q, u = (state.q, state.u) if locks is None else locks.apply(topology, state.q, state.u)
+    prescribed = prescription(topology, params.motions, state.t, state.q, state.u, locks, state.motion_disabled)
+    q, u = (state.q, state.u) if prescribed is None else prescribed.apply(topology, state.q, state.u)
     instance = params if stage >= Stage.Instance else None
     position = realize_position(topology, params, q) if stage >= Stage.Position else None
     velocity = realize_velocity(topology, params, position, q, u) if stage >= Stage.Velocity else None
     disabled = state.constraint_disabled
     realized = State(state.t, q, u, state.z, topology, instance, position, velocity, locks=locks,
-                     constraint_disabled=disabled)
+                     constraint_disabled=disabled, motion_disabled=state.motion_disabled)
     if stage < Stage.Dynamics:
         return realized
     with jax.named_scope("realize_dynamics"):
@@ -63,18 +65,18 @@ def _realize(model, state: State, stage: Stage) -> State:
     acceleration = None
     if stage >= Stage.Acceleration:
         with jax.named_scope("realize_acceleration"):
-            prescribed = None if locks is None else locks.prescribed_udot(topology)
+            known = None if prescribed is None else prescribed.known_udot(topology)
             T, F = dynamics.mobility_forces, dynamics.body_forces
             if params.constraints:
                 udot, A_GB, multipliers = constrained_forward_dynamics(
-                    topology, params, state.t, q, u, position, velocity, T, F, prescribed, disabled)
+                    topology, params, state.t, q, u, position, velocity, T, F, known, disabled)
             else:
-                udot, A_GB = forward_dynamics(topology, params, q, u, position, velocity, T, F, prescribed)
+                udot, A_GB = forward_dynamics(topology, params, q, u, position, velocity, T, F, known)
                 multipliers = jnp.zeros(0, u.dtype)
             qdotdot = calc_qdotdot(topology, q, u, udot)
             acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers)
     realized = State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration, locks,
-                     disabled)
+                     disabled, state.motion_disabled)
     if stage < Stage.Report:
         return realized
     kinetic = model.matter.calc_kinetic_energy(realized)

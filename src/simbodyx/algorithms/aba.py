@@ -141,7 +141,7 @@ def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mob
     """udot (nu,) and A_GB (nb, 6) with no constraints: M udot = T + J^T F - f_inertial
     on the free mobilities. ``position`` and ``velocity`` are the caches of
     (instance, q, u). ``prescribed`` = (locked (nu,) 0/1, values (nu,)) fixes
-    the locked mobilities' udot (simbodyx.locks); the generalized forces that
+    the locked mobilities' udot (simbodyx.motion); the generalized forces that
     produce them are the inverse-dynamics residual there.
 
     Differentiated analytically (a custom JVP, so forward and reverse mode

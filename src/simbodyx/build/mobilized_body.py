@@ -18,11 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx import mobilizers
-from simbodyx.algorithms import rnea
 from simbodyx.algorithms.reactions import reactions_articulated
-from simbodyx.locks import Locks, Motion, prescribed_udot
+from simbodyx.motion import Level, Locks, Method, level_methods, prescribed_udot
 from simbodyx.build.body import Body
 from simbodyx.constraints.equations import net_applied_forces
+from simbodyx.matter import motion_forces
 from simbodyx.spatial.inertia import MassProperties, Inertia, spatial_inertia_matrix
 from simbodyx.spatial.rotation import Rotation, matrix_to_body_fixed_xyz, matrix_to_quaternion
 from simbodyx.spatial.transform import Transform
@@ -109,7 +109,7 @@ class MobilizedBody:
             self._kind = mobilizers.Reversed(self._kind)
         self._default_q = tuple(float(x) for x in self._kind.default_q())
         self._default_u = (0.0,) * self._kind.nu
-        self._lock_level = Motion.NoLevel
+        self._lock_level = Level.NoLevel
         self._index = matter._add(self)
         self._label = f"{type(self).__name__} {self._name!r} (body {self._index})"
 
@@ -392,41 +392,41 @@ class MobilizedBody:
 
     # -- locks (Simbody's lock, lockAt, unlock, lockByDefault) ---------------------------
     # Position: q held, u = udot = 0. Velocity: u held, udot = 0. Acceleration:
-    # udot held (0 unless lock_at says otherwise). See simbodyx.locks.
+    # udot held (0 unless lock_at says otherwise). See simbodyx.motion.
 
-    def lock_by_default(self, level: Motion = Motion.Position) -> MobilizedBody:
+    def lock_by_default(self, level: Level = Level.Position) -> MobilizedBody:
         """Lock this mobilizer in the default State (at its default q or u, or
         udot = 0); ``Motion.NoLevel`` removes the default lock."""
-        level = Motion(level)
-        if level != Motion.NoLevel and self._kind.nu == 0:
+        level = Level(level)
+        if level != Level.NoLevel and self._kind.nu == 0:
             raise ValueError(f"{self._label}: has no mobilities to lock")
         return self._set("_lock_level", level)
 
     def is_locked_by_default(self) -> bool:
-        return self._lock_level != Motion.NoLevel
+        return self._lock_level != Level.NoLevel
 
-    def get_lock_by_default_level(self) -> Motion:
-        return Motion(self._lock_level)
+    def get_lock_by_default_level(self) -> Level:
+        return Level(self._lock_level)
 
-    def lock(self, state: State, level: Motion = Motion.Position) -> State:
+    def lock(self, state: State, level: Level = Level.Position) -> State:
         """A new State with this mobilizer locked at its current q (Position;
         u set to 0), current u (Velocity) or udot = 0 (Acceleration)."""
-        level = Motion(level)
-        value = {Motion.Position: self.get_q_as_vector, Motion.Velocity: self.get_u_as_vector}.get(
+        level = Level(level)
+        value = {Level.Position: self.get_q_as_vector, Level.Velocity: self.get_u_as_vector}.get(
             level, lambda s: jnp.zeros(self.get_num_u(s), s.u.dtype))(state)
         return self.lock_at(state, value, level)
 
-    def lock_at(self, state: State, value, level: Motion = Motion.Position) -> State:
+    def lock_at(self, state: State, value, level: Level = Level.Position) -> State:
         """A new State with this mobilizer locked at ``value``: q (nq; u set to 0)
         for Position, u (nu) for Velocity, udot (nu) for Acceleration; a scalar
         serves one-mobility joints. Caches are dropped (an Instance change)."""
-        level = Motion(level)
-        if level == Motion.NoLevel:
+        level = Level(level)
+        if level == Level.NoLevel:
             return self.unlock(state)
         if self.get_num_u(state) == 0:
             raise ValueError(f"{self._label}: has no mobilities to lock")
         qs, us = self._q_slice(state), self._u_slice(state)
-        rows = qs if level == Motion.Position else us
+        rows = qs if level == Level.Position else us
         value = jnp.reshape(jnp.asarray(value, state.q.dtype), (-1,))
         if value.shape != (rows.stop - rows.start,):
             raise ValueError(f"{self._label}: a {level.name} lock value needs {rows.stop - rows.start} entries, "
@@ -434,10 +434,10 @@ class MobilizedBody:
         top = self._topology_of(state)
         locks = state.locks if state.locks is not None else Locks.unlocked(top, state.q, state.u)
         q, u = state.q, state.u
-        if level == Motion.Position:
+        if level == Level.Position:
             locks = eqx.tree_at(lambda l: l.q, locks, locks.q.at[qs].set(value))
             q, u = q.at[qs].set(value), u.at[us].set(0.0)
-        elif level == Motion.Velocity:
+        elif level == Level.Velocity:
             locks = eqx.tree_at(lambda l: l.u, locks, locks.u.at[us].set(value))
             u = u.at[us].set(value)
         else:
@@ -457,32 +457,67 @@ class MobilizedBody:
         integer when ``state`` is traced."""
         self._topology_of(state)
         if state.locks is None:
-            return Motion.NoLevel
+            return Level.NoLevel
         level = state.locks.level[self._index]
-        return level if isinstance(level, jax.core.Tracer) else Motion(int(level))
+        return level if isinstance(level, jax.core.Tracer) else Level(int(level))
 
     def is_locked(self, state: State):
-        return self.get_lock_level(state) != Motion.NoLevel
+        return self.get_lock_level(state) != Level.NoLevel
 
     def get_lock_value_as_vector(self, state: State):
         """The held q (Position), u (Velocity) or udot (Acceleration); empty if free."""
         level = self.get_lock_level(state)
-        if level == Motion.NoLevel:
+        if level == Level.NoLevel:
             return jnp.zeros(0, state.q.dtype)
         locks = state.locks
-        if level == Motion.Position:
+        if level == Level.Position:
             return locks.q[self._q_slice(state)]
-        return (locks.u if level == Motion.Velocity else locks.udot)[self._u_slice(state)]
+        return (locks.u if level == Level.Velocity else locks.udot)[self._u_slice(state)]
 
     def get_tau_as_vector(self, state: State):
-        """The generalized forces (nu) the lock adds to hold its prescription,
-        M udot + f_inertial - f_applied at these mobilities; zero when free
-        (Acceleration)."""
+        """The prescribed-motion multipliers tau (nu) of this mobilizer, on the
+        left of M udot + tau + G^T lambda + f_inertial = f_applied: the motor
+        (lock or Motion) applies -tau; zero when free (Acceleration)."""
         self._cache(state, Stage.Acceleration, "get_tau_as_vector")
-        return _all_taus(state)[self._u_slice(state)]
+        return motion_forces(state)[self._u_slice(state)]
 
     def get_one_tau(self, state: State, which: int):
         return self.get_tau_as_vector(state)[self._which(which, self.get_num_u(state), "u")]
+
+    # -- Motions (Simbody's hasMotion, getMotion, get*MotionMethod) ---------------------
+    def has_motion(self) -> bool:
+        """Whether a Motion was made for this mobilized body (Motion.Sinusoid(self, ...), ...)."""
+        return self._matter._motion_of(self._index) is not None
+
+    def get_motion(self):
+        """This mobilized body's Motion handle."""
+        motion = self._matter._motion_of(self._index)
+        if motion is None:
+            raise ValueError(f"{self._label}: has no Motion")
+        return motion
+
+    def _motion_methods(self, state: State) -> tuple[Method, Method, Method]:
+        """(q, u, udot) methods: a lock's (Discrete at its level), else an enabled
+        Motion's (Prescribed), else Free (Instance; concrete States only)."""
+        level = self.get_lock_level(state)
+        if isinstance(level, jax.core.Tracer):
+            raise TypeError(f"{self._label}: motion methods depend on the locks, which are traced here; "
+                            "call them outside jit")
+        if level != Level.NoLevel:
+            return level_methods(level, Method.Discrete)
+        motion = self._matter._motion_of(self._index)
+        if motion is not None and not bool(motion.is_disabled(state)):
+            return level_methods(motion.level, Method.Prescribed)
+        return level_methods(Level.NoLevel, Method.Free)
+
+    def get_q_motion_method(self, state: State) -> Method:
+        return self._motion_methods(state)[0]
+
+    def get_u_motion_method(self, state: State) -> Method:
+        return self._motion_methods(state)[1]
+
+    def get_udot_motion_method(self, state: State) -> Method:
+        return self._motion_methods(state)[2]
 
     # -- Instance-stage data ---------------------------------------------------------
     def get_body_mass_properties(self, state: State) -> MassProperties:
@@ -772,17 +807,6 @@ class MobilizedBody:
 
 
 @eqx.filter_jit
-def _all_taus(s: State):
-    """(nu,) lock forces: the inverse-dynamics residual at locked mobilities."""
-    prescribed = prescribed_udot(s)
-    if prescribed is None:
-        return jnp.zeros_like(s.u)
-    T, F = net_applied_forces(s)
-    residual = rnea.residual_forces(s.topology, s.instance, s.position, s.velocity, s.acceleration.udot, T, F)[0]
-    return prescribed[0] * residual
-
-
-@eqx.filter_jit
 def _all_reactions(s: State):
     """Every mobilizer's reaction at Mo in G, from an Acceleration-stage State
     (constraint forces act on the bodies like applied ones)."""
@@ -809,7 +833,7 @@ class Ground(MobilizedBody):
         g._X_PF = g._X_BM = Transform(np.eye(3), np.zeros(3))
         g._mass_properties = MassProperties(0.0)
         g._kind, g._default_q, g._default_u, g._joint_params = mobilizers.Ground(), (), (), ()
-        g._direction, g._lock_level = Direction.Forward, Motion.NoLevel
+        g._direction, g._lock_level = Direction.Forward, Level.NoLevel
         g._index = matter._add(g)
         return g
 

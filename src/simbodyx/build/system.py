@@ -85,8 +85,8 @@ class MultibodySystem:
             dtype = jnp.result_type(float)
             elements = tuple(e for fs in self._force_subsystems for e in fs.elements)
             elements = jax.tree.map(lambda a: jnp.asarray(a, dtype), elements)
-            disabled = tuple(matter._constraint_disabled_by_default)
-            model = Model(topology, matter.parameters(), elements, disabled, self._time_scale, self._length_scale)
+            model = Model(topology, matter.parameters(), elements, tuple(matter._constraint_disabled_by_default),
+                          tuple(matter._motion_disabled_by_default), self._time_scale, self._length_scale)
             self._realized = (model, model.default_state())
         return self._realized
 
@@ -108,6 +108,8 @@ class SimbodyMatterSubsystem:
         self._bodies = []
         self._constraints = []
         self._constraint_disabled_by_default = []
+        self._motions = []
+        self._motion_disabled_by_default = []
         self._topology_cache: Topology | None = None
         self._ground = MobilizedBody.Ground._create(self)
 
@@ -160,6 +162,27 @@ class SimbodyMatterSubsystem:
         self.system.check_not_frozen(f"change {self._constraints[index].label}")
         self._constraint_disabled_by_default[index] = bool(disabled)
 
+    def _add_motion(self, motion) -> int:
+        """Record a Motion (one per mobilized body) and return its index."""
+        self.system.check_not_frozen(f"add {motion.label}")
+        other = self._motion_of(motion.body)
+        if other is not None:
+            raise ValueError(f"{motion.label}: this mobilized body already has a Motion ({other.label})")
+        self._motions.append(motion)
+        self._motion_disabled_by_default.append(False)
+        return len(self._motions) - 1
+
+    def _motion_of(self, body: int):
+        """The Motion of a mobilized body, or None."""
+        return next((m for m in self._motions if m.body == body), None)
+
+    def get_num_motions(self) -> int:
+        return len(self._motions)
+
+    def _set_motion_disabled_by_default(self, index: int, disabled: bool) -> None:
+        self.system.check_not_frozen(f"change {self._motions[index].label}")
+        self._motion_disabled_by_default[index] = bool(disabled)
+
     def _invalidate(self) -> None:
         self._topology_cache = None
 
@@ -201,4 +224,5 @@ class SimbodyMatterSubsystem:
             constraints=jax.tree.map(
                 lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
                 tuple(self._constraints)),
+            motions=jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(self._motions)),
         )
