@@ -10,6 +10,7 @@ argument order is kept.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import equinox as eqx
@@ -146,8 +147,7 @@ class Matter:
         locks = s.locks
         if locks is not None:
             locks = eqx.tree_at(lambda l: l.q, locks, s.topology.convert_q(locks.q, target))
-        return State(s.t, q, s.u, s.z, target, locks=locks, constraint_disabled=s.constraint_disabled,
-                     motion_disabled=s.motion_disabled)
+        return State(s.t, q, s.u, s.z, target, instance_data=dataclasses.replace(s.instance_data, locks=locks))
 
     @compiled
     def convert_to_euler_angles(self, state: State) -> State:

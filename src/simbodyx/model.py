@@ -15,7 +15,7 @@ from simbodyx.matter import Matter
 from simbodyx.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.stage import Stage
-from simbodyx.state import State
+from simbodyx.state import InstanceData, State
 from simbodyx.system import realize
 from simbodyx.topology import Topology
 
@@ -106,10 +106,11 @@ class Model(Module):
             u=jnp.asarray(top.default_u, dtype).reshape(top.nu),
             z=jnp.zeros((0,), dtype),
             topology=top,
-            locks=self._default_locks(),
-            constraint_disabled=(jnp.asarray(self.constraint_disabled_by_default, bool)
-                                 if self.params.constraints else None),
-            motion_disabled=jnp.asarray(self.motion_disabled_by_default, bool) if self.params.motions else None,
+            instance_data=InstanceData(
+                locks=self._default_locks(),
+                constraint_disabled=(jnp.asarray(self.constraint_disabled_by_default, bool)
+                                     if self.params.constraints else None),
+                motion_disabled=jnp.asarray(self.motion_disabled_by_default, bool) if self.params.motions else None),
         )
 
     def _default_locks(self) -> Locks | None:

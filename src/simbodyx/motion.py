@@ -316,10 +316,12 @@ class Prescription(Module):
         return known.astype(self.udot.dtype), jnp.where(known, self.udot, 0.0)
 
 
-def prescription(topology, motions, t, q, u, locks, motion_disabled) -> Prescription | None:
-    """The Prescription of a State's locks and enabled Motions at (t, q, u), a
-    lock overriding its mobilizer's Motion; None when nothing can be prescribed
-    (no locks and no Motions: dynamics then runs its unprescribed path)."""
+def prescription(motions, state) -> Prescription | None:
+    """The Prescription of a State's locks and enabled ``motions`` at its (t, q,
+    u), a lock overriding its mobilizer's Motion; None when nothing can be
+    prescribed (no locks and no Motions: dynamics then runs its unprescribed path)."""
+    topology, t, q, u = state.topology, state.t, state.q, state.u
+    locks, motion_disabled = state.locks, state.motion_disabled
     if locks is None and not motions:
         return None
     if locks is None:
@@ -357,8 +359,7 @@ def prescription(topology, motions, t, q, u, locks, motion_disabled) -> Prescrip
 
 def model_prescription(model, state) -> Prescription | None:
     """The Prescription of ``state`` under ``model``'s Motions (any stage)."""
-    return prescription(model.topology, model.params.motions, state.t, state.q, state.u, state.locks,
-                        state.motion_disabled)
+    return prescription(model.params.motions, state)
 
 
 def prescribe_q(model, state):
@@ -383,7 +384,7 @@ def prescription_of(state) -> Prescription | None:
     """The Prescription of a State realized through Instance (its Model's Motions
     ride in its Instance cache)."""
     motions = state.instance.motions if state.instance is not None else ()
-    return prescription(state.topology, motions, state.t, state.q, state.u, state.locks, state.motion_disabled)
+    return prescription(motions, state)
 
 
 def prescribed_udot(state):

@@ -59,6 +59,22 @@ class ReportCache(Module):
         return self.kinetic_energy + self.potential_energy
 
 
+class InstanceData(Module):
+    """A State's Instance-stage variables, in one place: what locks, Motions and
+    constraints are doing. Changing them never changes shapes once a State
+    has them, so a jitted function is not recompiled (``locks`` going from
+    None to locked changes the structure once)."""
+
+    #: Mobilizer locks, None while nothing is locked (simbodyx.motion.Locks).
+    locks: Locks | None = None
+    #: (num_constraints,) bool, True where a constraint is disabled; None when
+    #: the model has no constraints.
+    constraint_disabled: jnp.ndarray | None = None
+    #: (num_motions,) bool, True where a Motion is disabled; None when the
+    #: model has no Motions.
+    motion_disabled: jnp.ndarray | None = None
+
+
 class State(Module):
     t: jnp.ndarray  #: () time (s)
     q: jnp.ndarray  #: (nq,) generalized coordinates
@@ -70,16 +86,22 @@ class State(Module):
     velocity: VelocityCache | None = None
     dynamics: DynamicsCache | None = None
     acceleration: AccelerationCache | None = None
-    #: Mobilizer locks (Instance-stage data), None while nothing is locked.
-    locks: Locks | None = None
-    #: (num_constraints,) bool, True where a constraint is disabled (Instance-stage
-    #: data); None when the model has no constraints.
-    constraint_disabled: jnp.ndarray | None = None
-    #: (num_motions,) bool, True where a Motion is disabled (Instance-stage data);
-    #: None when the model has no Motions.
-    motion_disabled: jnp.ndarray | None = None
+    #: the Instance-stage variables: locks, disabled constraints and Motions
+    instance_data: InstanceData = InstanceData()
     #: report-only quantities (Stage.Report)
     report: ReportCache | None = None
+
+    @property
+    def locks(self) -> Locks | None:
+        return self.instance_data.locks
+
+    @property
+    def constraint_disabled(self):
+        return self.instance_data.constraint_disabled
+
+    @property
+    def motion_disabled(self):
+        return self.instance_data.motion_disabled
 
     @property
     def stage(self) -> Stage:
@@ -133,8 +155,14 @@ class State(Module):
         return self.replace(constraint_disabled=disabled, keep=Stage.Model)
 
     def replace(self, keep: Stage = Stage.Model, **fields) -> State:
-        """A new State with ``fields`` replaced, keeping the caches of stages up to
-        ``keep`` (Time keeps the Instance cache, Position also the position cache)."""
+        """A new State with ``fields`` replaced (``locks``, ``constraint_disabled``
+        and ``motion_disabled`` go into ``instance_data``), keeping the caches of
+        stages up to ``keep`` (Time keeps the Instance cache, Position also the
+        position cache)."""
+        variables = {name: fields.pop(name) for name in ("locks", "constraint_disabled", "motion_disabled")
+                     if name in fields}
+        if variables:
+            fields["instance_data"] = dataclasses.replace(self.instance_data, **variables)
         caches = {"instance": Stage.Time, "position": Stage.Position, "velocity": Stage.Velocity,
                   "dynamics": Stage.Dynamics, "acceleration": Stage.Acceleration, "report": Stage.Report}
         dropped = {name: None for name, stage in caches.items() if stage > keep and name not in fields}

@@ -49,15 +49,15 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
 
 @functools.partial(jax.jit, static_argnames="stage")
 def _realize(model, state: State, stage: Stage) -> State:
-    topology, params, locks = model.topology, model.params, state.locks
-    prescribed = prescription(topology, params.motions, state.t, state.q, state.u, locks, state.motion_disabled)
+    topology, params = model.topology, model.params
+    prescribed = prescription(params.motions, state)
     q, u = (state.q, state.u) if prescribed is None else prescribed.apply(topology, state.q, state.u)
     instance = params if stage >= Stage.Instance else None
     position = realize_position(topology, params, q) if stage >= Stage.Position else None
     velocity = realize_velocity(topology, params, position, q, u) if stage >= Stage.Velocity else None
     disabled = state.constraint_disabled
-    realized = State(state.t, q, u, state.z, topology, instance, position, velocity, locks=locks,
-                     constraint_disabled=disabled, motion_disabled=state.motion_disabled)
+    realized = State(state.t, q, u, state.z, topology, instance, position, velocity,
+                     instance_data=state.instance_data)
     if stage < Stage.Dynamics:
         return realized
     with jax.named_scope("realize_dynamics"):
@@ -75,8 +75,8 @@ def _realize(model, state: State, stage: Stage) -> State:
                 multipliers = jnp.zeros(0, u.dtype)
             qdotdot = calc_qdotdot(topology, q, u, udot)
             acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers)
-    realized = State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration, locks,
-                     disabled, state.motion_disabled)
+    realized = State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration,
+                     state.instance_data)
     if stage < Stage.Report:
         return realized
     kinetic = model.matter.calc_kinetic_energy(realized)
