@@ -67,6 +67,12 @@ def test_each_level_prescribes_its_closed_form_and_the_torque():
     tau = jax.vmap(model.matter.find_motion_forces)(s)
     np.testing.assert_allclose(-tau[:, top.first_u_index], torque, rtol=1e-12)
     np.testing.assert_allclose(jax.vmap(top.get_tau_as_vector)(s)[:, 0], tau[:, top.first_u_index])
+    # = the inverse-dynamics torque of the same motion (tree inverse dynamics at the realized udot)
+    residual = jax.vmap(lambda s: model.matter.calc_residual_force_ignoring_constraints(
+        s, s.dynamics.mobility_forces, s.dynamics.body_forces, s.acceleration.udot))(s)
+    prescribed = [top.first_u_index, lower.first_u_index, slider.first_u_index, spun.first_u_index,
+                  waved.first_u_index]
+    np.testing.assert_allclose(-tau[:, prescribed], residual[:, prescribed], rtol=1e-12, atol=1e-12)
     power = jax.vmap(model.matter.calc_motion_power)(s)
     np.testing.assert_allclose(power, -np.einsum("bi,bi->b", tau, s.u), rtol=1e-13)
 
