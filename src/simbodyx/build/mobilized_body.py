@@ -23,7 +23,7 @@ from simbodyx.motion import Level, Locks, Method, level_methods, prescribed_udot
 from simbodyx.build.body import Body
 from simbodyx.constraints.equations import net_applied_forces
 from simbodyx.matter import motion_forces
-from simbodyx.spatial.inertia import MassProperties, Inertia, spatial_inertia_matrix
+from simbodyx.spatial.inertia import Inertia, MassProperties, SpatialInertia, UnitInertia, spatial_inertia_matrix
 from simbodyx.spatial.rotation import Rotation, matrix_to_body_fixed_xyz, matrix_to_quaternion
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm, shift_force, spatial_vec
@@ -331,6 +331,23 @@ class MobilizedBody:
         """qdot = N u for this mobilizer (Velocity)."""
         return self._cache(state, Stage.Velocity, "get_qdot_as_vector").qdot[self._q_slice(state)]
 
+    def get_one_qdot(self, state: State, which: int):
+        return self.get_qdot_as_vector(state)[self._which(which, self.get_num_q(state), "q")]
+
+    def get_one_from_q_partition(self, state: State, which: int, q_like):
+        """This mobilizer's ``which``-th entry of a full (nq,) q-like vector."""
+        q_like = jnp.asarray(q_like)
+        if q_like.shape != (state.topology.nq,):
+            raise ValueError(f"{self._label}: a q-like vector has shape ({state.topology.nq},), got {q_like.shape}")
+        return q_like[self._q_slice(state)][self._which(which, self.get_num_q(state), "q")]
+
+    def get_one_from_u_partition(self, state: State, which: int, u_like):
+        """This mobilizer's ``which``-th entry of a full (nu,) u-like vector."""
+        u_like = jnp.asarray(u_like)
+        if u_like.shape != (state.topology.nu,):
+            raise ValueError(f"{self._label}: a u-like vector has shape ({state.topology.nu},), got {u_like.shape}")
+        return u_like[self._u_slice(state)][self._which(which, self.get_num_u(state), "u")]
+
     # -- fitting q and u to a requested pose or velocity ---------------------------------
     # Each returns a new State and never fails: a request the joint cannot reach
     # is projected onto what it can (built-in kinds in closed form, Custom and
@@ -617,6 +634,59 @@ class MobilizedBody:
         R = X.R
         return spatial_inertia_matrix(mp.mass, R @ mp.com, R @ mp.inertia.matrix @ R.T)
 
+    def find_body_rotation_in_another_body(self, state: State, in_body_A) -> Rotation:
+        """R_AB (Position)."""
+        return self.find_body_transform_in_another_body(state, in_body_A).rotation
+
+    def find_body_origin_location_in_another_body(self, state: State, in_body_A):
+        """p_AoBo, in A (Position)."""
+        return self.find_body_transform_in_another_body(state, in_body_A).p
+
+    def find_mass_center_location_in_another_body(self, state: State, in_body_A):
+        """B's mass center measured from Ao, in A (Position)."""
+        return self.find_station_location_in_another_body(state, self.get_body_mass_center_station(state), in_body_A)
+
+    def find_station_at_another_body_station(self, state: State, from_body_A, station_on_A):
+        """The station of B coincident with a station of A, in B (Position)."""
+        p_GS = from_body_A.find_station_location_in_ground(state, station_on_A)
+        return self.find_station_at_ground_point(state, p_GS)
+
+    def find_station_at_another_body_origin(self, state: State, from_body_A):
+        """The station of B at A's origin, in B (Position)."""
+        return self.find_station_at_ground_point(state, from_body_A.get_body_origin_location(state))
+
+    def find_station_at_another_body_mass_center(self, state: State, from_body_A):
+        """The station of B at A's mass center, in B (Position)."""
+        return self.find_station_at_ground_point(state, from_body_A.find_mass_center_location_in_ground(state))
+
+    def get_body_unit_inertia_about_body_origin(self, state: State) -> UnitInertia:
+        """B's inertia about Bo per unit mass, in B (Instance)."""
+        mp = self.get_body_mass_properties(state)
+        return UnitInertia(mp.inertia.matrix / mp.mass)
+
+    def calc_body_central_inertia(self, state: State) -> Inertia:
+        """B's inertia about its mass center, in B (Instance)."""
+        return self.get_body_mass_properties(state).calc_central_inertia()
+
+    def express_mass_properties_in_ground_frame(self, state: State) -> MassProperties:
+        """B's mass properties about Bo, expressed in G (Position)."""
+        return self.get_body_mass_properties(state).re_express(self.get_body_transform(state).R)
+
+    def express_mass_properties_in_another_body_frame(self, state: State, in_body_A) -> MassProperties:
+        """B's mass properties about Bo, expressed in A (Position)."""
+        return self.get_body_mass_properties(state).re_express(
+            self.find_body_transform_in_another_body(state, in_body_A).R)
+
+    def get_body_spatial_inertia_in_ground(self, state: State) -> SpatialInertia:
+        """B's spatial inertia about Bo, expressed in G (Position)."""
+        return SpatialInertia.from_mass_properties(self.express_mass_properties_in_ground_frame(state))
+
+    def calc_body_inertia_about_another_body_station(self, state: State, in_body_A, about_location_on_A) -> Inertia:
+        """B's inertia about a station of A, expressed in A (Position)."""
+        p_BS = self.find_station_at_another_body_station(state, in_body_A, about_location_on_A)
+        R_AB = self.find_body_transform_in_another_body(state, in_body_A).R
+        return self.get_body_mass_properties(state).calc_shifted_inertia(p_BS).re_express(R_AB)
+
     # -- Velocity --------------------------------------------------------------------
     def get_body_velocity(self, state: State):
         """V_GB = [w_GB; v_GB] (6,), in G (Velocity)."""
@@ -655,6 +725,42 @@ class MobilizedBody:
         R_AG = in_body_A.get_body_transform(state).R.T
         return spatial_vec(R_AG @ V_rel[:3], R_AG @ V_rel[3:])
 
+    def find_body_angular_velocity_in_another_body(self, state: State, in_body_A):
+        """w_AB, in A (Velocity)."""
+        return self.find_body_velocity_in_another_body(state, in_body_A)[:3]
+
+    def find_body_origin_velocity_in_another_body(self, state: State, in_body_A):
+        """Velocity of Bo measured and expressed in A (Velocity)."""
+        return self.find_body_velocity_in_another_body(state, in_body_A)[3:]
+
+    def find_station_velocity_in_another_body(self, state: State, station_on_B, in_body_A):
+        """Velocity of a station of B measured and expressed in A (Velocity)."""
+        return self.calc_body_moving_point_velocity_in_body(state, station_on_B, jnp.zeros(3), in_body_A)
+
+    def calc_body_moving_point_velocity_in_body(self, state: State, location_on_B, velocity_on_B, in_body_A):
+        """Velocity, measured and expressed in A, of a point at ``location_on_B``
+        moving with ``velocity_on_B`` relative to B (both in B) (Velocity)."""
+        return self._moving_point(state, location_on_B, velocity_on_B, None, in_body_A)[0]
+
+    def _moving_point(self, state: State, location_on_B, velocity_on_B, acceleration_on_B, in_body_A):
+        """(velocity, acceleration or None) of a point moving on B, measured and
+        expressed in A: the point's Ground motion less that of A's point under it."""
+        p = self.find_station_location_in_ground(state, location_on_B)
+        r_rel = self.express_vector_in_ground_frame(state, velocity_on_B)
+        v = self.find_station_velocity_in_ground(state, location_on_B) + r_rel
+        V_A = in_body_A.get_body_velocity(state)
+        r = p - in_body_A.get_body_origin_location(state)
+        v_rel = v - (V_A[3:] + cross(V_A[:3], r))
+        R_AG = in_body_A.get_body_transform(state).R.T
+        if acceleration_on_B is None:
+            return R_AG @ v_rel, None
+        w_B = self.get_body_angular_velocity(state)
+        a = (self.find_station_acceleration_in_ground(state, location_on_B) + 2 * cross(w_B, r_rel)
+             + self.express_vector_in_ground_frame(state, acceleration_on_B))
+        A_A, w = in_body_A.get_body_acceleration(state), V_A[:3]
+        a_rel = a - (A_A[3:] + cross(A_A[:3], r) + cross(w, cross(w, r))) - 2 * cross(w, v_rel)
+        return R_AG @ v_rel, R_AG @ a_rel
+
     def find_frame_velocity_in_ground(self, state: State, frame_on_B: Transform):
         """V_GF = [w_GB; velocity of F's origin] for a frame F fixed on B (Velocity)."""
         V = self.get_body_velocity(state)
@@ -675,23 +781,44 @@ class MobilizedBody:
         d = body_A.find_station_location_in_ground(state, location_on_A) - self.find_station_location_in_ground(state, location_on_B)
         return safe_norm(d)
 
-    def _station_pair(self, state: State, location_on_B, body_A, location_on_A, with_accelerations: bool):
-        d = body_A.find_station_location_in_ground(state, location_on_A) - self.find_station_location_in_ground(state, location_on_B)
-        v = body_A.find_station_velocity_in_ground(state, location_on_A) - self.find_station_velocity_in_ground(state, location_on_B)
-        a = None
-        if with_accelerations:
-            a = body_A.find_station_acceleration_in_ground(state, location_on_A) - self.find_station_acceleration_in_ground(state, location_on_B)
+    def _point_pair(self, state: State, location_on_B, velocity_on_B, acceleration_on_B, body_A, location_on_A,
+                    velocity_on_A, acceleration_on_A):
+        """(unit vector from B's point to A's, their relative velocity, relative
+        acceleration or None, distance), in G, for points moving on their bodies
+        (velocities and accelerations relative to the body, in the body)."""
+        ground = self._matter.Ground()
+        d = (body_A.find_station_location_in_ground(state, location_on_A)
+             - self.find_station_location_in_ground(state, location_on_B))
+        v_B, a_B = self._moving_point(state, location_on_B, velocity_on_B, acceleration_on_B, ground)
+        v_A, a_A = body_A._moving_point(state, location_on_A, velocity_on_A, acceleration_on_A, ground)
         length = safe_norm(d)
-        return d / jnp.where(length > 0, length, 1.0), v, a, length
+        return d / jnp.where(length > 0, length, 1.0), v_A - v_B, None if a_A is None else a_A - a_B, length
 
     def calc_station_to_station_distance_time_derivative(self, state: State, location_on_B, body_A, location_on_A):
-        """d/dt of the distance, stations fixed on their bodies: e . (v_A - v_B) (Velocity)."""
-        e, v, _, _ = self._station_pair(state, location_on_B, body_A, location_on_A, False)
-        return e @ v
+        """d/dt of the distance, stations fixed on their bodies (Velocity)."""
+        zero = jnp.zeros(3)
+        return self.calc_moving_point_to_point_distance_time_derivative(state, location_on_B, zero, body_A,
+                                                                         location_on_A, zero)
 
     def calc_station_to_station_distance_2nd_time_derivative(self, state: State, location_on_B, body_A, location_on_A):
-        """d2/dt2 of the distance: e . a + (|v|^2 - (e . v)^2) / d (Acceleration)."""
-        e, v, a, length = self._station_pair(state, location_on_B, body_A, location_on_A, True)
+        """d2/dt2 of the distance, stations fixed on their bodies (Acceleration)."""
+        zero = jnp.zeros(3)
+        return self.calc_moving_point_to_point_distance_2nd_time_derivative(state, location_on_B, zero, zero, body_A,
+                                                                            location_on_A, zero, zero)
+
+    def calc_moving_point_to_point_distance_time_derivative(self, state: State, location_on_B, velocity_on_B, body_A,
+                                                            location_on_A, velocity_on_A):
+        """d/dt of the distance between points moving on B and on A: e . (v_A - v_B) (Velocity)."""
+        e, v, _, _ = self._point_pair(state, location_on_B, velocity_on_B, None, body_A, location_on_A,
+                                      velocity_on_A, None)
+        return e @ v
+
+    def calc_moving_point_to_point_distance_2nd_time_derivative(self, state: State, location_on_B, velocity_on_B,
+                                                                acceleration_on_B, body_A, location_on_A,
+                                                                velocity_on_A, acceleration_on_A):
+        """d2/dt2 of that distance: e . a + (|v|^2 - (e . v)^2) / d (Acceleration)."""
+        e, v, a, length = self._point_pair(state, location_on_B, velocity_on_B, acceleration_on_B, body_A,
+                                           location_on_A, velocity_on_A, acceleration_on_A)
         return e @ a + (v @ v - (e @ v) ** 2) / jnp.where(length > 0, length, 1.0)
 
     # -- Acceleration ----------------------------------------------------------------
@@ -710,6 +837,9 @@ class MobilizedBody:
 
     def get_qdotdot_as_vector(self, state: State):
         return self._cache(state, Stage.Acceleration, "get_qdotdot_as_vector").qdotdot[self._q_slice(state)]
+
+    def get_one_qdotdot(self, state: State, which: int):
+        return self.get_qdotdot_as_vector(state)[self._which(which, self.get_num_q(state), "q")]
 
     def get_one_udot(self, state: State, which: int):
         return self.get_udot_as_vector(state)[self._which(which, self.get_num_u(state), "u")]
@@ -747,6 +877,33 @@ class MobilizedBody:
         a = A_B[3:] - A_A[3:] - cross(A_A[:3], r) - cross(w, cross(w, r)) - 2 * cross(w, v_r)
         R_AG = in_body_A.get_body_transform(state).R.T
         return spatial_vec(R_AG @ alpha, R_AG @ a)
+
+    def find_body_angular_acceleration_in_another_body(self, state: State, in_body_A):
+        """alpha_AB, in A (Acceleration)."""
+        return self.find_body_acceleration_in_another_body(state, in_body_A)[:3]
+
+    def find_body_origin_acceleration_in_another_body(self, state: State, in_body_A):
+        """Acceleration of Bo measured and expressed in A (Acceleration)."""
+        return self.find_body_acceleration_in_another_body(state, in_body_A)[3:]
+
+    def find_station_acceleration_in_another_body(self, state: State, station_on_B, in_body_A):
+        """Acceleration of a station of B measured and expressed in A (Acceleration)."""
+        return self.calc_body_moving_point_acceleration_in_body(state, station_on_B, jnp.zeros(3), jnp.zeros(3),
+                                                                in_body_A)
+
+    def calc_body_moving_point_acceleration_in_body(self, state: State, location_on_B, velocity_on_B,
+                                                    acceleration_on_B, in_body_A):
+        """Acceleration, measured and expressed in A, of a point moving on B with
+        the given velocity and acceleration relative to B (all in B) (Acceleration)."""
+        return self._moving_point(state, location_on_B, velocity_on_B, acceleration_on_B, in_body_A)[1]
+
+    def get_mobilizer_acceleration(self, state: State):
+        """A_FM = [alpha_FM; a_FM] (6,), M's acceleration measured and expressed in F
+        (Acceleration)."""
+        R_FP = self.get_inboard_frame(state).R.T  # F is fixed on P: measured in F = measured in P
+        alpha = self.find_body_angular_acceleration_in_another_body(state, self.parent)
+        a = self.find_station_acceleration_in_another_body(state, self.get_outboard_frame(state).p, self.parent)
+        return spatial_vec(R_FP @ alpha, R_FP @ a)
 
     def _reaction_at_M(self, state: State):
         self._cache(state, Stage.Acceleration, "find_mobilizer_reaction_*")

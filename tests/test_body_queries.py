@@ -1,0 +1,181 @@
+"""MobilizedBody's queries between bodies, of moving points, of mass
+properties and of single entries, each against a second route: velocities
+as the time derivative of positions and accelerations as that of
+velocities (forward-mode autodiff of the position- or velocity-level
+query along (qdot, udot), exact, so 1e-12), mass properties from the
+Ground-frame ones, stations by round trips; all in one jit(vmap) over two
+States, with a gradient."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+from conftest import random_state, with_forces
+
+LOCATION, VELOCITY, ACCELERATION = jnp.array([0.1, -0.2, 0.3]), jnp.array([0.4, 0.1, -0.3]), jnp.array([-0.2, 0.5, 0.1])
+STATION_A = jnp.array([-0.3, 0.2, 0.1])
+
+
+@functools.lru_cache(maxsize=None)
+def _tree():
+    system, matter, _, bodies = with_forces(["Pin", "Ball", "Slider", "Gimbal", "Free"], seed=3)
+    model, _ = system.realize_topology()
+    states = [model.matter.normalize_quaternions(random_state(model, seed=s, scale=0.7)) for s in range(2)]
+    return model, bodies, jax.tree.map(lambda *x: jnp.stack(x), *states)
+
+
+def _queries(model, B, A, s):
+    """Every query of B relative to A at an Acceleration-stage State, with the
+    derivative routes' inputs."""
+    return {
+        "R_AB": B.find_body_rotation_in_another_body(s, A).matrix,
+        "p_AB": B.find_body_origin_location_in_another_body(s, A),
+        "station": B.find_station_location_in_another_body(s, LOCATION, A),
+        "w_AB": B.find_body_angular_velocity_in_another_body(s, A),
+        "v_AB": B.find_body_origin_velocity_in_another_body(s, A),
+        "v_station": B.find_station_velocity_in_another_body(s, LOCATION, A),
+        "v_moving": B.calc_body_moving_point_velocity_in_body(s, LOCATION, VELOCITY, A),
+        "alpha_AB": B.find_body_angular_acceleration_in_another_body(s, A),
+        "a_AB": B.find_body_origin_acceleration_in_another_body(s, A),
+        "a_station": B.find_station_acceleration_in_another_body(s, LOCATION, A),
+        "a_moving": B.calc_body_moving_point_acceleration_in_body(s, LOCATION, VELOCITY, ACCELERATION, A),
+        "V_FM": B.get_mobilizer_velocity(s),
+        "A_FM": B.get_mobilizer_acceleration(s),
+        "distance_dot": B.calc_moving_point_to_point_distance_time_derivative(s, LOCATION, VELOCITY, A, STATION_A,
+                                                                              -VELOCITY),
+        "distance_dotdot": B.calc_moving_point_to_point_distance_2nd_time_derivative(
+            s, LOCATION, VELOCITY, ACCELERATION, A, STATION_A, -VELOCITY, ACCELERATION),
+    }
+
+
+def _derivatives(model, B, A, s):
+    """d/dt of the position-level queries along (qdot, moving point) and of the
+    velocity-level ones along (qdot, udot)."""
+    base = model.default_state()
+
+    def position(q, location):
+        p = model.realize(base.with_q(q), sx.Stage.Position)
+        return (B.find_body_transform_in_another_body(p, A).R, B.find_body_origin_location_in_another_body(p, A),
+                B.find_station_location_in_another_body(p, location, A))
+
+    def velocity(q, u, location, velocity):
+        v = model.realize(base.with_q(q).with_u(u), sx.Stage.Velocity)
+        return (B.find_body_angular_velocity_in_another_body(v, A), B.find_body_origin_velocity_in_another_body(v, A),
+                B.calc_body_moving_point_velocity_in_body(v, location, velocity, A), B.get_mobilizer_velocity(v))
+
+    def distance(q, location_B, location_A):
+        p = model.realize(base.with_q(q), sx.Stage.Position)
+        return B.calc_station_to_station_distance(p, location_B, A, location_A)
+
+    def distance_dot(q, u, location_B, location_A, velocity_B, velocity_A):
+        qdot = model.matter.multiply_by_n(model.realize(base.with_q(q), sx.Stage.Position), False, u)
+        return jax.jvp(distance, (q, location_B, location_A), (qdot, velocity_B, velocity_A))[1]
+
+    qdot, udot = s.velocity.qdot, s.acceleration.udot
+    (R, R_dot), (_, p_dot), (_, station_dot) = [jax.jvp(lambda q, x: position(q, x)[k], (s.q, LOCATION),
+                                                        (qdot, VELOCITY)) for k in range(3)]
+    outs = jax.jvp(velocity, (s.q, s.u, LOCATION, VELOCITY), (qdot, udot, VELOCITY, ACCELERATION))[1]
+    w_skew = R_dot @ R.T
+    d_dot, d_dotdot = jax.jvp(distance_dot, (s.q, s.u, LOCATION, STATION_A, VELOCITY, -VELOCITY),
+                              (qdot, udot, VELOCITY, -VELOCITY, ACCELERATION, ACCELERATION))
+    return {
+        "w_AB": jnp.array([w_skew[2, 1], w_skew[0, 2], w_skew[1, 0]]),
+        "v_AB": p_dot,
+        "v_moving": station_dot,
+        "alpha_AB": outs[0],
+        "a_AB": outs[1],
+        "a_moving": outs[2],
+        "A_FM": outs[3],
+        "distance_dot": d_dot,
+        "distance_dotdot": d_dotdot,
+    }
+
+
+def test_relative_kinematics_are_the_time_derivatives_of_positions():
+    model, bodies, states = _tree()
+    B, A = bodies[4], bodies[2]  # in different branches or not, whatever the seed made
+
+    @jax.jit
+    @jax.vmap
+    def run(s):
+        s = model.realize(s, sx.Stage.Acceleration)
+        return _queries(model, B, A, s), _derivatives(model, B, A, s)
+
+    ours, theirs = run(states)
+    for name, value in theirs.items():
+        np.testing.assert_allclose(ours[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+    # the fixed-station forms are the moving ones at zero relative motion; rotation and origin from X_AB
+    s = model.realize(jax.tree.map(lambda x: x[0], states), sx.Stage.Acceleration)
+    X_AB = B.find_body_transform_in_another_body(s, A)
+    np.testing.assert_allclose(ours["R_AB"][0], X_AB.R, atol=1e-15)
+    np.testing.assert_allclose(ours["p_AB"][0], X_AB.p, atol=1e-15)
+    np.testing.assert_allclose(ours["v_station"][0],
+                               B.calc_body_moving_point_velocity_in_body(s, LOCATION, jnp.zeros(3), A), atol=1e-15)
+    np.testing.assert_allclose(B.calc_station_to_station_distance_time_derivative(s, LOCATION, A, STATION_A),
+                               B.calc_moving_point_to_point_distance_time_derivative(
+                                   s, LOCATION, jnp.zeros(3), A, STATION_A, jnp.zeros(3)), atol=1e-15)
+    # against Ground, the in-another-body forms are the Ground ones
+    np.testing.assert_allclose(B.find_station_acceleration_in_another_body(s, LOCATION, bodies[0]),
+                               B.find_station_acceleration_in_ground(s, LOCATION), atol=1e-12)
+    # differentiable: the gradient of a moving point's acceleration in A with respect to q
+    g = jax.jit(jax.grad(lambda q: jnp.sum(B.calc_body_moving_point_acceleration_in_body(
+        model.realize(s.with_q(q), sx.Stage.Acceleration), LOCATION, VELOCITY, ACCELERATION, A))))(s.q)
+    assert np.all(np.isfinite(g)) and np.any(g != 0)
+
+
+def test_mass_properties_and_stations_between_bodies():
+    model, bodies, states = _tree()
+    B, A = bodies[5], bodies[3]
+    s = model.realize(jax.tree.map(lambda x: x[1], states), sx.Stage.Position)
+    mp = B.get_body_mass_properties(s)
+    R_GB = B.get_body_transform(s).R
+    # about Bo in G: the existing 6x6 form
+    np.testing.assert_allclose(B.get_body_spatial_inertia_in_ground(s).to_spatial_mat(),
+                               B.calc_body_spatial_inertia_matrix_in_ground(s), atol=1e-14)
+    in_G = B.express_mass_properties_in_ground_frame(s)
+    np.testing.assert_allclose(in_G.inertia.matrix, R_GB @ mp.inertia.matrix @ R_GB.T, atol=1e-14)
+    in_A = B.express_mass_properties_in_another_body_frame(s, A)
+    R_AB = B.find_body_rotation_in_another_body(s, A).matrix
+    np.testing.assert_allclose(in_A.com, R_AB @ mp.com, atol=1e-14)
+    np.testing.assert_allclose(B.get_body_unit_inertia_about_body_origin(s).matrix * mp.mass, mp.inertia.matrix,
+                               atol=1e-14)
+    # central inertia: parallel axes from the inertia about Bo
+    c = mp.com
+    central = mp.inertia.matrix - mp.mass * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+    np.testing.assert_allclose(B.calc_body_central_inertia(s).matrix, central, atol=1e-14)
+    # about a station S of A, in A: parallel axes in G from the mass center, then into A
+    p_GS = A.find_station_location_in_ground(s, STATION_A)
+    d = B.find_mass_center_location_in_ground(s) - p_GS
+    about_S_in_G = R_GB @ central @ R_GB.T + mp.mass * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+    R_GA = A.get_body_transform(s).R
+    np.testing.assert_allclose(B.calc_body_inertia_about_another_body_station(s, A, STATION_A).matrix,
+                               R_GA.T @ about_S_in_G @ R_GA, atol=1e-13)
+    # stations: round trips through Ground
+    np.testing.assert_allclose(B.find_station_location_in_ground(s, B.find_station_at_another_body_station(
+        s, A, STATION_A)), p_GS, atol=1e-14)
+    np.testing.assert_allclose(B.find_station_location_in_ground(s, B.find_station_at_another_body_origin(s, A)),
+                               A.get_body_origin_location(s), atol=1e-14)
+    np.testing.assert_allclose(B.find_station_location_in_ground(s, B.find_station_at_another_body_mass_center(s, A)),
+                               A.find_mass_center_location_in_ground(s), atol=1e-14)
+    np.testing.assert_allclose(A.find_station_location_in_ground(s, B.find_mass_center_location_in_another_body(s, A)),
+                               B.find_mass_center_location_in_ground(s), atol=1e-14)
+
+
+def test_single_entries():
+    model, bodies, states = _tree()
+    s = model.realize(jax.tree.map(lambda x: x[0], states), sx.Stage.Acceleration)
+    ball = bodies[2]
+    for k in range(ball.num_q):
+        assert float(ball.get_one_qdot(s, k)) == float(s.velocity.qdot[ball.first_q_index + k])
+        assert float(ball.get_one_qdotdot(s, k)) == float(s.acceleration.qdotdot[ball.first_q_index + k])
+        assert float(ball.get_one_from_q_partition(s, k, s.q)) == float(s.q[ball.first_q_index + k])
+    for k in range(ball.num_u):
+        assert float(ball.get_one_from_u_partition(s, k, s.u)) == float(s.u[ball.first_u_index + k])
+    with pytest.raises(ValueError, match="q-like vector has shape"):
+        ball.get_one_from_q_partition(s, 0, jnp.zeros(3))
+    with pytest.raises(IndexError):
+        ball.get_one_qdot(s, ball.num_q)
