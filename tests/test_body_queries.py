@@ -179,3 +179,21 @@ def test_single_entries():
         ball.get_one_from_q_partition(s, 0, jnp.zeros(3))
     with pytest.raises(IndexError):
         ball.get_one_qdot(s, ball.num_q)
+
+
+def test_body_and_clone_before_freezing():
+    system, matter, _, bodies = with_forces(["Pin", ("Screw", 0.25)], seed=1, branching=False)
+    pin, screw = bodies[1], bodies[2]
+    heavy = sx.Body.Rigid(sx.MassProperties(3.0, [0.1, 0, 0], sx.Inertia(0.2)))
+    assert float(pin.set_body(heavy).get_body().mass_properties.mass) == 3.0
+    screw.set_default_q([0.4])
+    twin = screw.clone_for_new_parent(pin, name="twin")
+    assert type(twin) is type(screw) and twin.parent is pin and twin.get_default_q() == screw.get_default_q()
+    np.testing.assert_allclose(twin.get_default_inboard_frame().p, screw.get_default_inboard_frame().p)
+    model, state = system.realize_topology()
+    assert model.topology.num_bodies == 4
+    assert twin.get_default_pitch() == screw.get_default_pitch() == 0.25
+    with pytest.raises(RuntimeError, match="frozen by realize_topology"):
+        pin.set_body(heavy)
+    with pytest.raises(TypeError, match="must be a Body"):
+        bodies[1].set_body(3.0)

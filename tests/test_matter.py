@@ -41,6 +41,16 @@ def test_counts_and_options(model_state):
     assert m.get_num_bodies() == len(ALL_KINDS) + 2 and m.get_num_mobilities() == model.topology.nu
     ball_index = model.topology.quaternion_bodies[0] if not euler else 9
     assert m.is_using_quaternion(state, ball_index) == (not euler)
+    assert m.get_quaternion_pool_index(state, ball_index) == (-1 if euler else 0)
+    assert m.get_quaternion_pool_index(state, 0) == -1
+    assert m.get_total_q_alloc() == model.with_euler_angles(False).topology.nq >= model.topology.nq
+    assert not m.is_position_kinematics_realized(state)
+    p = m.realize_position_kinematics(state)
+    assert m.is_position_kinematics_realized(p) and not m.is_velocity_kinematics_realized(p)
+    assert m.is_articulated_body_inertias_realized(m.realize_articulated_body_inertias(state))
+    assert m.is_composite_body_inertias_realized(m.realize_composite_body_inertias(state))
+    assert m.is_articulated_body_velocity_realized(m.realize_articulated_body_velocity(p))
+    assert m.is_velocity_kinematics_realized(m.realize_velocity_kinematics(state))
 
 
 def test_n_products_and_transposes(model_state):

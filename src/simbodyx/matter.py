@@ -102,6 +102,50 @@ class Matter:
     def is_using_quaternion(self, state: State, body) -> bool:
         return int(body) in self._check(state).topology.quaternion_bodies
 
+    def get_quaternion_pool_index(self, state: State, body) -> int:
+        """Position of this body's quaternion among those in use; -1 if it has none."""
+        bodies = self._check(state).topology.quaternion_bodies
+        return bodies.index(int(body)) if int(body) in bodies else -1
+
+    def get_total_q_alloc(self) -> int:
+        """q slots for either rotation representation: nq with quaternions, the larger."""
+        return self.model.topology.with_euler_angles(False).nq
+
+    # -- partial realizations ----------------------------------------------------------
+    # Simbody computes parts of a stage on request. A State here carries each
+    # stage's cache whole, and the composite and articulated body inertias are
+    # computed by their accessors from a Position State, so each of these
+    # returns the State realized through the stage that holds its part.
+    def realize_position_kinematics(self, state: State) -> State:
+        """Body poses (Simbody's first part of Position): the State realized through Position."""
+        return self._at(state, Stage.Position)
+
+    def realize_velocity_kinematics(self, state: State) -> State:
+        """Body velocities (the first part of Velocity): the State realized through Velocity."""
+        return self._at(state, Stage.Velocity)
+
+    def realize_composite_body_inertias(self, state: State) -> State:
+        """A State from which ``get_composite_body_inertia`` computes them (Position)."""
+        return self._at(state, Stage.Position)
+
+    def realize_articulated_body_inertias(self, state: State) -> State:
+        """A State from which ``get_articulated_body_inertia`` computes them (Position)."""
+        return self._at(state, Stage.Position)
+
+    def realize_articulated_body_velocity(self, state: State) -> State:
+        """The velocity-dependent articulated-body terms' State (Velocity)."""
+        return self._at(state, Stage.Velocity)
+
+    def is_position_kinematics_realized(self, state: State) -> bool:
+        return self._check(state).stage >= Stage.Position
+
+    def is_velocity_kinematics_realized(self, state: State) -> bool:
+        return self._check(state).stage >= Stage.Velocity
+
+    is_composite_body_inertias_realized = is_position_kinematics_realized
+    is_articulated_body_inertias_realized = is_position_kinematics_realized
+    is_articulated_body_velocity_realized = is_velocity_kinematics_realized
+
     # -- kinematic differential equations ---------------------------------------------
     @compiled
     def calc_qdot(self, state: State, u):

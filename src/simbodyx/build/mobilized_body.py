@@ -102,6 +102,7 @@ class MobilizedBody:
                 raise TypeError(f"{self._label}: direction given twice")
             rest, direction = rest[:-1], rest[-1]
         self._kind, self._joint_params = self._parse_kind(*rest)
+        self._kind_arguments = rest  # for clone_for_new_parent
         self._direction = Direction.Forward if direction is None else Direction(direction)
         if self._direction is Direction.Reverse:
             if self._kind.nu == 0:
@@ -245,6 +246,29 @@ class MobilizedBody:
 
     def set_default_mass_properties(self, mass_properties: MassProperties) -> MobilizedBody:
         return self._set("_mass_properties", self._checked_mass_properties(mass_properties))
+
+    def get_body(self):
+        """The Body this mobilizer carries (its mass properties as last set)."""
+        if self.is_ground():
+            raise ValueError("Ground carries no Body")
+        return Body.Rigid(self._mass_properties)
+
+    def set_body(self, body) -> MobilizedBody:
+        """Carry another Body (before freezing): its mass properties become the default."""
+        if not isinstance(body, Body):
+            raise TypeError(f"{self._label}: body must be a Body (e.g. Body.Rigid), got {type(body).__name__}")
+        return self.set_default_mass_properties(body.mass_properties)
+
+    def clone_for_new_parent(self, parent, name: str | None = None) -> MobilizedBody:
+        """A new mobilized body of this type under ``parent`` (before freezing),
+        with this one's frames, Body, joint parameters, direction and defaults."""
+        if self.is_ground():
+            raise ValueError("Ground cannot be cloned")
+        clone = type(self)(parent, self._X_PF, Body.Rigid(self._mass_properties), self._X_BM, *self._kind_arguments,
+                           name=name, direction=self._direction)
+        clone._default_q, clone._default_u, clone._lock_level = self._default_q, self._default_u, self._lock_level
+        clone._joint_params = self._joint_params
+        return clone
 
     def get_default_inboard_frame(self) -> Transform:
         """X_PF: the mobilizer's F frame on the parent."""
