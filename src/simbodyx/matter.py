@@ -191,7 +191,8 @@ class Matter:
         locks = s.locks
         if locks is not None:
             locks = eqx.tree_at(lambda l: l.q, locks, s.topology.convert_q(locks.q, target))
-        return State(s.t, q, s.u, s.z, target, instance_data=dataclasses.replace(s.instance_data, locks=locks))
+        return State(s.t, q, s.u, s.z, target, instance_data=dataclasses.replace(s.instance_data, locks=locks),
+                     discrete=s.discrete)
 
     @compiled
     def convert_to_euler_angles(self, state: State) -> State:

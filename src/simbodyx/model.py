@@ -106,6 +106,7 @@ class Model(Module):
             u=jnp.asarray(top.default_u, dtype).reshape(top.nu),
             z=jnp.zeros((0,), dtype),
             topology=top,
+            discrete=tuple(v for v in (e.default_discrete(top, dtype) for e in self.force_elements) if v is not None),
             instance_data=InstanceData(
                 locks=self._default_locks(),
                 constraint_disabled=(jnp.asarray(self.constraint_disabled_by_default, bool)

@@ -88,6 +88,9 @@ class State(Module):
     acceleration: AccelerationCache | None = None
     #: the Instance-stage variables: locks, disabled constraints and Motions
     instance_data: InstanceData = InstanceData()
+    #: values of the force elements that hold them (Force.DiscreteForces, ...),
+    #: one entry per such element; changing them keeps the caches through Velocity
+    discrete: tuple = ()
     #: report-only quantities (Stage.Report)
     report: ReportCache | None = None
 

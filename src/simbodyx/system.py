@@ -57,7 +57,7 @@ def _realize(model, state: State, stage: Stage) -> State:
     velocity = realize_velocity(topology, params, position, q, u) if stage >= Stage.Velocity else None
     disabled = state.constraint_disabled
     realized = State(state.t, q, u, state.z, topology, instance, position, velocity,
-                     instance_data=state.instance_data)
+                     instance_data=state.instance_data, discrete=state.discrete)
     if stage < Stage.Dynamics:
         return realized
     with jax.named_scope("realize_dynamics"):
@@ -76,7 +76,7 @@ def _realize(model, state: State, stage: Stage) -> State:
             qdotdot = calc_qdotdot(topology, q, u, udot)
             acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers)
     realized = State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration,
-                     state.instance_data)
+                     state.instance_data, state.discrete)
     if stage < Stage.Report:
         return realized
     kinetic = model.matter.calc_kinetic_energy(realized)

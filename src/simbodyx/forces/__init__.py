@@ -6,6 +6,7 @@ element's numbers are differentiable leaves of the Model.
 
 from simbodyx.forces.base import ForceElement as ForceElement
 from simbodyx.forces.custom import Custom
+from simbodyx.forces.discrete import DiscreteForces, MobilityDiscreteForce
 from simbodyx.forces.gravity import UniformGravity
 from simbodyx.forces.mobility import (
     GlobalDamper,
@@ -30,3 +31,5 @@ class Force:
     ConstantForce = ConstantForce
     ConstantTorque = ConstantTorque
     Custom = Custom
+    DiscreteForces = DiscreteForces
+    MobilityDiscreteForce = MobilityDiscreteForce

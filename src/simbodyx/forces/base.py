@@ -23,6 +23,10 @@ class ForceElement(Module):
     def potential_energy(self, model, state):
         return jnp.zeros((), state.q.dtype)
 
+    def default_discrete(self, topology, dtype):
+        """This element's values in a default State's ``discrete`` (None: it has none)."""
+        return None
+
 
 def zeros(state):
     """(mobility (nu,), body (nb, 6)) zero forces in the State's dtype."""

@@ -1,0 +1,73 @@
+"""Force.DiscreteForces and Force.MobilityDiscreteForce: values held in the
+State act like the equivalent Model-held elements, change without
+recompiling, batch, and carry gradients."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+from conftest import link, new_system
+
+G = 9.81
+
+
+@functools.lru_cache(maxsize=None)
+def _pendulum():
+    """A Pin pendulum (1 kg link, mass center 0.5 m out) under gravity, with both
+    discrete elements, and a twin built with ConstantForce/MobilityConstantForce."""
+    def build(discrete):
+        system, matter, forces = new_system()
+        sx.Force.UniformGravity(forces, matter, [0, -G, 0])
+        pin = sx.MobilizedBody.Pin(matter.Ground(), link())
+        slider = sx.MobilizedBody.Slider(pin, sx.Transform([1.0, 0, 0]), link(), sx.Transform())
+        if discrete:
+            elements = (sx.Force.DiscreteForces(forces, matter), sx.Force.MobilityDiscreteForce(forces, slider, 0, 0.7))
+        else:
+            elements = (sx.Force.ConstantForce(forces, slider, [0.1, 0.2, 0], [0, 3.0, 0]),
+                        sx.Force.MobilityConstantForce(forces, pin, 0, 1.5),
+                        sx.Force.MobilityConstantForce(forces, slider, 0, 0.7))
+        model, state = system.realize_topology()
+        return model, state.with_q(jnp.array([0.3, 0.2])).with_u(jnp.array([0.5, -0.1])), (pin, slider), elements
+    return build(True), build(False)
+
+
+def test_discrete_values_act_like_model_held_forces_without_recompiling():
+    (model, state, (pin, slider), (table, knob)), (twin, twin_state, *_) = _pendulum()
+    assert float(knob.get_mobility_force(state)) == 0.7  # the default
+    udot = jax.jit(lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot)
+    s = model.realize(state, sx.Stage.Position)
+    s = table.add_force_to_body_point(s, slider, [0.1, 0.2, 0], [0, 3.0, 0])
+    s = table.set_one_mobility_force(s, pin, 0, 1.5)
+    assert s.stage == sx.Stage.Position  # the caches through Velocity are kept
+    expected = jax.jit(lambda s: twin.realize(s, sx.Stage.Acceleration).acceleration.udot)(twin_state)
+    np.testing.assert_allclose(udot(s), expected, rtol=1e-13)
+    np.testing.assert_allclose(table.get_all_mobility_forces(s), [1.5, 0.0])
+    moved = knob.set_mobility_force(table.clear_all_forces(s), -2.0)
+    np.testing.assert_allclose(table.get_all_body_forces(moved), 0.0)
+    udot(moved)
+    assert udot._cache_size() == 1
+    # a batch of controls in one vmap; d udot / d f through the State
+    forces = jnp.array([[0.0, 1.0], [2.0, -1.0], [0.5, 0.5]])
+    batch = jax.vmap(lambda f: udot(table.set_all_mobility_forces(state, f)))(forces)
+    np.testing.assert_allclose(batch[1], udot(table.set_all_mobility_forces(state, forces[1])), rtol=1e-14)
+    M = model.matter.calc_m(model.realize(state, sx.Stage.Position))
+    jac = jax.jacfwd(lambda f: udot(table.set_all_mobility_forces(state, f)))(jnp.zeros(2))
+    np.testing.assert_allclose(jac, np.linalg.inv(M), rtol=1e-12, atol=1e-15)
+    grad = jax.grad(lambda f: udot(knob.set_mobility_force(state, f))[1])(0.0)
+    assert float(grad) == pytest.approx(float(np.linalg.inv(M)[1, 1]), rel=1e-12)
+
+
+def test_discrete_force_errors():
+    (model, state, (pin, slider), (table, knob)), _ = _pendulum()
+    with pytest.raises(ValueError, match=r"body_forces must have shape \(3, 6\)"):
+        table.set_all_body_forces(state, jnp.zeros((2, 6)))
+    with pytest.raises(IndexError, match="out of range"):
+        table.set_one_mobility_force(state, pin, 1, 1.0)
+    with pytest.raises(ValueError, match="needs Stage.Position"):
+        table.add_force_to_body_point(state, slider, [0, 0, 0], [1.0, 0, 0])
+    with pytest.raises(ValueError, match="has no values"):
+        table.get_all_mobility_forces(state.replace(discrete=()))
