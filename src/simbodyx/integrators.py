@@ -422,7 +422,7 @@ def _adjust_step(integrator: Integrator, err, h, limited):
 
 class _Carry(Module):
     model: object  #: the Model (event handlers may change its numbers)
-    base: State  #: the State's instance data (locks, disabled constraints)
+    base: State  #: the State's instance data and discrete values (handlers may change them)
     prev: _Point  #: the start of the last accepted step, with its derivatives
     adv: _Point  #: the advanced point (its derivative fields unused)
     h: jnp.ndarray

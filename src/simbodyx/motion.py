@@ -175,14 +175,11 @@ class Motion(Module):
 
     def get_level(self, state):
         """This Motion's level, NoLevel while disabled (Simbody's getLevel)."""
-        return _level_or_none(self.is_disabled(state), self.level)
+        return _unless_disabled(self.is_disabled(state), self.level, Level.NoLevel)
 
     def get_level_method(self, state):
         """Method.Prescribed, or Method.NoMethod while disabled."""
-        off = self.is_disabled(state)
-        if isinstance(off, jax.core.Tracer):
-            return jnp.where(off, Method.NoMethod, Method.Prescribed)
-        return Method.NoMethod if bool(off) else Method.Prescribed
+        return _unless_disabled(self.is_disabled(state), Method.Prescribed, Method.NoMethod)
 
     def _flags(self, state):
         if state.motion_disabled is None or state.motion_disabled.shape[0] <= self.index:
@@ -190,10 +187,11 @@ class Motion(Module):
         return state.motion_disabled
 
 
-def _level_or_none(off, level):
+def _unless_disabled(off, value, disabled_value):
+    """``value``, or ``disabled_value`` where ``off`` (a JAX array when traced)."""
     if isinstance(off, jax.core.Tracer):
-        return jnp.where(off, Level.NoLevel, level)
-    return Level.NoLevel if bool(off) else level
+        return jnp.where(off, disabled_value, value)
+    return disabled_value if bool(off) else value
 
 
 class Sinusoid(Motion):
