@@ -60,6 +60,7 @@ from simbodyx.events import (
     localize,
     triggered_positions,
 )
+from simbodyx.forces.custom import Controller
 from simbodyx.integrate import Trajectory, total_energy
 from simbodyx.module import Module
 from simbodyx.motion import Level, model_prescription
@@ -437,13 +438,15 @@ class _Carry(Module):
     event_index: jnp.ndarray
 
 
-def simulate(model, state: State, integrator: Integrator, report_times, *, events=(), max_event_records: int = 64,
-             throw: bool = True):
+def simulate(model, state: State, integrator: Integrator, report_times, *, events=(), controller=None,
+             max_event_records: int = 64, throw: bool = True):
     """(final State, Trajectory at the report times, IntegratorStats): Simbody's
     TimeStepper stepping ``state`` to each of ``report_times`` (s, nondecreasing,
     none before ``state.t``; the last is the final time, reached by a step),
     running ``events`` (``sx.ScheduledEvent`` / ``sx.TriggeredEvent``, see
-    ``simbodyx.events``) on the way.
+    ``simbodyx.events``) on the way. A ``controller(t, state) -> (nu,)``
+    adds mobility forces at every evaluation of the dynamics (the State
+    realized to Velocity; see ``Force.Controller`` for traced parameters).
 
     The initial State is projected onto the constraint manifold first. A
     report time at ``state.t`` reports that projected State; a report time at
@@ -454,6 +457,8 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     if not isinstance(integrator, Integrator):
         raise TypeError(f"simulate: integrator must be one of sx.Integrator's methods, got {type(integrator)}")
     events = check_events(events)
+    if controller is not None:
+        model = dataclasses.replace(model, force_elements=model.force_elements + (Controller(controller),))
     if not (isinstance(max_event_records, int) and max_event_records >= 0):
         raise ValueError(f"simulate: max_event_records must be a non-negative int, got {max_event_records!r}")
     times = jnp.asarray(report_times, state.q.dtype)

@@ -5,7 +5,7 @@ element's numbers are differentiable leaves of the Model.
 """
 
 from simbodyx.forces.base import ForceElement as ForceElement
-from simbodyx.forces.custom import Custom
+from simbodyx.forces.custom import Controller, Custom
 from simbodyx.forces.discrete import DiscreteForces, MobilityDiscreteForce
 from simbodyx.forces.gravity import UniformGravity
 from simbodyx.forces.mobility import (
@@ -31,5 +31,6 @@ class Force:
     ConstantForce = ConstantForce
     ConstantTorque = ConstantTorque
     Custom = Custom
+    Controller = Controller
     DiscreteForces = DiscreteForces
     MobilityDiscreteForce = MobilityDiscreteForce

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from simbodyx.forces.base import ForceElement
@@ -44,3 +45,28 @@ class Custom(ForceElement):
         if self.energy_fn is None:
             return super().potential_energy(model, state)
         return jnp.asarray(self.energy_fn(model, state), state.q.dtype)
+
+
+class Controller(ForceElement):
+    """Mobility forces ``controller(t, state) -> (nu,)`` from a State realized to
+    Velocity: what ``simulate(..., controller=...)`` adds to the Model's forces.
+    A controller that is a pytree (an equinox Module, a ``jax.tree_util.Partial``)
+    has its arrays traced, so new gains or schedules never recompile and
+    ``jax.grad`` reaches them; any other callable is held fixed."""
+
+    controller: Callable
+
+    def __init__(self, controller):
+        if not callable(controller):
+            raise TypeError(f"controller must be callable: controller(t, state) -> mobility forces, got "
+                            f"{type(controller).__name__}")
+        if not isinstance(controller, (eqx.Module, jax.tree_util.Partial)):
+            controller = jax.tree_util.Partial(controller)
+        self.controller = controller
+
+    def calc(self, model, state):
+        top = state.topology
+        mobility = jnp.asarray(self.controller(state.t, state), state.u.dtype)
+        if mobility.shape != (top.nu,):
+            raise ValueError(f"controller(t, state) returned shape {mobility.shape}; expected ({top.nu},)")
+        return mobility, jnp.zeros((top.num_bodies, 6), state.u.dtype)
