@@ -63,7 +63,7 @@ from simbodyx.events import (
 from simbodyx.forces.custom import Controller
 from simbodyx.integrate import Trajectory, total_energy
 from simbodyx.module import Module
-from simbodyx.motion import Level, model_prescription
+from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -223,11 +223,10 @@ class Integrator(Module):
         prescribed = model_prescription(model, _at(base, t1, q1, u1))
         if prescribed is not None:
             top = base.topology
-            held_q = prescribed.q_level(top) == Level.Position
-            held_u = prescribed.u_level(top) >= Level.Velocity
-            q1, u1 = jnp.where(held_q, prescribed.q, q1), jnp.where(held_u, prescribed.u, u1)
+            q1, u1 = prescribed.apply(top, q1, u1)
             if q_err is not None:
-                q_err, u_err = jnp.where(held_q, 0.0, q_err), jnp.where(held_u, 0.0, u_err)
+                q_err = jnp.where(prescribed.held_q(top), 0.0, q_err)
+                u_err = jnp.where(prescribed.held_u(top), 0.0, u_err)
         if not model.params.constraints and not base.topology.quaternion_bodies:
             return q1, u1, q_err, u_err, jnp.ones((), bool)
         options = self.project_options()

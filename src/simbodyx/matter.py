@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.motion import Level, model_prescription, prescribed_udot
+from simbodyx.motion import model_prescription, prescribed_udot
 from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
@@ -742,14 +742,15 @@ class Matter:
         return -(jnp.sum(F * s.velocity.V_GB) + f @ s.u)
 
     # -- free and prescribed coordinates (locks and Motions) -----------------------------
-    def _levels(self, state: State) -> np.ndarray:
-        """(nb,) the level each body is driven at (-1 free), concrete."""
+    def _held(self, state: State):
+        """(the Prescription or None, concrete (held q, held u, known udot) masks)."""
         s = self._check(state)
+        top = s.topology
         p = model_prescription(self.model, s)
         if p is None:
-            return np.full(s.topology.num_bodies, Level.NoLevel)
+            return None, (np.zeros(top.nq, bool), np.zeros(top.nu, bool), np.zeros(top.nu, bool))
         try:
-            return np.asarray(p.body_level)
+            return p, tuple(np.asarray(mask) for mask in (p.held_q(top), p.held_u(top), p.known(top)))
         except Exception:
             raise TypeError("the free/known index lists depend on the locks and Motions enabled, which are "
                             "traced here; call these outside jit (Simbody needs only Stage.Instance for "
@@ -757,22 +758,18 @@ class Matter:
 
     def get_free_q_index(self, state: State) -> np.ndarray:
         """Indices of the q that no lock or Motion prescribes (ascending)."""
-        top = state.topology
-        return np.flatnonzero(self._levels(state)[np.asarray(top.q_body, int)] != Level.Position)
+        return np.flatnonzero(~self._held(state)[1][0])
 
     def get_free_u_index(self, state: State) -> np.ndarray:
         """Indices of the u that no Position- or Velocity-level prescription holds."""
-        level = self._levels(state)[np.asarray(state.topology.u_body, int)]
-        return np.flatnonzero(level < Level.Velocity)
+        return np.flatnonzero(~self._held(state)[1][1])
 
     def get_known_udot_index(self, state: State) -> np.ndarray:
         """Indices of the u whose udot is prescribed (at any level)."""
-        level = self._levels(state)[np.asarray(state.topology.u_body, int)]
-        return np.flatnonzero(level >= Level.Acceleration)
+        return np.flatnonzero(self._held(state)[1][2])
 
     def get_free_udot_index(self, state: State) -> np.ndarray:
-        level = self._levels(state)[np.asarray(state.topology.u_body, int)]
-        return np.flatnonzero(level < Level.Acceleration)
+        return np.flatnonzero(~self._held(state)[1][2])
 
     @compiled
     def find_motion_forces(self, state: State):
@@ -799,19 +796,15 @@ class Matter:
         if stage not in (Stage.Position, Stage.Velocity, Stage.Acceleration):
             raise ValueError(f"calc_motion_errors: stage must be Position, Velocity or Acceleration, got {stage!r}")
         s = self._check(state)
-        top, levels = s.topology, self._levels(s)
-        p = model_prescription(self.model, s)
+        p, (held_q, held_u, known) = self._held(s)
         if p is None:
             return jnp.zeros(0, s.q.dtype)
         if stage == Stage.Position:
-            index = np.flatnonzero(levels[np.asarray(top.q_body, int)] == Level.Position)
-            actual, wanted = s.q, p.q
+            index, actual, wanted = np.flatnonzero(held_q), s.q, p.q
         elif stage == Stage.Velocity:
-            index = np.flatnonzero(levels[np.asarray(top.u_body, int)] >= Level.Velocity)
-            actual, wanted = s.u, p.u
+            index, actual, wanted = np.flatnonzero(held_u), s.u, p.u
         else:
-            index = self.get_known_udot_index(s)
-            actual, wanted = self._at(s, Stage.Acceleration).acceleration.udot, p.udot
+            index, actual, wanted = np.flatnonzero(known), self._at(s, Stage.Acceleration).acceleration.udot, p.udot
         return (actual - wanted)[index]
 
     def pack_free_q(self, state: State, q):

@@ -302,15 +302,25 @@ class Prescription(Module):
     def u_level(self, topology):
         return self.body_level[np.asarray(topology.u_body, np.int32)]
 
+    def held_q(self, topology):
+        """(nq,) bool: the q a Position-level prescription holds."""
+        return self.q_level(topology) == Level.Position
+
+    def held_u(self, topology):
+        """(nu,) bool: the u a Position- or Velocity-level prescription holds."""
+        return self.u_level(topology) >= Level.Velocity
+
+    def known(self, topology):
+        """(nu,) bool: the u whose udot is prescribed (any level)."""
+        return self.u_level(topology) >= Level.Acceleration
+
     def apply(self, topology, q, u):
         """(q, u) with the Position- and Velocity-level prescriptions applied."""
-        q = jnp.where(self.q_level(topology) == Level.Position, self.q, q)
-        u = jnp.where(self.u_level(topology) >= Level.Velocity, self.u, u)
-        return q, u
+        return jnp.where(self.held_q(topology), self.q, q), jnp.where(self.held_u(topology), self.u, u)
 
     def known_udot(self, topology):
         """(known (nu,) 0/1, udot (nu,)): which udot are prescribed and their values."""
-        known = self.u_level(topology) >= Level.Acceleration
+        known = self.known(topology)
         return known.astype(self.udot.dtype), jnp.where(known, self.udot, 0.0)
 
 
@@ -366,7 +376,7 @@ def prescribe_q(model, state):
     p = model_prescription(model, state)
     if p is None:
         return state
-    return state.with_q(jnp.where(p.q_level(state.topology) == Level.Position, p.q, state.q))
+    return state.with_q(jnp.where(p.held_q(state.topology), p.q, state.q))
 
 
 def prescribe_u(model, state):
@@ -375,7 +385,7 @@ def prescribe_u(model, state):
     p = model_prescription(model, state)
     if p is None:
         return state
-    return state.with_u(jnp.where(p.u_level(state.topology) >= Level.Velocity, p.u, state.u))
+    return state.with_u(jnp.where(p.held_u(state.topology), p.u, state.u))
 
 
 def prescription_of(state) -> Prescription | None:

@@ -740,14 +740,12 @@ class MobilizedBody:
                 self.find_station_velocity_in_ground(state, station_on_B))
 
     def find_body_velocity_in_another_body(self, state: State, in_body_A):
-        """[w_AB; v_ABo]: B's velocity measured and expressed in A (Velocity).
-
-        w_AB = w_GB - w_GA; v = v_GB - v_GA - w_GA x (p_GB - p_GA); then R_AG."""
-        V_B, V_A = self.get_body_velocity(state), in_body_A.get_body_velocity(state)
-        r = self.get_body_origin_location(state) - in_body_A.get_body_origin_location(state)
-        V_rel = spatial_vec(V_B[:3] - V_A[:3], V_B[3:] - V_A[3:] - cross(V_A[:3], r))
+        """[w_AB; v_ABo]: B's velocity measured and expressed in A (Velocity):
+        w_AB = R_AG (w_GB - w_GA), and Bo's velocity as a point of B's."""
+        zero = jnp.zeros(3, state.u.dtype)
+        w = self.get_body_angular_velocity(state) - in_body_A.get_body_angular_velocity(state)
         R_AG = in_body_A.get_body_transform(state).R.T
-        return spatial_vec(R_AG @ V_rel[:3], R_AG @ V_rel[3:])
+        return spatial_vec(R_AG @ w, self._moving_point(state, zero, zero, None, in_body_A)[0])
 
     def find_body_angular_velocity_in_another_body(self, state: State, in_body_A):
         """w_AB, in A (Velocity)."""
@@ -759,7 +757,8 @@ class MobilizedBody:
 
     def find_station_velocity_in_another_body(self, state: State, station_on_B, in_body_A):
         """Velocity of a station of B measured and expressed in A (Velocity)."""
-        return self.calc_body_moving_point_velocity_in_body(state, station_on_B, jnp.zeros(3), in_body_A)
+        return self.calc_body_moving_point_velocity_in_body(state, station_on_B, jnp.zeros(3, state.u.dtype),
+                                                            in_body_A)
 
     def calc_body_moving_point_velocity_in_body(self, state: State, location_on_B, velocity_on_B, in_body_A):
         """Velocity, measured and expressed in A, of a point at ``location_on_B``
@@ -820,13 +819,13 @@ class MobilizedBody:
 
     def calc_station_to_station_distance_time_derivative(self, state: State, location_on_B, body_A, location_on_A):
         """d/dt of the distance, stations fixed on their bodies (Velocity)."""
-        zero = jnp.zeros(3)
+        zero = jnp.zeros(3, state.u.dtype)
         return self.calc_moving_point_to_point_distance_time_derivative(state, location_on_B, zero, body_A,
                                                                          location_on_A, zero)
 
     def calc_station_to_station_distance_2nd_time_derivative(self, state: State, location_on_B, body_A, location_on_A):
         """d2/dt2 of the distance, stations fixed on their bodies (Acceleration)."""
-        zero = jnp.zeros(3)
+        zero = jnp.zeros(3, state.u.dtype)
         return self.calc_moving_point_to_point_distance_2nd_time_derivative(state, location_on_B, zero, zero, body_A,
                                                                             location_on_A, zero, zero)
 
@@ -886,21 +885,15 @@ class MobilizedBody:
                            self.find_station_acceleration_in_ground(state, frame_on_B.p))
 
     def find_body_acceleration_in_another_body(self, state: State, in_body_A):
-        """[alpha_AB; a_ABo]: B's acceleration measured and expressed in A (Acceleration).
-
-        With r = p_AoBo, w = w_GA, and B's velocity relative to A (in G) [w_r; v_r]:
-        alpha = alpha_B - alpha_A - w x w_r;
-        a = a_B - a_A - alpha_A x r - w x (w x r) - 2 w x v_r."""
-        A_B, A_A = self.get_body_acceleration(state), in_body_A.get_body_acceleration(state)
-        V_B, V_A = self.get_body_velocity(state), in_body_A.get_body_velocity(state)
-        w = V_A[:3]
-        r = self.get_body_origin_location(state) - in_body_A.get_body_origin_location(state)
-        w_r = V_B[:3] - w
-        v_r = V_B[3:] - V_A[3:] - cross(w, r)
-        alpha = A_B[:3] - A_A[:3] - cross(w, w_r)
-        a = A_B[3:] - A_A[3:] - cross(A_A[:3], r) - cross(w, cross(w, r)) - 2 * cross(w, v_r)
+        """[alpha_AB; a_ABo]: B's acceleration measured and expressed in A (Acceleration):
+        alpha = R_AG (alpha_B - alpha_A - w_A x (w_B - w_A)), and Bo's
+        acceleration as a point of B's."""
+        zero = jnp.zeros(3, state.u.dtype)
+        w_A = in_body_A.get_body_angular_velocity(state)
+        alpha = (self.get_body_angular_acceleration(state) - in_body_A.get_body_angular_acceleration(state)
+                 - cross(w_A, self.get_body_angular_velocity(state) - w_A))
         R_AG = in_body_A.get_body_transform(state).R.T
-        return spatial_vec(R_AG @ alpha, R_AG @ a)
+        return spatial_vec(R_AG @ alpha, self._moving_point(state, zero, zero, zero, in_body_A)[1])
 
     def find_body_angular_acceleration_in_another_body(self, state: State, in_body_A):
         """alpha_AB, in A (Acceleration)."""
@@ -912,8 +905,8 @@ class MobilizedBody:
 
     def find_station_acceleration_in_another_body(self, state: State, station_on_B, in_body_A):
         """Acceleration of a station of B measured and expressed in A (Acceleration)."""
-        return self.calc_body_moving_point_acceleration_in_body(state, station_on_B, jnp.zeros(3), jnp.zeros(3),
-                                                                in_body_A)
+        zero = jnp.zeros(3, state.u.dtype)
+        return self.calc_body_moving_point_acceleration_in_body(state, station_on_B, zero, zero, in_body_A)
 
     def calc_body_moving_point_acceleration_in_body(self, state: State, location_on_B, velocity_on_B,
                                                     acceleration_on_B, in_body_A):

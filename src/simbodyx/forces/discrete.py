@@ -74,7 +74,7 @@ class DiscreteForces(_Discrete):
         return self._with(state, (mobility, body_forces))
 
     def set_one_mobility_force(self, state, mobilized_body, which_u: int, force):
-        index = state.topology.u_start[mobilized_body.index] + _which_u(mobilized_body, which_u, self.label)
+        index = state.topology.u_start[mobilized_body.index] + mobilized_body._which(which_u, mobilized_body.num_u, "u")
         mobility, body = self._values(state)
         return self._with(state, (mobility.at[index].set(force), body))
 
@@ -119,10 +119,3 @@ class MobilityDiscreteForce(_Discrete):
 
     def get_mobility_force(self, state):
         return self._values(state)
-
-
-def _which_u(mobilized_body, which_u, label):
-    if not isinstance(which_u, int) or not 0 <= which_u < mobilized_body.num_u:
-        raise IndexError(f"{label}: mobility index {which_u!r} out of range for {mobilized_body._label} "
-                         f"with {mobilized_body.num_u} u")
-    return which_u
