@@ -197,3 +197,50 @@ def test_body_and_clone_before_freezing():
         pin.set_body(heavy)
     with pytest.raises(TypeError, match="must be a Body"):
         bodies[1].set_body(3.0)
+
+
+def test_mobilizer_centrifugal_forces():
+    """P a + b; for a leaf on Ground (body 1, a Pin) P is the body's own
+    spatial inertia and a its total Coriolis acceleration, so it equals the
+    total centrifugal force computed by a different route (M JDot u + b)."""
+    model, bodies, states = _tree()
+    s = model.realize(jax.tree.map(lambda x: x[0], states), sx.Stage.Velocity)
+    m = model.matter
+    np.testing.assert_allclose(m.get_mobilizer_centrifugal_forces(s, 1), m.get_total_centrifugal_forces(s, 1),
+                               atol=1e-12)
+    P, a, b = m.get_articulated_body_inertia(s, 3), m.get_mobilizer_coriolis_acceleration(s, 3), \
+        m.get_gyroscopic_force(s, 3)
+    np.testing.assert_allclose(m.get_mobilizer_centrifugal_forces(s, 3), P @ a + b, atol=1e-12)
+
+
+def test_inboard_and_outboard_frames_after_freezing():
+    """set_inboard/outboard_frame(model, X) equals building with those default
+    frames; the frame is a traced Model leaf (the origin of a Pin's body on
+    Ground moves one for one with p_PF)."""
+    X_PF = sx.Transform(sx.Rotation.about_y(0.3).matrix, jnp.array([0.2, -0.1, 0.4]))
+    X_BM = sx.Transform(sx.Rotation.about_x(-0.2).matrix, jnp.array([0.0, 0.3, 0.1]))
+
+    def build(set_defaults):
+        system, matter, _, bodies = with_forces(["Pin", ("Screw", 0.25)], seed=1, branching=False)
+        if set_defaults:
+            bodies[2].set_default_inboard_frame(X_PF).set_default_outboard_frame(X_BM)
+        model, state = system.realize_topology()
+        return model, bodies, state.with_q(jnp.array([0.3, -0.5]))
+
+    reference, _, reference_state = build(True)
+    model, bodies, state = build(False)
+    with pytest.raises(ValueError, match="different MultibodySystem"):
+        bodies[2].set_inboard_frame(reference, X_PF)
+    with pytest.raises(ValueError, match="not a proper rotation"):
+        bodies[2].set_inboard_frame(model, sx.Transform(2 * X_PF.R, X_PF.p))
+    model = bodies[2].set_outboard_frame(bodies[2].set_inboard_frame(model, X_PF), X_BM)
+    want = reference.realize(reference_state, sx.Stage.Position).position.X_GB
+    got = model.realize(state, sx.Stage.Position).position.X_GB
+    np.testing.assert_allclose(got.R, want.R, atol=1e-14)
+    np.testing.assert_allclose(got.p, want.p, atol=1e-14)
+
+    def origin(p):
+        m = bodies[1].set_inboard_frame(model, sx.Transform(jnp.eye(3), p))
+        return bodies[1].get_body_origin_location(m.realize(state, sx.Stage.Position))
+
+    np.testing.assert_allclose(jax.jit(jax.jacfwd(origin))(jnp.zeros(3)), np.eye(3), atol=1e-14)

@@ -143,3 +143,20 @@ def test_locked_coordinates_are_not_moved():
         model.project(guess, u_weights=[1.0, 2.0])
     with pytest.raises(ValueError, match="time scale must be a positive"):
         sx.MultibodySystem().set_default_time_scale(0.0)
+
+
+def test_state_error_vectors():
+    """get_q_err / get_u_err / get_udot_err (Simbody's qErr, uErr, udotErr):
+    the constraint's own error vectors, then |q| - 1 of the quaternion; all
+    zero at the projected State."""
+    model, _, guess, assembled, _ = _ball_loop()
+    m, ball = model.matter, model.matter.get_constraint(0)
+    s = model.realize(guess.with_q(guess.q.at[:4].multiply(1.1)), sx.Stage.Velocity)
+    qerr, uerr = m.get_q_err(s), m.get_u_err(s)
+    assert qerr.shape == (4,) and uerr.shape == (3,)
+    np.testing.assert_allclose(qerr[:3], ball.get_position_errors_as_vector(s), atol=1e-14)
+    assert float(qerr[3]) == pytest.approx(float(jnp.linalg.norm(s.q[:4])) - 1, abs=1e-14)
+    np.testing.assert_allclose(uerr, ball.get_velocity_errors_as_vector(s), atol=1e-14)
+    a = model.realize(assembled, sx.Stage.Acceleration)
+    for err in (m.get_q_err(a), m.get_u_err(a), m.get_udot_err(a)):
+        np.testing.assert_allclose(err, 0.0, atol=1e-10)

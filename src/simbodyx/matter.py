@@ -23,6 +23,7 @@ from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, react
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
 from simbodyx.linalg import min_norm_solve
+from simbodyx.projection import enabled_position_errors
 from simbodyx.constraints.equations import Equations, Layout, constraint_forces_of, net_applied_forces
 from simbodyx.algorithms.per_body import spatial_inertias_in_ground
 from simbodyx.spatial.inertia import Inertia, MassProperties
@@ -334,6 +335,15 @@ class Matter:
     def get_mobilizer_coriolis_acceleration(self, state: State, body):
         """The mobilizer's own Coriolis contribution to A_GB (6,) (Velocity)."""
         return self._at(state, Stage.Velocity).velocity.mobilizer_coriolis[int(body)]
+
+    def get_mobilizer_centrifugal_forces(self, state: State, body):
+        """P a + b (6,) about Bo in G: the body's articulated-body inertia times
+        its mobilizer's own Coriolis acceleration, plus its gyroscopic force
+        (Velocity). An intermediate of the articulated-body method that Simbody
+        deprecates; get_total_centrifugal_forces is the useful quantity."""
+        s = self._at(state, Stage.Velocity)
+        P = self.get_articulated_body_inertia(s, body)
+        return mat_vec(P, self.get_mobilizer_coriolis_acceleration(s, body)) + self.get_gyroscopic_force(s, body)
 
     def get_total_coriolis_acceleration(self, state: State, body):
         """This body's row of JDot u (6,) in G (Velocity)."""
@@ -724,6 +734,32 @@ class Matter:
         s = self._at(state, Stage.Position)
         lam = self._sized(s, multipliers, (Layout(s.instance.constraints).m,), "multipliers")
         return constraint_forces_of(s, self._rows_enabled(s, lam))
+
+    # -- the State's error vectors (Simbody's qErr, uErr, udotErr) ---------------------
+    @compiled
+    def get_q_err(self, state: State):
+        """qerr (mp + quaternions in use,): the constraints' position errors
+        (disabled rows zero), then |q| - 1 of each quaternion in quaternion-pool
+        order; :meth:`project` drives the first part to zero (Position)."""
+        s = self._at(state, Stage.Position)
+        top = s.topology
+        norms = [jnp.linalg.norm(s.q[top.q_start[b] + top.kinds[b].quaternion_at:][:4]) - 1
+                 for b in top.quaternion_bodies]
+        return jnp.concatenate([enabled_position_errors(s), jnp.stack(norms) if norms else jnp.zeros(0, s.q.dtype)])
+
+    @compiled
+    def get_u_err(self, state: State):
+        """uerr (mp + mv,): [pverr; verr], the velocity-level constraint errors
+        (disabled rows zero) (Velocity)."""
+        s, eqs = self._equations(state)
+        return self._rows_enabled(s, eqs.velocity_errors())
+
+    @compiled
+    def get_udot_err(self, state: State):
+        """udoterr (m,): [paerr; vaerr; aerr] at the realized udot, zero up to
+        roundoff after realize(Acceleration) (Acceleration)."""
+        s = self._at(state, Stage.Acceleration)
+        return self.calc_constraint_acceleration_errors(s, s.acceleration.udot)
 
     def get_constraint_multipliers(self, state: State):
         """lambda (m,) from realize(Acceleration), rows [P; V; A]."""

@@ -284,6 +284,38 @@ class MobilizedBody:
     def set_default_outboard_frame(self, X_BM: Transform) -> MobilizedBody:
         return self._set("_X_BM", _check_frame(X_BM, "X_BM (outboard frame)", self._label))
 
+    def set_inboard_frame(self, model, X_PF: Transform):
+        """The Model with this mobilizer's F frame on the parent set to X_PF.
+
+        Simbody keeps this Instance-stage value in the State; simbodyx keeps it
+        among the Model's leaves, so X_PF may be traced (``jax.grad`` reaches
+        it) and changing it never recompiles. Realize States from the returned
+        Model. X_PF.R must be a rotation matrix: it is not checked when traced.
+        """
+        return self._with_frame(model, "X_PF", X_PF)
+
+    def set_outboard_frame(self, model, X_BM: Transform):
+        """The Model with this mobilizer's M frame on the body set to X_BM; see
+        :meth:`set_inboard_frame`."""
+        return self._with_frame(model, "X_BM", X_BM)
+
+    def _with_frame(self, model, which: str, X: Transform):
+        if self.is_ground():
+            raise ValueError(f"Ground has no {which} frame")
+        if model.topology.system_uid != self._matter.system.uid:
+            raise ValueError(f"{self._label} belongs to a different MultibodySystem than this Model")
+        if not isinstance(X, Transform):
+            raise TypeError(f"{self._label}: {which} must be a Transform, got {type(X).__name__}")
+        if jnp.shape(X.R) != (3, 3) or jnp.shape(X.p) != (3,):
+            raise ValueError(f"{self._label}: {which} must have R (3, 3) and p (3,), "
+                             f"got {jnp.shape(X.R)} and {jnp.shape(X.p)}")
+        if not isinstance(X.R, jax.core.Tracer) and not isinstance(X.p, jax.core.Tracer):
+            _check_frame(X, which, self._label)
+        frames = getattr(model.params, which)
+        i, dtype = self._index, model.dtype
+        new = Transform(frames.R.at[i].set(jnp.asarray(X.R, dtype)), frames.p.at[i].set(jnp.asarray(X.p, dtype)))
+        return eqx.tree_at(lambda m: getattr(m.params, which), model, new)
+
     # -- State plumbing --------------------------------------------------------------
     def _topology_of(self, state: State):
         top = state.topology
