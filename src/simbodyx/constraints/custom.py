@@ -34,21 +34,21 @@ import numpy as np
 
 from simbodyx.constraints.base import Constraint
 
-_METHODS = ("position_errors", "position_dot_errors", "position_dotdot_errors", "velocity_errors",
-            "velocity_dot_errors", "acceleration_errors", "constraint_forces")
-
-
 class Implementation:
     """What a custom constraint constrains and computes: constrained bodies
     and mobilizers (MobilizedBody handles), equation counts, ``params`` and
     the functions (keyword arguments, or methods of a subclass)."""
 
+    #: the functions an Implementation may define
+    FUNCTIONS = ("position_errors", "position_dot_errors", "position_dotdot_errors", "velocity_errors",
+                 "velocity_dot_errors", "acceleration_errors", "constraint_forces")
+
     def __init__(self, bodies=(), mobilizers=(), num_position: int = 0, num_velocity: int = 0,
                  num_acceleration: int = 0, params=None, **functions):
-        unknown = set(functions) - set(_METHODS)
+        unknown = set(functions) - set(self.FUNCTIONS)
         if unknown:
             raise TypeError(f"Constraint.Custom.Implementation: unknown functions {sorted(unknown)}; "
-                            f"expected some of {list(_METHODS)}")
+                            f"expected some of {list(self.FUNCTIONS)}")
         self.bodies, self.mobilizers = tuple(bodies), tuple(mobilizers)
         self.counts = (int(num_position), int(num_velocity), int(num_acceleration))
         self.params = {} if params is None else params
