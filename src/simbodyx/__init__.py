@@ -26,6 +26,7 @@ from simbodyx import (
     integrate as integrate,
     integrators as integrators,
     mobilizers as mobilizers,
+    optimize as optimize,
     parallel as parallel,
     projection as projection,
     spatial as spatial,

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
+from simbodyx.forces.custom import with_controller
 from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -25,7 +26,7 @@ class Trajectory(Module):
     t: jnp.ndarray  #: (n,) s
     q: jnp.ndarray  #: (n, nq)
     u: jnp.ndarray  #: (n, nu)
-    energy: jnp.ndarray  #: (n,) kinetic + potential (J)
+    energy: jnp.ndarray | None  #: (n,) kinetic + potential (J); None when not asked for
 
 
 def derivatives(model, state: State):
@@ -80,26 +81,56 @@ def rk4_step(model, state: State, dt) -> State:
 STEPS = {"euler": euler_step, "semi_explicit_euler": semi_explicit_euler_step, "rk4": rk4_step}
 
 
-def rollout(model, state: State, dt, num_steps: int, save_every: int = 1, method: str = "rk4"):
+def _held(force, t, state):
+    return force
+
+
+def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method: str = "rk4", *,
+            controls=None, checkpoint: bool = False, energy: bool = True):
     """Run ``num_steps`` fixed steps of ``method`` ("euler", "semi_explicit_euler"
     or "rk4"); return (final State, Trajectory with num_steps // save_every + 1 rows).
+
+    ``controls`` (num_steps, nu): mobility forces (N or N m per mobility) held
+    over each step (zero-order hold) and added to the Model's forces;
+    ``num_steps`` defaults to their number. ``checkpoint=True`` makes reverse
+    mode keep only each step's starting (q, u) and recompute the step's
+    internals (``jax.checkpoint``): memory per step falls from every stage's
+    intermediates to nq + nu numbers, for one more forward pass.
+    ``energy=False`` leaves ``Trajectory.energy`` None (no energy evaluation).
     """
     if method not in STEPS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(STEPS)}")
-    if num_steps < 0 or save_every < 1 or num_steps % save_every:
+    if controls is not None:
+        controls = jnp.asarray(controls, state.q.dtype)
+        if controls.ndim != 2 or controls.shape[1] != state.topology.nu:
+            raise ValueError(f"controls must have shape (num_steps, nu = {state.topology.nu}), got {controls.shape}")
+        if num_steps is None:
+            num_steps = controls.shape[0]
+        elif controls.shape[0] != num_steps:
+            raise ValueError(f"controls has {controls.shape[0]} rows for num_steps = {num_steps}")
+    if num_steps is None or num_steps < 0 or save_every < 1 or num_steps % save_every:
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
-    step = STEPS[method]
+    method_step = STEPS[method]
     dt = jnp.asarray(dt, state.q.dtype)
     state = _with(state, state.t, state.q, state.u)
 
-    def sample(s):
-        return s.t, s.q, s.u, total_energy(model, s)
+    def step(s, force):
+        m = model if force is None else with_controller(model, jax.tree_util.Partial(_held, force))
+        return method_step(m, s, dt), None
 
-    def chunk(s, _):
-        s = jax.lax.fori_loop(0, save_every, lambda i, s: step(model, s, dt), s)
+    if checkpoint:
+        step = jax.checkpoint(step)
+
+    def sample(s):
+        return s.t, s.q, s.u, total_energy(model, s) if energy else None
+
+    def chunk(s, forces):
+        s, _ = jax.lax.scan(step, s, forces, length=save_every)
         return s, sample(s)
 
-    final, rows = jax.lax.scan(chunk, state, None, length=num_steps // save_every)
+    num_chunks = num_steps // save_every
+    forces = None if controls is None else controls.reshape(num_chunks, save_every, -1)
+    final, rows = jax.lax.scan(chunk, state, forces, length=num_chunks)
     first = sample(state)
-    t, q, u, e = (jnp.concatenate([a[None], b]) for a, b in zip(first, rows))
+    t, q, u, e = (None if a is None else jnp.concatenate([a[None], b]) for a, b in zip(first, rows))
     return final, Trajectory(t=t, q=q, u=u, energy=e)

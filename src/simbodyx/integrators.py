@@ -60,7 +60,7 @@ from simbodyx.events import (
     localize,
     triggered_positions,
 )
-from simbodyx.forces.custom import Controller
+from simbodyx.forces.custom import with_controller
 from simbodyx.integrate import Trajectory, total_energy
 from simbodyx.module import Module
 from simbodyx.motion import model_prescription
@@ -457,7 +457,7 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
         raise TypeError(f"simulate: integrator must be one of sx.Integrator's methods, got {type(integrator)}")
     events = check_events(events)
     if controller is not None:
-        model = dataclasses.replace(model, force_elements=model.force_elements + (Controller(controller),))
+        model = with_controller(model, controller)
     if not (isinstance(max_event_records, int) and max_event_records >= 0):
         raise ValueError(f"simulate: max_event_records must be a non-negative int, got {max_event_records!r}")
     times = jnp.asarray(report_times, state.q.dtype)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Callable
 
 import equinox as eqx
@@ -70,3 +72,8 @@ class Controller(ForceElement):
         if mobility.shape != (top.nu,):
             raise ValueError(f"controller(t, state) returned shape {mobility.shape}; expected ({top.nu},)")
         return mobility, jnp.zeros((top.num_bodies, 6), state.u.dtype)
+
+
+def with_controller(model, controller):
+    """The Model with ``Force.Controller(controller)`` added to its forces."""
+    return dataclasses.replace(model, force_elements=model.force_elements + (Controller(controller),))
