@@ -86,7 +86,7 @@ def _held(force, t, state):
 
 
 def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method: str = "rk4", *,
-            controls=None, checkpoint: bool = False, energy: bool = True):
+            controls=None, checkpoint: bool = True, energy: bool = True):
     """Run ``num_steps`` fixed steps of ``method`` ("euler", "semi_explicit_euler"
     or "rk4"); return (final State, Trajectory with num_steps // save_every + 1 rows).
 
