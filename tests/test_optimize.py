@@ -2,8 +2,9 @@
 mobility forces against the closed form of a pushed slider (RK4 is exact
 for piecewise-constant acceleration, so 1e-12), their gradient with and
 without checkpointing, jax.test_util.check_grads on a pendulum, minimize
-batched over problems, and the cart-pole swing-up example reaching the
-upright."""
+batched over problems, multiple shooting joining into the single rollout,
+the augmented Lagrangian against a problem's closed-form KKT point, and the
+cart-pole swing-up example reaching the upright both ways."""
 
 import functools
 import pathlib
@@ -89,9 +90,64 @@ def test_minimize_is_one_program_batched_over_problems():
         sx.optimize.minimize(loss, jnp.zeros(2), optimizer, 0, targets[0])
 
 
+def test_multiple_shooting_joins_into_the_single_rollout():
+    """Knots taken from one rollout of the same controls: zero defects and
+    the last segment ends where the rollout does (to rounding, 1e-12), with
+    time carried into each segment (a time-dependent force would see it)."""
+    model, state = _slider()
+    state = state.with_time(1.0).with_q(jnp.array([0.3])).with_u(jnp.array([-0.2]))
+    forces = jnp.linspace(-1.0, 2.0, 12)[:, None]
+    final, trajectory = sx.integrate.rollout(model, state, DT, controls=forces, energy=False)
+    knots = jnp.concatenate([trajectory.q, trajectory.u], axis=1)[4:12:4]
+    ends, defects = jax.jit(sx.optimize.multiple_shooting, static_argnums=5)(
+        model, state, DT, forces.reshape(3, 4, 1), knots, "rk4")
+    assert ends.shape == (3, 2) and defects.shape == (2, 2)
+    np.testing.assert_allclose(defects, 0.0, atol=1e-12)
+    np.testing.assert_allclose(ends[-1], jnp.concatenate([final.q, final.u]), atol=1e-12)
+    moved = knots.at[0, 1].add(0.5)  # a faster start for segment 1: its end moves by 0.5 * 4 DT
+    _, defects = sx.optimize.multiple_shooting(model, state, DT, forces.reshape(3, 4, 1), moved)
+    np.testing.assert_allclose(defects, jnp.array([[0.0, -0.5], [0.2, 0.5]]), atol=1e-12)
+    with pytest.raises(ValueError, match=r"controls must have shape \(segments, steps, nu = 1\)"):
+        sx.optimize.multiple_shooting(model, state, DT, forces, knots)
+    with pytest.raises(ValueError, match=r"knots must have shape \(segments - 1, nq \+ nu\) = \(2, 2\)"):
+        sx.optimize.multiple_shooting(model, state, DT, forces.reshape(3, 4, 1), knots[:1])
+
+
+def test_augmented_lagrangian_reaches_the_kkt_point():
+    """min (x0 - c)^2 + x1^2 s.t. x0 + x1 = 1, x0 <= 0.2: x = (0.2, 0.8),
+    lam = -1.6, mu = 2 (c - 0.2) + 1.6 (stationarity), for two c at once
+    (vmap); L-BFGS solves each round's smooth subproblem to 1e-8."""
+
+    def problem(x, c):
+        return (x[0] - c) ** 2 + x[1] ** 2, jnp.array([x[0] + x[1] - 1.0]), jnp.array([x[0] - 0.2])
+
+    optimizer = optax.lbfgs()
+    c = jnp.array([2.0, 3.0])
+    x, solution = jax.vmap(lambda c: sx.optimize.augmented_lagrangian(problem, jnp.zeros(2), optimizer, 100, 8, c))(c)
+    np.testing.assert_allclose(x, jnp.array([[0.2, 0.8]] * 2), atol=1e-7)
+    np.testing.assert_allclose(solution.equality_multipliers[:, 0], -1.6, atol=1e-6)
+    np.testing.assert_allclose(solution.inequality_multipliers[:, 0], 2 * (c - 0.2) + 1.6, atol=1e-6)
+    assert solution.losses.shape == (2, 8, 100) and np.all(solution.violation[:, -1] < 1e-7)
+    with pytest.raises(ValueError, match="returned neither equalities nor inequalities"):
+        sx.optimize.augmented_lagrangian(lambda x: (jnp.sum(x**2), None, None), jnp.zeros(2), optimizer, 10, 2)
+    with pytest.raises(ValueError, match="num_rounds must be a positive int"):
+        sx.optimize.augmented_lagrangian(problem, jnp.zeros(2), optimizer, 10, 0, c[0])
+
+
 def test_cartpole_swing_up_reaches_the_upright():
     forces, losses, final = cartpole_swingup.swing_up()
     assert abs(float(final.q[1]) - np.pi) < 0.05 and float(jnp.max(jnp.abs(final.u))) < 0.1
     assert abs(float(final.q[0])) < 0.05
     sampled = np.asarray(losses[50::25])  # after warm-up the cost falls
     assert np.all(np.diff(sampled) < 0) and sampled[-1] < 1e-3 * float(losses[0])
+
+
+def test_cartpole_swing_up_by_multiple_shooting_respects_the_force_limit():
+    """The joined trajectory, re-simulated as one rollout of the forces,
+    ends near the upright (defects of 5e-4 grow along the unstable upswing)
+    with every force within the 8 N limit."""
+    forces, solution, final = cartpole_swingup.swing_up_multiple_shooting()
+    assert float(solution.violation[-1]) < 1e-3
+    assert float(jnp.max(jnp.abs(forces))) < cartpole_swingup.MAX_FORCE + 1e-3
+    assert abs(float(final.q[1]) - np.pi) < 0.02 and float(jnp.max(jnp.abs(final.u))) < 0.05
+    assert abs(float(final.q[0])) < 0.01
