@@ -3,8 +3,9 @@ mobility forces against the closed form of a pushed slider (RK4 is exact
 for piecewise-constant acceleration, so 1e-12), their gradient with and
 without checkpointing, jax.test_util.check_grads on a pendulum, minimize
 batched over problems, multiple shooting joining into the single rollout,
-the augmented Lagrangian against a problem's closed-form KKT point, and the
-cart-pole swing-up example reaching the upright both ways."""
+the augmented Lagrangian against a problem's closed-form KKT point, the
+cart-pole swing-up example reaching the upright both ways, and system
+identification recovering mass properties to within the noise."""
 
 import functools
 import pathlib
@@ -22,6 +23,7 @@ from conftest import link, new_system
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 import cartpole_swingup  # noqa: E402
+import system_identification  # noqa: E402
 
 MASS, DT, STEPS = 2.0, 0.1, 8
 
@@ -151,3 +153,29 @@ def test_cartpole_swing_up_by_multiple_shooting_respects_the_force_limit():
     assert float(jnp.max(jnp.abs(forces))) < cartpole_swingup.MAX_FORCE + 1e-3
     assert abs(float(final.q[1]) - np.pi) < 0.02 and float(jnp.max(jnp.abs(final.u))) < 0.05
     assert abs(float(final.q[0])) < 0.01
+
+
+def test_set_mass_properties_replaces_the_model_leaves():
+    system, matter, _ = new_system()
+    slider = sx.MobilizedBody.Slider(matter.Ground(), sx.Body.Rigid(sx.MassProperties(MASS, [0, 0, 0],
+                                                                                       sx.Inertia(0.1))))
+    model, state = system.realize_topology()
+    heavier = slider.set_mass_properties(model, sx.MassProperties(2 * MASS, [0.1, 0, 0], sx.Inertia(0.3)))
+    assert float(heavier.params.mass[1]) == 2 * MASS and float(heavier.params.com[1, 0]) == 0.1
+    same = slider.set_mass_properties(model, slider.get_default_mass_properties())
+    np.testing.assert_array_equal(same.params.inertia, model.params.inertia)
+    with pytest.raises(ValueError, match="mass"):
+        slider.set_mass_properties(model, sx.MassProperties(-1.0))
+    with pytest.raises(ValueError, match="different MultibodySystem"):
+        slider.set_mass_properties(_slider()[0], sx.MassProperties(1.0))
+    with pytest.raises(ValueError, match="Ground has no mass properties"):
+        matter.Ground().set_mass_properties(model, sx.MassProperties(1.0))
+
+
+def test_system_identification_recovers_masses_within_the_noise():
+    """Every estimate within 3 Gauss-Newton standard errors of the truth and
+    the residual RMS within 10% of the noise (100 x 3 samples)."""
+    estimate, truth, standard_errors, rms, _ = system_identification.identify()
+    assert np.all(np.abs(np.asarray((estimate - truth) / standard_errors)) < 3)
+    assert abs(float(rms) / system_identification.NOISE - 1) < 0.1
+    assert float(jnp.max(standard_errors)) < 0.01

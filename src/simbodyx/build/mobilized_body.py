@@ -299,11 +299,36 @@ class MobilizedBody:
         :meth:`set_inboard_frame`."""
         return self._with_frame(model, "X_BM", X_BM)
 
+    def set_mass_properties(self, model, mass_properties: MassProperties):
+        """The Model with this body's mass properties replaced (mass in kg, mass
+        center and inertia about Bo in B), e.g. to identify them from data:
+        they are Model leaves, so they may be traced (``jax.grad`` reaches
+        them) and changing them never recompiles. Checked as at build time
+        when concrete; a traced value is not checked.
+        """
+        if self.is_ground():
+            raise ValueError("Ground has no mass properties")
+        self._check_model(model)
+        if not isinstance(mass_properties, MassProperties):
+            raise TypeError(f"{self._label}: mass properties must be a MassProperties, "
+                            f"got {type(mass_properties).__name__}")
+        mp = mass_properties
+        if not any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(mp)):
+            mp = self._checked_mass_properties(mp)
+        i, dtype, params = self._index, model.dtype, model.params
+        return eqx.tree_at(lambda m: (m.params.mass, m.params.com, m.params.inertia), model,
+                           (params.mass.at[i].set(jnp.asarray(mp.mass, dtype)),
+                            params.com.at[i].set(jnp.asarray(mp.com, dtype)),
+                            params.inertia.at[i].set(jnp.asarray(mp.inertia.matrix, dtype))))
+
+    def _check_model(self, model):
+        if model.topology.system_uid != self._matter.system.uid:
+            raise ValueError(f"{self._label} belongs to a different MultibodySystem than this Model")
+
     def _with_frame(self, model, which: str, X: Transform):
         if self.is_ground():
             raise ValueError(f"Ground has no {which} frame")
-        if model.topology.system_uid != self._matter.system.uid:
-            raise ValueError(f"{self._label} belongs to a different MultibodySystem than this Model")
+        self._check_model(model)
         if not isinstance(X, Transform):
             raise TypeError(f"{self._label}: {which} must be a Transform, got {type(X).__name__}")
         if jnp.shape(X.R) != (3, 3) or jnp.shape(X.p) != (3,):
