@@ -3,13 +3,10 @@ mobility forces against the closed form of a pushed slider (RK4 is exact
 for piecewise-constant acceleration, so 1e-12), their gradient with and
 without checkpointing, jax.test_util.check_grads on a pendulum, minimize
 batched over problems, multiple shooting joining into the single rollout,
-the augmented Lagrangian against a problem's closed-form KKT point, the
-cart-pole swing-up example reaching the upright both ways, and system
-identification recovering mass properties to within the noise."""
+the augmented Lagrangian against a problem's closed-form KKT point, and
+set_mass_properties. The examples' results: tests/test_examples.py."""
 
 import functools
-import pathlib
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -20,10 +17,6 @@ from jax.test_util import check_grads
 
 import simbodyx as sx
 from conftest import link, new_system
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
-import cartpole_swingup  # noqa: E402
-import system_identification  # noqa: E402
 
 MASS, DT, STEPS = 2.0, 0.1, 8
 
@@ -136,25 +129,6 @@ def test_augmented_lagrangian_reaches_the_kkt_point():
         sx.optimize.augmented_lagrangian(problem, jnp.zeros(2), optimizer, 10, 0, c[0])
 
 
-def test_cartpole_swing_up_reaches_the_upright():
-    forces, losses, final = cartpole_swingup.swing_up()
-    assert abs(float(final.q[1]) - np.pi) < 0.05 and float(jnp.max(jnp.abs(final.u))) < 0.1
-    assert abs(float(final.q[0])) < 0.05
-    sampled = np.asarray(losses[50::25])  # after warm-up the cost falls
-    assert np.all(np.diff(sampled) < 0) and sampled[-1] < 1e-3 * float(losses[0])
-
-
-def test_cartpole_swing_up_by_multiple_shooting_respects_the_force_limit():
-    """The joined trajectory, re-simulated as one rollout of the forces,
-    ends near the upright (defects of 5e-4 grow along the unstable upswing)
-    with every force within the 8 N limit."""
-    forces, solution, final = cartpole_swingup.swing_up_multiple_shooting()
-    assert float(solution.violation[-1]) < 1e-3
-    assert float(jnp.max(jnp.abs(forces))) < cartpole_swingup.MAX_FORCE + 1e-3
-    assert abs(float(final.q[1]) - np.pi) < 0.02 and float(jnp.max(jnp.abs(final.u))) < 0.05
-    assert abs(float(final.q[0])) < 0.01
-
-
 def test_set_mass_properties_replaces_the_model_leaves():
     system, matter, _ = new_system()
     slider = sx.MobilizedBody.Slider(matter.Ground(), sx.Body.Rigid(sx.MassProperties(MASS, [0, 0, 0],
@@ -170,12 +144,3 @@ def test_set_mass_properties_replaces_the_model_leaves():
         slider.set_mass_properties(_slider()[0], sx.MassProperties(1.0))
     with pytest.raises(ValueError, match="Ground has no mass properties"):
         matter.Ground().set_mass_properties(model, sx.MassProperties(1.0))
-
-
-def test_system_identification_recovers_masses_within_the_noise():
-    """Every estimate within 3 Gauss-Newton standard errors of the truth and
-    the residual RMS within 10% of the noise (100 x 3 samples)."""
-    estimate, truth, standard_errors, rms, _ = system_identification.identify()
-    assert np.all(np.abs(np.asarray((estimate - truth) / standard_errors)) < 3)
-    assert abs(float(rms) / system_identification.NOISE - 1) < 0.1
-    assert float(jnp.max(standard_errors)) < 0.01

@@ -1,0 +1,81 @@
+"""The examples solve their problems: the cart-pole swing-up both ways,
+the 7-link arm's reach by gradient (its gradient against central finite
+differences) and by batched random shooting, and system identification to
+within the noise. Each example is run as its module's functions, on the
+settings it prints."""
+
+import pathlib
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from conftest import FD_STEP
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+import arm_reaching  # noqa: E402
+import cartpole_swingup  # noqa: E402
+import system_identification  # noqa: E402
+
+
+def test_cartpole_swing_up_reaches_the_upright():
+    forces, losses, final = cartpole_swingup.swing_up()
+    assert abs(float(final.q[1]) - np.pi) < 0.05 and float(jnp.max(jnp.abs(final.u))) < 0.1
+    assert abs(float(final.q[0])) < 0.05
+    sampled = np.asarray(losses[50::25])  # after warm-up the cost falls
+    assert np.all(np.diff(sampled) < 0) and sampled[-1] < 1e-3 * float(losses[0])
+
+
+def test_cartpole_swing_up_by_multiple_shooting_respects_the_force_limit():
+    """The joined trajectory, re-simulated as one rollout of the forces,
+    ends near the upright (defects of 5e-4 grow along the unstable upswing)
+    with every force within the 8 N limit."""
+    forces, solution, final = cartpole_swingup.swing_up_multiple_shooting()
+    assert float(solution.violation[-1]) < 1e-3
+    assert float(jnp.max(jnp.abs(forces))) < cartpole_swingup.MAX_FORCE + 1e-3
+    assert abs(float(final.q[1]) - np.pi) < 0.02 and float(jnp.max(jnp.abs(final.u))) < 0.05
+    assert abs(float(final.q[0])) < 0.01
+
+
+def test_system_identification_recovers_masses_within_the_noise():
+    """Every estimate within 3 Gauss-Newton standard errors of the truth and
+    the residual RMS within 10% of the noise (100 x 3 samples)."""
+    estimate, truth, standard_errors, rms, _ = system_identification.identify()
+    assert np.all(np.abs(np.asarray((estimate - truth) / standard_errors)) < 3)
+    assert abs(float(rms) / system_identification.NOISE - 1) < 0.1
+    assert float(jnp.max(standard_errors)) < 0.01
+
+
+def test_arm_gradient_matches_finite_differences():
+    """d cost / d torque for four entries (steps early and late, proximal and
+    distal joints) at a nonzero torque profile, against central differences
+    of step 1e-6: agreement to 1e-6 relative or, for small entries, to the
+    differences' rounding error, 10 eps |cost| / h (the cost is about 100)."""
+    model, state, hand = arm_reaching.arm()
+    value_and_grad = jax.jit(jax.value_and_grad(arm_reaching.make_cost(model, state, hand)))  # one compile
+    torques = 2.0 * jnp.sin(jnp.arange(arm_reaching.NUM_STEPS * arm_reaching.NUM_LINKS).reshape(
+        arm_reaching.NUM_STEPS, arm_reaching.NUM_LINKS))
+    value, gradient = value_and_grad(torques)
+    rounding = 10 * np.finfo(np.float64).eps * abs(float(value)) / FD_STEP
+    for step, joint in [(0, 0), (3, 6), (25, 2), (49, 5)]:
+        e = jnp.zeros_like(torques).at[step, joint].set(FD_STEP)
+        difference = (value_and_grad(torques + e)[0] - value_and_grad(torques - e)[0]) / (2 * FD_STEP)
+        np.testing.assert_allclose(gradient[step, joint], difference, rtol=1e-6, atol=rounding)
+
+
+def test_arm_reaches_the_target_by_gradient_and_by_random_shooting():
+    """Adam: the hand within 5 mm of the target and nearly at rest. The
+    cross-entropy method, on fewer samples than the example's 4,096: its best
+    cost falls and the mean's hand ends nearer the target than at rest."""
+    model, state, hand = arm_reaching.arm()
+    torques, costs = arm_reaching.reach_by_gradient()
+    tip, final = arm_reaching.hand_position(model, state, hand, torques)
+    assert float(jnp.linalg.norm(tip - arm_reaching.TARGET)) < 5e-3 and float(jnp.linalg.norm(final.u)) < 0.05
+    assert float(costs[-1]) < 2e-3 * float(costs[0])
+    torques, best, rate = arm_reaching.reach_by_random_shooting(iterations=4, samples=512, elites=32)
+    tip, _ = arm_reaching.hand_position(model, state, hand, torques)
+    hanging = jnp.linalg.norm(jnp.array([0.0, -arm_reaching.NUM_LINKS * arm_reaching.LINK_LENGTH, 0.0])
+                              - arm_reaching.TARGET)
+    assert best[-1] < best[0] and float(jnp.linalg.norm(tip - arm_reaching.TARGET)) < 0.5 * float(hanging)
+    assert rate > 0
