@@ -490,6 +490,25 @@ def test_derivatives_match_finite_differences_even_when_redundant():
     assert np.all(np.isfinite(tangent))
 
 
+
+def test_derivative_with_respect_to_applied_forces_alone():
+    """With a tangent on the applied mobility forces only (a control), d udot
+    / d f is the constrained operator M^-1 - M^-1 G^T pinv(G M^-1 G^T) G M^-1
+    (the Ball's redundant row included), in forward and reverse mode, through
+    one Euler step of a rollout: u1 = u + dt udot."""
+    model, state = _four_bar("ball")
+    s = model.realize(state, sx.Stage.Position)
+    M_inv = jnp.linalg.inv(model.matter.calc_m(s))
+    G = model.matter.calc_g(s)
+    expected = M_inv - M_inv @ G.T @ jnp.linalg.pinv(G @ M_inv @ G.T) @ G @ M_inv
+
+    def u1(f):
+        final, _ = sx.integrate.rollout(model, state, 0.5, controls=f[None], method="euler", energy=False)
+        return final.u
+
+    for jacobian in (jax.jacfwd, jax.jacrev):
+        np.testing.assert_allclose(jax.jit(jacobian(u1))(jnp.ones(3)), 0.5 * expected, atol=1e-12)
+
 # -- Custom against the built-ins, with a body as Ancestor -------------------------------------
 
 def test_custom_constraints_reproduce_builtins():

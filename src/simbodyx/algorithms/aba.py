@@ -282,6 +282,11 @@ def symmetric_solve(topology, instance, position, art, v, free):
             return multiply_by_m(topology, instance, position, x)
         return free * multiply_by_m(topology, instance, position, free * x) + (1 - free) * x
 
+    # The solution's derivative comes from matvec alone; without its own
+    # tangent, art cannot leave JAX's rule with a symbolic-zero right-hand
+    # side to solve (a TypeError in jax 0.6), as when only the applied forces
+    # of a constrained model carry a tangent.
+    art = jax.lax.stop_gradient(art)
     with jax.named_scope("solve_with_m"):
         return jax.lax.custom_linear_solve(matvec, v, lambda _, b: solve(topology, art, b), symmetric=True)
 
