@@ -1,7 +1,8 @@
 """The examples solve their problems: the cart-pole swing-up both ways,
 the 7-link arm's reach by gradient (its gradient against central finite
-differences) and by batched random shooting, and system identification to
-within the noise. Each example is run as its module's functions, on the
+differences) and by batched random shooting, the four-bar steered through
+its constrained dynamics (the gradient through the multipliers against
+central differences), and system identification to within the noise. Each example is run as its module's functions, on the
 settings it prints."""
 
 import pathlib
@@ -11,11 +12,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import simbodyx as sx
+
 from conftest import FD_STEP
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 import arm_reaching  # noqa: E402
 import cartpole_swingup  # noqa: E402
+import fourbar_control  # noqa: E402
 import system_identification  # noqa: E402
 
 
@@ -47,21 +51,26 @@ def test_system_identification_recovers_masses_within_the_noise():
     assert float(jnp.max(standard_errors)) < 0.01
 
 
+def _central_differences_agree(value_and_grad, x, entries):
+    """value_and_grad's gradient at x against central differences of step
+    FD_STEP on the given entries: to 1e-6 relative or, for small entries, to
+    the differences' rounding error, 10 eps |value| / h."""
+    value, gradient = value_and_grad(x)
+    rounding = 10 * np.finfo(np.float64).eps * abs(float(value)) / FD_STEP
+    for entry in entries:
+        e = jnp.zeros_like(x).at[entry].set(FD_STEP)
+        difference = (value_and_grad(x + e)[0] - value_and_grad(x - e)[0]) / (2 * FD_STEP)
+        np.testing.assert_allclose(gradient[entry], difference, rtol=1e-6, atol=rounding)
+
+
 def test_arm_gradient_matches_finite_differences():
     """d cost / d torque for four entries (steps early and late, proximal and
-    distal joints) at a nonzero torque profile, against central differences
-    of step 1e-6: agreement to 1e-6 relative or, for small entries, to the
-    differences' rounding error, 10 eps |cost| / h (the cost is about 100)."""
+    distal joints) at a nonzero torque profile."""
     model, state, hand = arm_reaching.arm()
     value_and_grad = jax.jit(jax.value_and_grad(arm_reaching.make_cost(model, state, hand)))  # one compile
     torques = 2.0 * jnp.sin(jnp.arange(arm_reaching.NUM_STEPS * arm_reaching.NUM_LINKS).reshape(
         arm_reaching.NUM_STEPS, arm_reaching.NUM_LINKS))
-    value, gradient = value_and_grad(torques)
-    rounding = 10 * np.finfo(np.float64).eps * abs(float(value)) / FD_STEP
-    for step, joint in [(0, 0), (3, 6), (25, 2), (49, 5)]:
-        e = jnp.zeros_like(torques).at[step, joint].set(FD_STEP)
-        difference = (value_and_grad(torques + e)[0] - value_and_grad(torques - e)[0]) / (2 * FD_STEP)
-        np.testing.assert_allclose(gradient[step, joint], difference, rtol=1e-6, atol=rounding)
+    _central_differences_agree(value_and_grad, torques, [(0, 0), (3, 6), (25, 2), (49, 5)])
 
 
 def test_arm_reaches_the_target_by_gradient_and_by_random_shooting():
@@ -79,3 +88,20 @@ def test_arm_reaches_the_target_by_gradient_and_by_random_shooting():
                               - arm_reaching.TARGET)
     assert best[-1] < best[0] and float(jnp.linalg.norm(tip - arm_reaching.TARGET)) < 0.5 * float(hanging)
     assert rate > 0
+
+
+def test_fourbar_is_steered_through_its_constrained_dynamics():
+    """The cost's gradient, closure-force term included (the multipliers along
+    the trajectory), against central differences on three torques; then the
+    steered rocker within 0.01 rad of its target nearly at rest, the loop
+    held to 1e-4 m by the constrained dynamics (no projection)."""
+    model, state, closure, crank_torque = fourbar_control.fourbar()
+    cost, _ = fourbar_control.make_cost(model, state, closure, crank_torque)
+    weight = fourbar_control.WEIGHTS[1]
+    value_and_grad = jax.jit(jax.value_and_grad(lambda torques: cost(torques, weight)))
+    _central_differences_agree(value_and_grad, jnp.linspace(-5.0, 5.0, fourbar_control.NUM_STEPS), [0, 40, 99])
+    model, closure, [(torques, costs, final, forces)] = fourbar_control.steer(closure_weights=(weight,))
+    assert abs(float(final.q[2]) - fourbar_control.TARGET) < 0.01 and float(jnp.linalg.norm(final.u)) < 0.01
+    assert float(costs[-1]) < 1e-3 * float(costs[0]) and forces.shape == (fourbar_control.NUM_STEPS, 3)
+    loop = closure.get_position_errors_as_vector(model.realize(final, sx.Stage.Position))
+    assert float(jnp.abs(loop).max()) < 1e-4
