@@ -55,7 +55,7 @@ def make_cost(model, state, hand):
     def cost(torques):
         final, _ = sx.integrate.rollout(model, state, DT, controls=torques, energy=False)
         tip = hand.find_station_location_in_ground(model.realize(final, sx.Stage.Position), TIP)
-        return 100.0 * jnp.sum((tip - TARGET) ** 2) + jnp.sum(final.u**2) + 1e-3 * DT * jnp.sum(torques**2)
+        return 1000.0 * jnp.sum((tip - TARGET) ** 2) + jnp.sum(final.u**2) + 1e-3 * DT * jnp.sum(torques**2)
 
     return cost
 
