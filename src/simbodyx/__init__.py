@@ -31,6 +31,7 @@ from simbodyx import (
     projection as projection,
     spatial as spatial,
     tree as tree,
+    viz as viz,
 )
 from simbodyx.assembly import (
     AssembleResults as AssembleResults,
