@@ -1,6 +1,5 @@
-"""The README's example and the notebook run as written."""
+"""The README's examples run as written (the notebooks: test_notebooks.py)."""
 
-import json
 import pathlib
 import re
 
@@ -17,8 +16,3 @@ def test_readme_example_runs():
     for block in blocks:
         run(block)
 
-
-def test_notebook_runs():
-    nb = json.loads((ROOT / "notebooks" / "tour.ipynb").read_text())
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    run(code)

@@ -16,6 +16,7 @@ attachment point).
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 import jax
@@ -42,7 +43,7 @@ class Skeleton(NamedTuple):
 
 def skeleton(model, state, stations=()) -> Skeleton:
     """The Skeleton of ``state`` (realized to Position here). ``stations``:
-    pairs (MobilizedBody, p_BS (3,) in B) drawn as lines from Bo. Pure:
+    pairs (MobilizedBody or its index, p_BS (3,) in B) drawn as lines from Bo. Pure:
     ``jax.vmap`` over States (or :func:`skeleton_of_trajectory`) draws a
     whole trajectory at once."""
     X_GB = model.realize(state, Stage.Position).position.X_GB
@@ -52,7 +53,7 @@ def skeleton(model, state, stations=()) -> Skeleton:
     M = X_GB.p[1:] + mat_vec(X_GB.R[1:], params.X_BM.p[1:])  # M's origin, in G
     segments = [jnp.stack([X_GB.p[parent], F], axis=1), jnp.stack([M, X_GB.p[1:]], axis=1)]
     for body, p_BS in stations:
-        b = body.index
+        b = operator.index(body)  # a MobilizedBody or an index
         segments.append(jnp.stack([X_GB.p[b], X_GB.p[b] + X_GB.R[b] @ jnp.asarray(p_BS, X_GB.p.dtype)])[None])
     return Skeleton(jnp.concatenate(segments), X_GB.p, X_GB.R)
 
