@@ -1,7 +1,6 @@
 """Every notebook runs top to bottom in a fresh kernel (nbclient), with no
 outputs committed; the executed copies are written to build/notebooks/."""
 
-import os
 import pathlib
 
 import nbformat
