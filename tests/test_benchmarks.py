@@ -1,4 +1,4 @@
-"""The benchmark script runs end to end (tiny settings) and reports
+"""The benchmark scripts run end to end (tiny settings) and report
 simbodyx and, when installed, Pinocchio rows in its JSON line, with each
 JAX program's planned peak memory."""
 
@@ -98,3 +98,27 @@ def test_integrator_benchmark_smoke():
     except ImportError:
         return
     assert any(row.startswith("| MuJoCo C RK4") for row in rows)
+
+
+def test_rollout_gradient_rows_on_a_slider():
+    """benchmarks/rollout_grad.py's simbodyx rows on a 1-dof slider, 8 steps:
+    both checkpoint settings at a quarter and the full horizon, the batch at
+    the full one, and checkpointing planning no more memory than keeping
+    every step's internals."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import rollout_grad
+    finally:
+        sys.path.pop(0)
+    import simbodyx as sx
+    from conftest import new_system
+
+    system, matter, _ = new_system()
+    sx.MobilizedBody.Slider(matter.Ground(), sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.1))))
+    model, _ = system.realize_topology()
+    rows = rollout_grad.simbodyx_rows(sx, model, "slider", steps=8, batch=2, repeats=1)
+    assert [(r["engine"], r["steps"], r.get("batch")) for r in rows] == [
+        ("simbodyx", 2, None), ("simbodyx", 8, 2), ("simbodyx (no checkpoint)", 2, None),
+        ("simbodyx (no checkpoint)", 8, 2)]
+    assert all(r["latency_ms"] > 0 and r["memory_mib"] > 0 and r["compile_s"] > 0 for r in rows)
+    assert rows[1]["memory_mib"] <= rows[3]["memory_mib"] and rows[1]["per_second"] > 0

@@ -32,11 +32,26 @@ def _pendulum_states(n):
     return model, states
 
 
+def _controls_gradient(model):
+    """(controls, state) -> d |q(end)|^2 / d controls of a 4-step rollout."""
+
+    def loss(controls, state):
+        final, _ = sx.integrate.rollout(model, state, 0.01, controls=controls, energy=False)
+        return jnp.sum(final.q**2)
+
+    return jax.grad(loss)
+
+
 def test_one_device_is_a_placement_that_changes_nothing():
+    """Also for a gradient through a rollout: the placement's one-device mesh
+    in the primals' types once made forward dynamics' derivative rule fail."""
     model, states = _pendulum_states(4)
     sharded = sx.parallel.shard_batch(states)
     for a, b in zip(jax.tree.leaves(states), jax.tree.leaves(sharded)):
         np.testing.assert_array_equal(a, b)
+    grad = jax.jit(jax.vmap(_controls_gradient(model), (None, 0)))
+    controls = jnp.ones((4, model.topology.nu))
+    np.testing.assert_array_equal(grad(controls, sharded), grad(controls, states))
     assert sx.parallel.use_cpu_cores(len(jax.devices("cpu"))) == len(jax.devices("cpu"))
 
 
@@ -119,8 +134,8 @@ def test_errors_name_the_problem():
 
 def test_two_cpu_devices_in_a_fresh_process():
     """use_cpu_cores(2) before JAX starts. shard_batch + jit(vmap): forward
-    dynamics and an RK4 rollout equal the unsharded ones and stay spread over
-    both devices. batched: a per-state gradient with respect to a shared
+    dynamics, an RK4 rollout and its gradient with respect to shared controls
+    equal the unsharded ones and stay spread over both devices. batched: a per-state gradient with respect to a shared
     argument stays per state (no sum over devices), the gradient through the
     map is the sum over all states."""
     script = textwrap.dedent("""
@@ -134,7 +149,9 @@ def test_two_cpu_devices_in_a_fresh_process():
         assert len(sharded.q.sharding.device_set) == 2
         fd = lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot
         rollout = lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[1].q
-        for f in (fd, rollout):
+        controls = jnp.ones((4, model.topology.nu))
+        grad = lambda s: t._controls_gradient(model)(controls, s)
+        for f in (fd, rollout, grad):
             out = jax.jit(jax.vmap(f))(sharded)
             assert len(out.sharding.device_set) == 2, out.sharding
             np.testing.assert_allclose(out, jax.jit(jax.vmap(f))(states), rtol=1e-13, atol=1e-13)

@@ -245,8 +245,12 @@ def _flat_index(sources, locations):
 @_gather_rows.defjvp
 def _gather_rows_jvp(locations, tail, dtype, primals, tangents):
     (sources,), (d_sources,) = primals, tangents
+    rows = _gather_rows(sources, locations, tail, dtype)
     d_rows = _stacked(d_sources, tail, dtype)[_flat_index(sources, locations)]
-    return _gather_rows(sources, locations, tail, dtype), d_rows
+    # + zeros_like(rows): the tangent takes the primal's type. A batch placed
+    # by shard_batch carries its mesh in the primals' types but not in their
+    # tangents', and JAX refuses a rule whose two outputs' types differ.
+    return rows, d_rows + jnp.zeros_like(rows)
 
 
 def take_rows(a, index):
