@@ -48,22 +48,21 @@ def arm():
     return model, state, link
 
 
+def hand_position(model, state, hand, torques):
+    """(the hand's end in Ground, final State) after one rollout of the torques."""
+    final, _ = sx.integrate.rollout(model, state, DT, controls=torques, energy=False)
+    return hand.find_station_location_in_ground(model.realize(final, sx.Stage.Position), TIP), final
+
+
 def make_cost(model, state, hand):
     """cost(torques (NUM_STEPS, NUM_LINKS)): squared distance of the hand's
     end from TARGET and its speeds at the end, plus a torque penalty."""
 
     def cost(torques):
-        final, _ = sx.integrate.rollout(model, state, DT, controls=torques, energy=False)
-        tip = hand.find_station_location_in_ground(model.realize(final, sx.Stage.Position), TIP)
+        tip, final = hand_position(model, state, hand, torques)
         return 1000.0 * jnp.sum((tip - TARGET) ** 2) + jnp.sum(final.u**2) + 1e-3 * DT * jnp.sum(torques**2)
 
     return cost
-
-
-def hand_position(model, state, hand, torques):
-    """(the hand's end in Ground, final State) after one rollout of the torques."""
-    final, _ = sx.integrate.rollout(model, state, DT, controls=torques, energy=False)
-    return hand.find_station_location_in_ground(model.realize(final, sx.Stage.Position), TIP), final
 
 
 def reach_by_gradient(iterations=600):

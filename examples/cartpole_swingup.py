@@ -50,12 +50,18 @@ def controls_of(cart_forces):
     return jnp.stack([cart_forces, jnp.zeros_like(cart_forces)], axis=-1)
 
 
+def simulate(model, state, cart_forces):
+    """The final State of one rollout of the cart forces (NUM_STEPS,)."""
+    final, _ = sx.integrate.rollout(model, state, DT, controls=controls_of(cart_forces), energy=False)
+    return final
+
+
 def make_loss(model):
     """loss(cart_forces, state): the terminal state's squared distance from
     the upright at rest over the cart's origin, plus a small force penalty."""
 
     def loss(cart_forces, state):
-        final, _ = sx.integrate.rollout(model, state, DT, controls=controls_of(cart_forces), energy=False)
+        final = simulate(model, state, cart_forces)
         terminal = jnp.sum((jnp.concatenate([final.q, final.u]) - UPRIGHT) ** 2)
         return 10.0 * terminal + 1e-4 * DT * jnp.sum(cart_forces**2)
 
@@ -74,12 +80,6 @@ def make_problem(model):
         return 1e-3 * DT * jnp.sum(cart_forces**2), equalities, jnp.abs(cart_forces).ravel() - MAX_FORCE
 
     return problem
-
-
-def simulate(model, state, cart_forces):
-    """The final State of one rollout of the cart forces (NUM_STEPS,)."""
-    final, _ = sx.integrate.rollout(model, state, DT, controls=controls_of(cart_forces), energy=False)
-    return final
 
 
 def swing_up(iterations=400):

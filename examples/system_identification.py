@@ -82,20 +82,38 @@ def make_residuals(model, state, links):
     return residuals
 
 
+def true_parameters():
+    """theta of the chain that made the data."""
+    return jnp.concatenate([jnp.log(TRUE_MASSES), TRUE_OFFSETS])
+
+
+def initial_guess():
+    """theta the fit starts from: 1.5 kg links with their mass centers mid-link."""
+    return jnp.concatenate([jnp.log(jnp.array([1.5, 1.5, 1.5])), jnp.full(3, -LENGTH / 2)])
+
+
+def predicted(residuals, theta):
+    """The joint angles (NUM_STEPS, 3) the Model with theta simulates."""
+    return residuals(theta, jnp.zeros((NUM_STEPS, 3))).reshape(NUM_STEPS, 3) * NOISE
+
+
+def measurements(residuals, seed=0):
+    """The true chain's joint angles with Gaussian noise of NOISE rad."""
+    clean = predicted(residuals, true_parameters())
+    return clean + NOISE * jax.random.normal(jax.random.key(seed), clean.shape)
+
+
 def identify(seed=0, iterations=60):
     """(estimate, truth, standard errors, residual RMS in rad, losses)."""
     model, state, links = chain()
     residuals = make_residuals(model, state, links)
-    truth = jnp.concatenate([jnp.log(TRUE_MASSES), TRUE_OFFSETS])
-    clean = residuals(truth, jnp.zeros((NUM_STEPS, 3))).reshape(NUM_STEPS, 3) * NOISE
-    measured = clean + NOISE * jax.random.normal(jax.random.key(seed), clean.shape)
-    guess = jnp.concatenate([jnp.log(jnp.array([1.5, 1.5, 1.5])), jnp.full(3, -LENGTH / 2)])
+    truth, measured = true_parameters(), measurements(residuals, seed)
 
     def loss(theta, measured):
         r = residuals(theta, measured)
         return 0.5 * (r @ r) / r.size
 
-    estimate, losses = sx.optimize.minimize(loss, guess, optax.lbfgs(), iterations, measured)
+    estimate, losses = sx.optimize.minimize(loss, initial_guess(), optax.lbfgs(), iterations, measured)
     J = jax.jacfwd(residuals)(estimate, measured)
     standard_errors = jnp.sqrt(jnp.diag(jnp.linalg.inv(J.T @ J)))
     rms = NOISE * jnp.sqrt(2 * losses[-1])

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .integrate import rollout
+from simbodyx.integrate import rollout
 
 
 def minimize(loss, x0, optimizer, num_steps: int, *args):
