@@ -8,7 +8,8 @@ random State under gravity, with a mobility force per step and mobility
 
 * simbodyx: ``jax.grad`` of the loss through ``sx.integrate.rollout(...,
   controls=)`` with respect to the controls (steps, nu), with
-  ``checkpoint=True`` (the default: one (q, u) kept per step) and False;
+  ``checkpoint=True`` (the default: one (q, u) kept per step), in segments
+  of about sqrt(steps) steps (``checkpoint=k``), and False;
 * MJX: ``jax.grad`` through a ``lax.scan`` of ``mjx.step`` at the same
   step, the controls as ``qfrc_applied``, with MuJoCo's default
   semi-implicit Euler integrator: one dynamics evaluation per step against
@@ -18,9 +19,10 @@ random State under gravity, with a mobility force per step and mobility
 
 Each engine: cold compile time, one gradient's latency, a batch of
 gradients (different initial States, ``jit(simbodyx.parallel.batched)``)
-per second, and XLA's planned peak memory of each program, at the full
-horizon and at a quarter of it, so the memory's growth with the horizon
-shows. Times are minima over runs (see run.py).
+per second, and XLA's planned peak memory of each program (arguments,
+outputs and temporaries) and its working memory (temporaries alone: what
+the derivative keeps), at the full horizon and at a quarter of it, so the
+memory's growth with the horizon shows. Times are minima over runs (see run.py).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def rows_for(engine, name, loss, first, batch_args, steps, nu, repeats):
     compile_s = time.perf_counter() - t
     row = {"engine": engine, "model": name, "steps": steps, "compile_s": compile_s,
            "latency_ms": 1e3 * best_time(grad, controls, *first, repeats=repeats, inner=1),
-           "memory_mib": program_memory_mib(grad, controls, *first)}
+           "memory_mib": program_memory_mib(grad, controls, *first),
+           "working_mib": grad.lower(controls, *first).compile().memory_analysis().temp_size_in_bytes / 2**20}
     if batch_args is not None:
         many = jax.jit(batched(jax.grad(loss), (None,) + (0,) * len(first)))
         args = (controls,) + tuple(shard_batch(a) for a in batch_args)
@@ -55,19 +58,24 @@ def rows_for(engine, name, loss, first, batch_args, steps, nu, repeats):
     return row
 
 
+def segment_steps(steps):
+    """The divisor of ``steps`` nearest sqrt(steps): checkpoint segments whose
+    kept states grow with the square root of the horizon."""
+    return min((d for d in range(1, steps + 1) if steps % d == 0), key=lambda d: abs(d - steps**0.5))
+
+
 def simbodyx_rows(sx, model, name, steps, batch, repeats):
     states = random_states(model, max(batch, 1))
     rows = []
-    for checkpoint in (True, False):
-        def loss(controls, q, u, checkpoint=checkpoint):
-            s = model.default_state().with_q(q).with_u(u)
-            final, _ = sx.integrate.rollout(model, s, 1.0 / steps, controls=controls, checkpoint=checkpoint,
-                                            energy=False)
-            return jnp.sum(final.q**2)
-
+    for label, checkpoint in (("", True), (", sqrt segments", "sqrt"), (" (no checkpoint)", False)):
         for horizon in (steps // 4, steps):
-            rows.append(rows_for(f"simbodyx{'' if checkpoint else ' (no checkpoint)'}", name, loss,
-                                 (states.q[0], states.u[0]),
+            def loss(controls, q, u, checkpoint=segment_steps(horizon) if checkpoint == "sqrt" else checkpoint):
+                s = model.default_state().with_q(q).with_u(u)
+                final, _ = sx.integrate.rollout(model, s, 1.0 / steps, controls=controls, checkpoint=checkpoint,
+                                                energy=False)
+                return jnp.sum(final.q**2)
+
+            rows.append(rows_for(f"simbodyx{label}", name, loss, (states.q[0], states.u[0]),
                                  (states.q, states.u) if horizon == steps and batch else None, horizon,
                                  model.topology.nu, repeats))
     return rows
@@ -121,13 +129,13 @@ def main():
         if not args.no_mjx:
             rows += mjx_rows(sx, matter, model, name, args.steps, args.batch, args.repeats)
         print(f"\n{name}: nq={model.topology.nq}, nu={model.topology.nu}")
-        print(f"{'engine':26} {'steps':>6} {'compile s':>10} {'latency ms':>11} {'memory MiB':>11} "
-              f"{'batch':>6} {'grads/s':>9} {'batch MiB':>10}")
+        print(f"{'engine':30} {'steps':>6} {'compile s':>10} {'latency ms':>11} {'memory MiB':>11} "
+              f"{'working MiB':>12} {'batch':>6} {'grads/s':>9} {'batch MiB':>10}")
         for r in rows:
             batched_part = (f"{r['batch']:>6} {r['per_second']:>9.1f} {r['batch_memory_mib']:>10.3g}"
                             if "batch" in r else "")
-            print(f"{r['engine']:26} {r['steps']:>6} {r['compile_s']:>10.1f} {r['latency_ms']:>11.1f} "
-                  f"{r['memory_mib']:>11.3g} {batched_part}")
+            print(f"{r['engine']:30} {r['steps']:>6} {r['compile_s']:>10.1f} {r['latency_ms']:>11.1f} "
+                  f"{r['memory_mib']:>11.3g} {r['working_mib']:>12.3g} {batched_part}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Cart-pole swing-up, the cart's force at each of 150 steps of 20 ms
 (zero-order hold, RK4) as the decision variables, solved two ways with
-optax's Adam, each as one compiled program:
+optax, each as one compiled program:
 
-- direct single shooting: one differentiable rollout, a terminal cost;
+- direct single shooting: one differentiable rollout, a terminal cost, by
+  Adam and by L-BFGS;
 - direct multiple shooting: 10 segments of 15 steps run side by side, their
   joins (defects) and the upright terminal state as equality constraints,
   |force| <= 8 N as inequalities, by the augmented Lagrangian.
@@ -28,6 +29,7 @@ CART_MASS, POLE_MASS, POLE_LENGTH = 1.0, 0.1, 1.0  # kg, kg, m
 NUM_STEPS, DT = 150, 0.02  # a 3 s horizon
 SEGMENTS, MAX_FORCE = 10, 8.0  # multiple shooting: segments of NUM_STEPS // SEGMENTS steps; N
 UPRIGHT = jnp.array([0.0, jnp.pi, 0.0, 0.0])  # (x, angle, x speed, angle speed) at the goal
+LBFGS_ITERATIONS = 60
 
 
 def cartpole():
@@ -82,10 +84,14 @@ def make_problem(model):
     return problem
 
 
-def swing_up(iterations=400):
-    """Single shooting: (cart forces (NUM_STEPS,), losses (iterations,), final State)."""
+def swing_up(iterations=400, method="adam"):
+    """Single shooting: (cart forces (NUM_STEPS,), losses (iterations,), final
+    State). ``method``: "adam" (a step decaying from 1 N by a cosine) or
+    "lbfgs" (optax's L-BFGS with its zoom line search: fewer iterations,
+    each several rollouts)."""
     model, state = cartpole()
-    optimizer = optax.adam(optax.cosine_decay_schedule(1.0, iterations, alpha=0.01))
+    optimizer = (optax.lbfgs() if method == "lbfgs" else
+                 optax.adam(optax.cosine_decay_schedule(1.0, iterations, alpha=0.01)))
     forces, losses = sx.optimize.minimize(make_loss(model), jnp.full(NUM_STEPS, 0.1), optimizer, iterations, state)
     return forces, losses, simulate(model, state, forces)
 
@@ -105,16 +111,17 @@ def swing_up_multiple_shooting(rounds=6, iterations=1000):
 
 
 def report(name, seconds, iterations, forces, final):
-    print(f"{name}: {iterations} Adam iterations, {seconds:.1f} s with compiling; peak cart force "
+    print(f"{name}: {iterations} iterations, {seconds:.1f} s with compiling; peak cart force "
           f"{float(jnp.abs(forces).max()):.1f} N; final pole angle - pi = {float(final.q[1] - jnp.pi):.1e} rad, "
           f"cart x = {float(final.q[0]):.1e} m, |u| = {float(jnp.linalg.norm(final.u)):.1e}")
 
 
 if __name__ == "__main__":
-    start = time.perf_counter()
-    forces, losses, final = swing_up()
-    report("single shooting", time.perf_counter() - start, len(losses), forces, final)
+    for method, iterations in (("adam", 400), ("lbfgs", LBFGS_ITERATIONS)):
+        start = time.perf_counter()
+        forces, losses, final = swing_up(iterations, method)
+        report(f"single shooting, {method}", time.perf_counter() - start, len(losses), forces, final)
     start = time.perf_counter()
     forces, solution, final = swing_up_multiple_shooting()
-    report("multiple shooting", time.perf_counter() - start, solution.losses.size, forces, final)
+    report("multiple shooting, adam", time.perf_counter() - start, solution.losses.size, forces, final)
     print(f"  largest defect or terminal error after each round: {solution.violation}")

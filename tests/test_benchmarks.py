@@ -102,9 +102,9 @@ def test_integrator_benchmark_smoke():
 
 def test_rollout_gradient_rows_on_a_slider():
     """benchmarks/rollout_grad.py's simbodyx rows on a 1-dof slider, 8 steps:
-    both checkpoint settings at a quarter and the full horizon, the batch at
-    the full one, and checkpointing planning no more memory than keeping
-    every step's internals."""
+    the three checkpoint settings at a quarter and the full horizon, the
+    batch at the full one, and checkpointing planning no more memory than
+    keeping every step's internals."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import rollout_grad
@@ -118,7 +118,8 @@ def test_rollout_gradient_rows_on_a_slider():
     model, _ = system.realize_topology()
     rows = rollout_grad.simbodyx_rows(sx, model, "slider", steps=8, batch=2, repeats=1)
     assert [(r["engine"], r["steps"], r.get("batch")) for r in rows] == [
-        ("simbodyx", 2, None), ("simbodyx", 8, 2), ("simbodyx (no checkpoint)", 2, None),
-        ("simbodyx (no checkpoint)", 8, 2)]
+        ("simbodyx", 2, None), ("simbodyx", 8, 2), ("simbodyx, sqrt segments", 2, None),
+        ("simbodyx, sqrt segments", 8, 2), ("simbodyx (no checkpoint)", 2, None), ("simbodyx (no checkpoint)", 8, 2)]
     assert all(r["latency_ms"] > 0 and r["memory_mib"] > 0 and r["compile_s"] > 0 for r in rows)
-    assert rows[1]["memory_mib"] <= rows[3]["memory_mib"] and rows[1]["per_second"] > 0
+    assert rows[1]["memory_mib"] <= rows[5]["memory_mib"] and rows[1]["per_second"] > 0
+    assert [rollout_grad.segment_steps(n) for n in (1000, 250, 8, 7)] == [25, 10, 2, 1]

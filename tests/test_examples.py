@@ -1,9 +1,10 @@
-"""The examples solve their problems: the cart-pole swing-up both ways,
-the 7-link arm's reach by gradient (its gradient against central finite
-differences) and by batched random shooting, the four-bar steered through
-its constrained dynamics (the gradient through the multipliers against
-central differences), and system identification to within the noise. Each example is run as its module's functions, on the
-settings it prints."""
+"""The examples solve their problems: the cart-pole swing-up both ways
+(single shooting by Adam and by L-BFGS), the 7-link arm's reach by
+gradient (its gradient against central finite differences) and by batched
+random shooting, the four-bar steered through its constrained dynamics
+(the gradient through the multipliers against central differences), and
+system identification to within the noise. Each example is run as its
+module's functions, on the settings it prints."""
 
 import pathlib
 import sys
@@ -29,6 +30,15 @@ def test_cartpole_swing_up_reaches_the_upright():
     assert abs(float(final.q[0])) < 0.05
     sampled = np.asarray(losses[50::25])  # after warm-up the cost falls
     assert np.all(np.diff(sampled) < 0) and sampled[-1] < 1e-3 * float(losses[0])
+
+
+def test_cartpole_swing_up_by_lbfgs():
+    """optax.lbfgs through the same minimize: 60 iterations, each accepted
+    by the line search only if it lowers the cost."""
+    forces, losses, final = cartpole_swingup.swing_up(cartpole_swingup.LBFGS_ITERATIONS, "lbfgs")
+    assert abs(float(final.q[1]) - np.pi) < 0.01 and float(jnp.max(jnp.abs(final.u))) < 0.01
+    assert abs(float(final.q[0])) < 0.01
+    assert np.all(np.diff(np.asarray(losses)) <= 1e-12 * np.asarray(losses[:-1]))
 
 
 def test_cartpole_swing_up_by_multiple_shooting_respects_the_force_limit():

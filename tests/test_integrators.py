@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jax.test_util import check_grads
+
 import simbodyx as sx
 from conftest import link, new_system
 
@@ -218,6 +220,26 @@ def test_gradient_matches_finite_differences_and_batches_step_their_own_way():
         np.testing.assert_allclose(trajectories.q[k], one.q, rtol=0, atol=1e-13)
         assert int(stats.num_steps_taken[k]) == int(one_stats.num_steps_taken)
     assert len(set(np.asarray(stats.num_steps_taken).tolist())) == 3
+
+
+def test_check_grads_through_simulate():
+    """jax.test_util.check_grads (first order, float64 tolerance) on the
+    reported (theta, omega) at 0.35 and 1 s with respect to (theta0, omega0):
+    reverse mode through the checkpointed loop, forward mode through the
+    plain one. Fixed steps, because an adaptive step sequence is piecewise
+    constant in the inputs and central differences would straddle its
+    jumps (the adaptive gradient is checked above)."""
+    pendulum, start, _ = _pendulum()
+    times = jnp.array([0.35, 1.0])
+
+    def reported(x, integrator):
+        _, trajectory, _ = sx.simulate(pendulum, start.with_q(x[:1]).with_u(x[1:]), integrator, times)
+        return jnp.concatenate([trajectory.q[:, 0], trajectory.u[:, 0]])
+
+    for mode, reverse in (("rev", True), ("fwd", False)):
+        integrator = sx.Integrator.RungeKuttaMerson(fixed_step=0.01, reverse_mode=reverse)
+        check_grads(jax.jit(lambda x, i=integrator: reported(x, i)), (jnp.array([0.7, -0.3]),), order=1,
+                    modes=[mode])
 
 
 def test_fixed_step_interpolation_and_statistics():

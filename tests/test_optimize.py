@@ -1,7 +1,7 @@
 """Controls in rollouts and optimization with optax: zero-order-hold
 mobility forces against the closed form of a pushed slider (RK4 is exact
-for piecewise-constant acceleration, so 1e-12), their gradient with and
-without checkpointing, jax.test_util.check_grads on a pendulum, minimize
+for piecewise-constant acceleration, so 1e-12), their gradient under each
+checkpoint setting, jax.test_util.check_grads on a pendulum, minimize
 batched over problems, multiple shooting joining into the single rollout,
 the augmented Lagrangian against a problem's closed-form KKT point, and
 set_mass_properties. The examples' results: tests/test_examples.py."""
@@ -39,7 +39,7 @@ def test_controls_push_a_slider_as_the_closed_form():
                                                  energy=False)
         return final.q[0], trajectory
 
-    for checkpoint in (True, False):
+    for checkpoint in (True, 2, 4, False):  # per step, in segments (of 2 and 4 steps), none
         (x, trajectory), gradient = jax.jit(jax.value_and_grad(final_x, has_aux=True), static_argnums=1)(
             forces, checkpoint)
         assert trajectory.q.shape == (STEPS + 1, 1) and trajectory.energy is None
@@ -50,11 +50,16 @@ def test_controls_push_a_slider_as_the_closed_form():
         sx.integrate.rollout(model, state, DT, controls=jnp.zeros((STEPS, 2)))
     with pytest.raises(ValueError, match="controls has 8 rows for num_steps = 4"):
         sx.integrate.rollout(model, state, DT, 4, controls=jnp.zeros((STEPS, 1)))
+    segmented = sx.integrate.rollout(model, state, DT, save_every=2, controls=forces[:, None], checkpoint=4)[1]
+    np.testing.assert_allclose(segmented.q, trajectory.q[::2], atol=1e-15)
+    with pytest.raises(ValueError, match=r"checkpoint = 3 steps per segment must be a positive multiple of "
+                                         r"save_every \(2\) dividing num_steps \(8\)"):
+        sx.integrate.rollout(model, state, DT, 8, save_every=2, checkpoint=3)
 
 
 def test_check_grads_through_a_controlled_pendulum():
-    """Forward and reverse mode, first order, against finite differences
-    (check_grads' float64 tolerance)."""
+    """Forward and reverse mode, first and second order, against finite
+    differences (check_grads' float64 tolerance)."""
     system, matter, forces = new_system()
     sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
     sx.MobilizedBody.Pin(matter.Ground(), link())
@@ -65,7 +70,7 @@ def test_check_grads_through_a_controlled_pendulum():
         end, _ = sx.integrate.rollout(model, state, 0.02, controls=torques[:, None], energy=False)
         return jnp.concatenate([end.q, end.u])
 
-    check_grads(jax.jit(final), (jnp.linspace(0.5, -0.5, 6),), order=1, modes=["fwd", "rev"])
+    check_grads(jax.jit(final), (jnp.linspace(0.5, -0.5, 6),), order=2, modes=["fwd", "rev"])
 
 
 def test_minimize_is_one_program_batched_over_problems():
@@ -136,6 +141,14 @@ def test_set_mass_properties_replaces_the_model_leaves():
     model, state = system.realize_topology()
     heavier = slider.set_mass_properties(model, sx.MassProperties(2 * MASS, [0.1, 0, 0], sx.Inertia(0.3)))
     assert float(heavier.params.mass[1]) == 2 * MASS and float(heavier.params.com[1, 0]) == 0.1
+    forces = jnp.linspace(-1.0, 2.0, STEPS)
+
+    def final_x(mass):  # x_N = x_0 + v_0 N DT + sum_k w_k F_k / mass
+        m = slider.set_mass_properties(model, sx.MassProperties(mass, [0, 0, 0], sx.Inertia(0.1)))
+        return sx.integrate.rollout(m, state, DT, controls=forces[:, None], energy=False)[0].q[0]
+
+    weights = DT**2 * (STEPS - jnp.arange(STEPS) - 0.5)  # d x_N / d (F_k / mass)
+    np.testing.assert_allclose(jax.grad(final_x)(3.0), -(weights @ forces) / 9.0, atol=1e-12)
     same = slider.set_mass_properties(model, slider.get_default_mass_properties())
     np.testing.assert_array_equal(same.params.inertia, model.params.inertia)
     with pytest.raises(ValueError, match="mass"):
@@ -144,3 +157,30 @@ def test_set_mass_properties_replaces_the_model_leaves():
         slider.set_mass_properties(_slider()[0], sx.MassProperties(1.0))
     with pytest.raises(ValueError, match="Ground has no mass properties"):
         matter.Ground().set_mass_properties(model, sx.MassProperties(1.0))
+
+
+def test_float32_throughout():
+    """A float32 Model keeps float32 through multiple shooting, the augmented
+    Lagrangian's multipliers and set_mass_properties; results to float32's
+    resolution of the float64 ones (1e-5 relative)."""
+    system, matter, _ = new_system()
+    slider = sx.MobilizedBody.Slider(matter.Ground(), sx.Body.Rigid(sx.MassProperties(MASS, [0, 0, 0],
+                                                                                       sx.Inertia(0.1))))
+    model, state = system.realize_topology()
+    single = model.astype("float32")
+    forces = jnp.linspace(-1.0, 2.0, 12, dtype="float32").reshape(3, 4, 1)
+    knots = jnp.zeros((2, 2), "float32")
+    ends, defects = sx.optimize.multiple_shooting(single, single.default_state(), DT, forces, knots)
+    wide = sx.optimize.multiple_shooting(model, state, DT, forces.astype("float64"), knots.astype("float64"))
+    assert ends.dtype == defects.dtype == np.float32
+    np.testing.assert_allclose(defects, wide[1], rtol=1e-5, atol=1e-6)
+
+    def problem(x):  # reach x = 0.2 at rest after 8 steps, |F| <= 4 N (0.32 m reachable)
+        final, _ = sx.integrate.rollout(single, single.default_state(), DT, controls=x[:, None], energy=False)
+        return 1e-3 * jnp.sum(x**2), jnp.concatenate([final.q - 0.2, final.u]), jnp.abs(x) - 4.0
+
+    x, solution = sx.optimize.augmented_lagrangian(problem, jnp.zeros(STEPS, "float32"), optax.lbfgs(), 50, 6)
+    assert x.dtype == solution.equality_multipliers.dtype == solution.inequality_multipliers.dtype == np.float32
+    assert float(solution.violation[-1]) < 1e-4
+    heavier = slider.set_mass_properties(single, sx.MassProperties(2 * MASS, [0.1, 0, 0], sx.Inertia(0.3)))
+    assert heavier.params.mass.dtype == heavier.params.inertia.dtype == np.float32

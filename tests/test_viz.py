@@ -1,5 +1,5 @@
 """simbodyx.viz: the skeleton against the closed form of a double pendulum,
-batched over a trajectory, and the matplotlib drawing and animation."""
+batched over a trajectory and in float32, and the matplotlib drawing and animation."""
 
 import matplotlib
 
@@ -37,6 +37,11 @@ def test_skeleton_is_the_closed_form_and_batches():
     batch = sx.viz.skeleton_of_trajectory(model, state, q, [(lower, [1.0, 0, 0])])
     assert batch.segments.shape == (3, 5, 2, 3)
     np.testing.assert_allclose(batch.segments[1], skeleton.segments, atol=1e-12)
+    single = model.astype("float32")
+    narrow = sx.viz.skeleton(single, single.default_state().with_q(jnp.array([a, b], "float32")),
+                             [(lower, [1.0, 0, 0])])
+    assert narrow.segments.dtype == np.float32
+    np.testing.assert_allclose(narrow.segments, expected, atol=1e-6)
 
 
 def test_plot_and_animation_draw_every_frame():

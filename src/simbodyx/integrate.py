@@ -86,16 +86,23 @@ def _held(force, t, state):
 
 
 def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method: str = "rk4", *,
-            controls=None, checkpoint: bool = True, energy: bool = True):
+            controls=None, checkpoint: bool | int = True, energy: bool = True):
     """Run ``num_steps`` fixed steps of ``method`` ("euler", "semi_explicit_euler"
     or "rk4"); return (final State, Trajectory with num_steps // save_every + 1 rows).
 
     ``controls`` (num_steps, nu): mobility forces (N or N m per mobility) held
     over each step (zero-order hold) and added to the Model's forces;
-    ``num_steps`` defaults to their number. ``checkpoint=True`` makes reverse
-    mode keep only each step's starting (q, u) and recompute the step's
-    internals (``jax.checkpoint``): memory per step falls from every stage's
-    intermediates to nq + nu numbers, for one more forward pass.
+    ``num_steps`` defaults to their number.
+
+    ``checkpoint`` sets what reverse mode keeps (``jax.checkpoint``). True
+    (the default): one (q, u) per step, each step's internals recomputed
+    (memory grows with the horizon at nq + nu numbers per step, for one
+    extra forward pass). An int k: segments of k steps (a multiple of
+    ``save_every`` dividing ``num_steps``); reverse mode keeps each segment's
+    starting (q, u) and, while it differentiates one segment, one (q, u) per
+    step of it, so with k near sqrt(num_steps) memory grows with the square
+    root of the horizon, for a second extra forward pass. False: every
+    intermediate of every step is kept.
     ``energy=False`` leaves ``Trajectory.energy`` None (no energy evaluation).
     """
     if method not in STEPS:
@@ -110,6 +117,8 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
             raise ValueError(f"controls has {controls.shape[0]} rows for num_steps = {num_steps}")
     if num_steps is None or num_steps < 0 or save_every < 1 or num_steps % save_every:
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
+    num_chunks = num_steps // save_every
+    chunks_per_segment = _chunks_per_segment(checkpoint, num_chunks, save_every)
     method_step = STEPS[method]
     dt = jnp.asarray(dt, state.q.dtype)
     state = _with(state, state.t, state.q, state.u)
@@ -118,9 +127,6 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
         m = model if force is None else with_controller(model, jax.tree_util.Partial(_held, force))
         return method_step(m, s, dt), None
 
-    if checkpoint:
-        step = jax.checkpoint(step)
-
     def sample(s):
         return s.t, s.q, s.u, total_energy(model, s) if energy else None
 
@@ -128,9 +134,28 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
         s, _ = jax.lax.scan(step, s, forces, length=save_every)
         return s, sample(s)
 
-    num_chunks = num_steps // save_every
-    forces = None if controls is None else controls.reshape(num_chunks, save_every, -1)
-    final, rows = jax.lax.scan(chunk, state, forces, length=num_chunks)
+    def segment(s, forces):
+        return jax.lax.scan(chunk, s, forces, length=chunks_per_segment)
+
+    if checkpoint is not False:
+        step = jax.checkpoint(step)
+        if chunks_per_segment < num_chunks:
+            segment = jax.checkpoint(segment)
+    num_segments = num_chunks // chunks_per_segment if num_chunks else 0
+    forces = None if controls is None else controls.reshape(num_segments, chunks_per_segment, save_every, -1)
+    final, rows = jax.lax.scan(segment, state, forces, length=num_segments)
     first = sample(state)
-    t, q, u, e = (None if a is None else jnp.concatenate([a[None], b]) for a, b in zip(first, rows))
+    t, q, u, e = (None if a is None else jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
+                  for a, b in zip(first, rows))
     return final, Trajectory(t=t, q=q, u=u, energy=e)
+
+
+def _chunks_per_segment(checkpoint, num_chunks: int, save_every: int) -> int:
+    """Saved rows per checkpointed segment of ``rollout`` (see its docstring)."""
+    if checkpoint is True or checkpoint is False:
+        return max(num_chunks, 1)
+    steps = checkpoint
+    if not isinstance(steps, int) or steps < 1 or steps % save_every or (num_chunks * save_every) % steps:
+        raise ValueError(f"checkpoint = {checkpoint!r} steps per segment must be a positive multiple of "
+                         f"save_every ({save_every}) dividing num_steps ({num_chunks * save_every})")
+    return steps // save_every

@@ -14,7 +14,9 @@ arguments solves a batch of problems (initial states, targets) at once.
 
 The rollout's controls are mobility forces held over each step
 (``sx.integrate.rollout(..., controls=)``); its reverse mode keeps one
-(q, u) per step (``checkpoint=True``, the default). ``multiple_shooting``
+(q, u) per step (``checkpoint=True``, the default), or per segment of k
+steps (``checkpoint=k``: memory growing with sqrt(horizon) for k near
+sqrt(num_steps)). ``multiple_shooting``
 splits a horizon into segments run side by side whose mismatches
 (defects) become equality constraints, and ``augmented_lagrangian`` solves
 such constrained problems (equalities h(x) = 0, inequalities g(x) <= 0,
@@ -42,7 +44,8 @@ def minimize(loss, x0, optimizer, num_steps: int, *args):
     ``loss`` and ``optimizer`` are part of the compiled program's identity:
     build them once and reuse them. L-BFGS converges in fewer iterations but
     its line search compiles a second derivative program: on the cart-pole
-    example (150 RK4 steps) L-BFGS compiled 3.5 times longer than Adam.
+    example (150 RK4 steps) L-BFGS compiled 2.3 times longer than Adam and
+    then solved in 60 iterations (0.8 s) against Adam's 400 (2.2 s).
     """
     _check_count("minimize", "num_steps", num_steps)
     return _minimize(loss, optimizer, num_steps, x0, args)
@@ -72,7 +75,7 @@ def _minimize(loss, optimizer, num_steps, x0, args):
     return _descend(jax.tree_util.Partial(lambda x, args: loss(x, *args), args=args), optimizer, num_steps, x0)
 
 
-def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *, checkpoint: bool = True):
+def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *, checkpoint: bool | int = True):
     """Direct multiple shooting: (ends (S, nq + nu), defects (S - 1, nq + nu)).
 
     ``controls`` (S, K, nu): mobility forces held over each of the K steps of
@@ -86,6 +89,7 @@ def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *,
     derivative has S-fold shorter sequential chains than single shooting.
     Initial knots can come from one rollout of the initial controls
     (its trajectory rows K, 2K, ...) or an interpolation to the goal.
+    ``checkpoint``: each segment's, as in ``sx.integrate.rollout``.
     """
     nq, nu = state.topology.nq, state.topology.nu
     controls = jnp.asarray(controls, state.q.dtype)
@@ -185,7 +189,7 @@ def _augmented_lagrangian(problem, optimizer, num_steps, num_rounds, x0, args, p
     _, h, g = jax.eval_shape(problem, x0, *args)
     lam = None if h is None else jnp.zeros(h.shape, h.dtype)
     mu = None if g is None else jnp.zeros(g.shape, g.dtype)
-    rho = jnp.asarray(penalty, jnp.result_type(float))
+    rho = jnp.asarray(penalty, jnp.result_type(*jax.tree.leaves(x0), float))  # x's precision
     carry = (x0, lam, mu, rho, jnp.asarray(jnp.inf, rho.dtype))
     (x, lam, mu, rho, _), (losses, violation) = jax.lax.scan(round_, carry, None, length=num_rounds)
     return x, ConstrainedSolution(losses, violation, lam, mu, rho)

@@ -1,6 +1,7 @@
 """Gradients of forward and inverse dynamics (jax.test_util.check_grads,
 forward and reverse mode), including the identity quaternion and zero
-velocity, and no NaN over 10,000 random states."""
+velocity, no NaN over 10,000 random states, and the Euler-angle
+singularities: where they are and what stays finite."""
 
 import functools
 
@@ -117,3 +118,27 @@ def test_gradients_through_a_scanned_chain():
     s = random_state(model, seed=1, scale=0.5)
     check_grads(forward(model, s), (s.q, s.u, jnp.zeros(model.topology.nu)), order=1, modes=("fwd", "rev"),
                 atol=1e-6, rtol=1e-6)
+
+
+def test_euler_angle_singularities():
+    """Ground -> Ball (Euler angles) -> Gimbal -> Universal, each middle angle
+    at 90 deg: the Ball's and the Universal's dynamics are regular there
+    (u is the angular velocity; two perpendicular axes), with finite forward
+    and reverse derivatives; the Gimbal's 1e-3 rad short of it too. At the
+    Gimbal's lock its axes are coplanar: udot is NaN, as documented."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    body = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.1, 0.2, 0.3], sx.Inertia(0.3, 0.4, 0.5)))
+    ball = sx.MobilizedBody.Ball(matter.Ground(), body)
+    gimbal = sx.MobilizedBody.Gimbal(ball, sx.Transform([0, -0.5, 0]), body, sx.Transform())
+    sx.MobilizedBody.Universal(gimbal, sx.Transform([0, -0.5, 0]), body, sx.Transform())
+    matter.set_use_euler_angles(True)
+    model, state = system.realize_topology()
+    udot = jax.jit(lambda q: forward(model, state)(q, jnp.full(8, 0.3), jnp.zeros(8)))
+    q = jnp.array([0.2, jnp.pi / 2, -0.4, 0.1, jnp.pi / 2 - 1e-3, 0.3, 0.5, jnp.pi / 2])
+    assert np.all(np.isfinite(udot(q)))
+    for jacobian in (jax.jacfwd, jax.jacrev):
+        assert np.all(np.isfinite(jax.jit(jacobian(udot))(q)))
+    assert np.all(np.isnan(udot(q.at[4].set(jnp.pi / 2))))

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.test_util import check_grads
 
 import simbodyx as sx
 from simbodyx import functions as fn
@@ -488,6 +489,12 @@ def test_derivatives_match_finite_differences_even_when_redundant():
         np.testing.assert_allclose(g, fd, atol=10 * FD_TOL)  # accelerations of order 10
     tangent = jax.jvp(lambda q: udot_of(q, state.u, args[2]), (state.q,), (jnp.array([1.0, 0.0, 0.0]),))[1]
     assert np.all(np.isfinite(tangent))
+
+    def dynamics(q, u):  # udot and the (minimum-norm) multipliers of the redundant pair
+        s = model.realize(state.with_q(q).with_u(u), sx.Stage.Acceleration)
+        return jnp.concatenate([s.acceleration.udot, s.acceleration.multipliers])
+
+    check_grads(jax.jit(dynamics), (state.q, state.u), order=1, modes=["fwd", "rev"])
 
 
 

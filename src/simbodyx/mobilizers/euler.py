@@ -21,7 +21,8 @@ def _angular_rows(axes):
 
 @dataclasses.dataclass(frozen=True)
 class Universal(Mobilizer):
-    """X_FM = (Rx(q0) Ry(q1), 0); singular near q1 = +-90 deg."""
+    """X_FM = (Rx(q0) Ry(q1), 0); its two axes stay perpendicular, so no
+    configuration is singular."""
 
     nq = 2
     nu = 2
@@ -41,7 +42,8 @@ class Universal(Mobilizer):
 
 @dataclasses.dataclass(frozen=True)
 class Gimbal(Mobilizer):
-    """X_FM = (Rx(q0) Ry(q1) Rz(q2), 0); u = Euler rates; singular at q1 = +-90 deg."""
+    """X_FM = (Rx(q0) Ry(q1) Rz(q2), 0); u = Euler rates; singular at q1 = +-90 deg
+    (the three axes coplanar: H loses rank and the mass matrix with it)."""
 
     nq = 3
     nu = 3
