@@ -25,6 +25,7 @@ from simbodyx import (
     events as events,
     integrate as integrate,
     integrators as integrators,
+    io as io,
     mobilizers as mobilizers,
     optimize as optimize,
     parallel as parallel,

@@ -1,0 +1,472 @@
+"""URDF into the Simbody-style builder: ``load_urdf``.
+
+URDF places each joint frame J in its parent link's frame (``<origin>``),
+the child link's frame coincides with J, and the joint moves about or along
+``<axis>`` (in J). Simbody's mobilizers move about fixed axes (Pin: z,
+Slider: x, Planar: z normal), so a rotation R_JM taking the mobilizer's axis
+onto the URDF axis is carried by both frames: X_PF = X_{P,J} R_JM and
+X_BM = R_JM, which gives X_PB(q) = X_{P,J} Rot(axis, q) exactly.
+
+Parsed with the standard library's ``xml.etree``: URDF is a small, flat
+format, and the third-party parsers compared (``yourdfpy``,
+``urdf-parser-py``) add dependencies without adding checks we need.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import math
+import pathlib
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+
+import numpy as np
+
+from simbodyx import functions
+from simbodyx.build import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.constraints import Constraint
+from simbodyx.forces import Force, GeneralForceSubsystem
+from simbodyx.spatial import Inertia, MassProperties, Transform
+
+#: URDF joint type -> (simbodyx mobilizer, the mobilizer's own axis, or None)
+MOBILIZERS = {"revolute": ("Pin", (0, 0, 1)), "continuous": ("Pin", (0, 0, 1)),
+              "prismatic": ("Slider", (1, 0, 0)), "planar": ("Planar", (0, 0, 1)),
+              "floating": ("Free", None), "fixed": ("Weld", None)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Joint:
+    """One URDF joint as written: its frame in the parent link (``origin``),
+    its unit ``axis`` in that frame, and the metadata simbodyx keeps but does
+    not apply unless asked (limits, dynamics, mimic)."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray  # (4, 4) X_{parent link, J}
+    axis: np.ndarray  # (3,) unit, in J
+    lower: float | None = None
+    upper: float | None = None
+    effort: float | None = None
+    velocity: float | None = None
+    damping: float = 0.0
+    friction: float = 0.0
+    mimic: tuple[str, float, float] | None = None  # (joint, multiplier, offset): q = m q_joint + offset
+
+
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """A visual or collision shape, kept for drawing only: its ``link``, its
+    pose in the link (``origin``, (4, 4)), ``kind`` ("box", "cylinder",
+    "sphere", "mesh") and the element's attributes (``size``, ``radius``,
+    ``length``, ``filename`` as written, ``scale``)."""
+
+    link: str
+    origin: np.ndarray
+    kind: str
+    attributes: dict
+
+
+class Robot(Mapping):
+    """Name lookup for a loaded robot: ``robot["link or joint name"]`` is the
+    MobilizedBody that carries the link (a link merged into its parent by a
+    fixed joint maps to the parent's body; the root of a fixed-base robot to
+    Ground) or that the joint moves.
+
+    ``links[name]`` = (MobilizedBody, X_BL): the link frame L on its body;
+    ``joints[name]`` the parsed :class:`Joint`; ``visuals`` and
+    ``collisions`` the parsed :class:`Geometry`; ``root`` the root link's
+    name; ``couplers`` the CoordinateCoupler of each mimic joint;
+    ``dampers`` the MobilityLinearDamper of each damped joint (when asked)."""
+
+    def __init__(self, root, links, joints, moved, visuals, collisions, couplers, dampers):
+        self.root, self.links, self.joints = root, links, joints
+        self._moved = moved  # joint name -> MobilizedBody
+        self.visuals, self.collisions, self.couplers, self.dampers = visuals, collisions, couplers, dampers
+
+    def __getitem__(self, name):
+        if name in self.links:
+            return self.links[name][0]
+        if name in self._moved:
+            return self._moved[name]
+        if name in self.joints:
+            raise KeyError(f"joint {name!r} is fixed and merged: it moves no body (use its child link's name)")
+        raise KeyError(f"no link or joint named {name!r}")
+
+    def __iter__(self):
+        return iter([*self.links, *self._moved])
+
+    def __len__(self):
+        return len(self.links) + len(self._moved)
+
+    def get_link_transform(self, state, name):
+        """X_GL, the pose of link ``name``'s frame in Ground (Position)."""
+        if name not in self.links:
+            raise KeyError(f"no link named {name!r}")
+        body, X_BL = self.links[name]
+        return body.get_body_transform(state) @ X_BL
+
+    def coordinate_names(self, state):
+        """(q names (nq,), u names (nu,)) of a State of this robot's system:
+        one per coordinate, the moving joint's name with a suffix for
+        multi-coordinate joints (Free: quaternion qw, qx, qy, qz or Euler
+        angles ax, ay, az, then x, y, z; speeds wx, wy, wz, vx, vy, vz in
+        the parent frame; Planar: rz, x, y)."""
+        q_names, u_names = [""] * state.topology.nq, [""] * state.topology.nu
+        for joint, body in self._moved.items():
+            nq, nu = body.get_num_q(state), body.get_num_u(state)
+            kind = type(body).__name__
+            q_suffix = {("Free", 7): ["qw", "qx", "qy", "qz", "x", "y", "z"],
+                        ("Free", 6): ["ax", "ay", "az", "x", "y", "z"],
+                        ("Planar", 3): ["rz", "x", "y"]}.get((kind, nq), [""])
+            u_suffix = {"Free": ["wx", "wy", "wz", "vx", "vy", "vz"], "Planar": ["rz", "x", "y"]}.get(kind, [""])
+            first_q, first_u = body.get_first_q_index(state), body.get_first_u_index(state)
+            for k, suffix in enumerate(q_suffix[:nq]):
+                q_names[first_q + k] = f"{joint}.{suffix}" if suffix else joint
+            for k, suffix in enumerate(u_suffix[:nu]):
+                u_names[first_u + k] = f"{joint}.{suffix}" if suffix else joint
+        return q_names, u_names
+
+
+def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), merge_fixed: bool = True,
+              mimic: bool = True, damping: bool = False):
+    """(system, matter, forces, robot) built from a URDF file path or XML string.
+
+    Joints map to mobilizers (revolute and continuous: Pin; prismatic:
+    Slider; planar: Planar; floating: Free; fixed: merged into the parent
+    body's mass properties when ``merge_fixed``, as Pinocchio and MuJoCo do,
+    else Weld). The root link floats on a Free mobilizer when
+    ``floating_base``, else it is Ground. ``gravity`` (m/s^2, in Ground; z
+    up as URDF assumes) adds a UniformGravity element, None none. Mimic
+    joints become CoordinateCoupler constraints (``mimic=False``: independent
+    joints, as Pinocchio builds them by default); ``damping=True`` adds a
+    MobilityLinearDamper per joint with ``<dynamics damping>``. Joint limits
+    and friction are kept in ``robot.joints``, not applied. Bodies are added
+    depth first, siblings sorted by joint name: Pinocchio's joint order, so
+    q and u follow Pinocchio's layout joint by joint.
+
+    The system is ready for ``system.realize_topology()``. Errors name the
+    offending element.
+    """
+    root_element, where = _parse(source)
+    links, joints, visuals, collisions = _read(root_element, where)
+    children, root = _tree(links, joints, where)
+
+    system = MultibodySystem()
+    matter = SimbodyMatterSubsystem(system)
+    forces = GeneralForceSubsystem(system)
+    if gravity is not None:
+        Force.UniformGravity(forces, matter, list(gravity))
+
+    # each body is a moving link plus the links fixed to it (when merging)
+    def group(link):
+        members, frontier = [(link, np.eye(4))], [(link, np.eye(4))]
+        while frontier and merge_fixed:
+            name, X_BL = frontier.pop()
+            for joint in children[name]:
+                if joint.type == "fixed":
+                    member = (joint.child, X_BL @ joint.origin)
+                    members.append(member)
+                    frontier.append(member)
+        return members
+
+    placed, moved = {}, {}  # link -> (MobilizedBody, X_BL); joint -> MobilizedBody
+
+    def add(parent_link, joint, members):
+        parent_body, X_PL = placed[parent_link]
+        kind, own_axis = MOBILIZERS[joint.type]
+        R_JM = np.eye(3) if own_axis is None else _aligning(np.asarray(own_axis, float), joint.axis)
+        X_PF = _transform(X_PL @ joint.origin @ _homogeneous(R_JM))
+        body = Body.Rigid(_mass_properties(members, links))
+        b = getattr(MobilizedBody, kind)(parent_body, X_PF, body, _transform(_homogeneous(R_JM)), name=joint.child)
+        moved[joint.name] = b
+        for link, X_BL in members:
+            placed[link] = (b, X_BL)
+
+    root_members = group(root)
+    if floating_base:
+        b = MobilizedBody.Free(matter.Ground(), Transform(),
+                               Body.Rigid(_mass_properties(root_members, links)), Transform(),
+                               name=root)
+        moved["root_joint"] = b
+        for link, X_BL in root_members:
+            placed[link] = (b, X_BL)
+    else:
+        for link, X_BL in root_members:
+            placed[link] = (matter.Ground(), X_BL)
+
+    def descend(link):
+        for joint in children[link]:
+            if joint.child not in placed:  # merged members were placed with their body
+                add(link, joint, group(joint.child))
+            descend(joint.child)
+
+    descend(root)
+    _check_massless_leaves(placed, moved, links, where)
+
+    couplers, dampers = {}, {}
+    for joint in joints.values():
+        if joint.mimic is not None and mimic:
+            couplers[joint.name] = _coupler(matter, joint, joints, moved, where)
+        if damping and joint.damping > 0 and joint.type in ("revolute", "continuous", "prismatic"):
+            dampers[joint.name] = Force.MobilityLinearDamper(forces, moved[joint.name], 0, joint.damping)
+    links_on_bodies = {link: (body, _transform(X_BL)) for link, (body, X_BL) in placed.items()}
+    robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers)
+    return system, matter, forces, robot
+
+
+def example_robot_data(path: str = "") -> pathlib.Path:
+    """A file or folder under the robots shipped by the ``example-robot-data``
+    package (``pip install example-robot-data``), e.g.
+    ``example_robot_data("panda_description/urdf/panda.urdf")``."""
+    try:
+        robots = importlib.metadata.distribution("example-robot-data").locate_file(
+            "cmeel.prefix/share/example-robot-data/robots")
+    except importlib.metadata.PackageNotFoundError:
+        raise ImportError("example_robot_data: the example-robot-data package is not installed "
+                          "(pip install example-robot-data, or simbodyx[robots])") from None
+    found = pathlib.Path(str(robots)) / path
+    if not found.exists():
+        raise FileNotFoundError(f"example_robot_data: no {path!r} under {robots}")
+    return found
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+def _parse(source):
+    """(the <robot> element, a label for messages) from a path or XML text."""
+    text = str(source)
+    if text.lstrip().startswith("<"):
+        where = "URDF string"
+    else:
+        path = pathlib.Path(text)
+        if not path.is_file():
+            raise FileNotFoundError(f"load_urdf: no URDF file at {path}")
+        where, text = str(path), path.read_text()
+    try:
+        element = ET.fromstring(text)
+    except ET.ParseError as error:
+        raise ValueError(f"{where}: not well-formed XML ({error})") from None
+    if element.tag != "robot":
+        raise ValueError(f"{where}: the root element is <{element.tag}>, not <robot>")
+    return element, where
+
+
+def _floats(element, attribute, count, default, what):
+    text = element.get(attribute) if element is not None else None
+    if text is None:
+        return np.asarray(default, float)
+    try:
+        values = np.array([float(v) for v in text.split()])
+    except ValueError:
+        raise ValueError(f"{what}: {attribute}={text!r} is not {count} numbers") from None
+    if values.shape != (count,) or not np.all(np.isfinite(values)):
+        raise ValueError(f"{what}: {attribute}={text!r} must be {count} finite numbers")
+    return values
+
+
+def _origin(element, what):
+    """(4, 4) pose of an <origin xyz rpy> (fixed-axis roll, pitch, yaw)."""
+    origin = element.find("origin") if element is not None else None
+    xyz = _floats(origin, "xyz", 3, (0, 0, 0), f"{what} <origin>")
+    r, p, y = _floats(origin, "rpy", 3, (0, 0, 0), f"{what} <origin>")
+    X = np.eye(4)
+    X[:3, :3] = _rot("z", y) @ _rot("y", p) @ _rot("x", r)
+    X[:3, 3] = xyz
+    return X
+
+
+def _rot(axis, angle):
+    c, s = math.cos(angle), math.sin(angle)
+    return {"x": np.array([[1, 0, 0], [0, c, -s], [0, s, c]]),
+            "y": np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
+            "z": np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])}[axis]
+
+
+def _number(element, attribute, what, default=None):
+    text = element.get(attribute) if element is not None else None
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{what}: {attribute}={text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{what}: {attribute}={text!r} is not finite")
+    return value
+
+
+def _named(element, kind, where):
+    name = element.get("name")
+    if not name:
+        raise ValueError(f"{where}: a <{kind}> has no name")
+    return name
+
+
+def _read(robot, where):
+    links, joints, visuals, collisions = {}, {}, [], []
+    for element in robot.findall("link"):
+        name = _named(element, "link", where)
+        if name in links:
+            raise ValueError(f"{where}: two links named {name!r}")
+        what = f"{where}: link {name!r}"
+        inertial = element.find("inertial")
+        if inertial is None:
+            links[name] = None
+        else:
+            mass = _number(inertial.find("mass"), "value", f"{what} <mass>")
+            if mass is None:
+                raise ValueError(f"{what}: <inertial> has no <mass value>")
+            moments = inertial.find("inertia")
+            values = [_number(moments, k, f"{what} <inertia>", 0.0)
+                      for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")]
+            xx, yy, zz, xy, xz, yz = values
+            central = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            MassProperties.from_central(mass, np.zeros(3), Inertia(central)).check(where=f"{what} <inertial>")
+            links[name] = (mass, _origin(inertial, f"{what} <inertial>"), central)
+        for tag, out in (("visual", visuals), ("collision", collisions)):
+            for shape in element.findall(tag):
+                geometry = shape.find("geometry")
+                for kind in ("box", "cylinder", "sphere", "mesh"):
+                    found = geometry.find(kind) if geometry is not None else None
+                    if found is not None:
+                        out.append(Geometry(name, _origin(shape, f"{what} <{tag}>"), kind, dict(found.attrib)))
+    for element in robot.findall("joint"):
+        name = _named(element, "joint", where)
+        what = f"{where}: joint {name!r}"
+        if name in joints:
+            raise ValueError(f"{where}: two joints named {name!r}")
+        kind = element.get("type")
+        if kind not in MOBILIZERS:
+            raise ValueError(f"{what}: unknown type {kind!r}; URDF's types are {sorted(MOBILIZERS)}")
+        ends = []
+        for end in ("parent", "child"):
+            found = element.find(end)
+            link = found.get("link") if found is not None else None
+            if link is None:
+                raise ValueError(f"{what}: no <{end} link=...>")
+            if link not in links:
+                raise ValueError(f"{what}: its {end} link {link!r} is not defined")
+            ends.append(link)
+        axis = _floats(element.find("axis"), "xyz", 3, (1, 0, 0), f"{what} <axis>")
+        if MOBILIZERS[kind][1] is not None:
+            length = np.linalg.norm(axis)
+            if length < 1e-12:
+                raise ValueError(f"{what}: <axis xyz> has zero length")
+            axis = axis / length
+        limit, dynamics, mimic = element.find("limit"), element.find("dynamics"), element.find("mimic")
+        if mimic is not None:
+            if mimic.get("joint") is None:
+                raise ValueError(f"{what}: <mimic> names no joint")
+            mimic = (mimic.get("joint"), _number(mimic, "multiplier", f"{what} <mimic>", 1.0),
+                     _number(mimic, "offset", f"{what} <mimic>", 0.0))
+        joints[name] = Joint(name, kind, ends[0], ends[1], _origin(element, what), axis,
+                             _number(limit, "lower", what), _number(limit, "upper", what),
+                             _number(limit, "effort", what), _number(limit, "velocity", what),
+                             _number(dynamics, "damping", what, 0.0), _number(dynamics, "friction", what, 0.0),
+                             mimic)
+    if not links:
+        raise ValueError(f"{where}: no <link>")
+    return links, joints, visuals, collisions
+
+
+def _tree(links, joints, where):
+    """(joints by parent link, sorted by name; the root link), checking that
+    the links form one tree."""
+    children = {name: [] for name in links}
+    parent_of = {}
+    for joint in joints.values():
+        if joint.child in parent_of:
+            raise ValueError(f"{where}: link {joint.child!r} is the child of two joints, "
+                             f"{parent_of[joint.child]!r} and {joint.name!r} (URDF is a tree; "
+                             f"close loops with constraints after loading)")
+        parent_of[joint.child] = joint.name
+        children[joint.parent].append(joint)
+    for siblings in children.values():
+        siblings.sort(key=lambda joint: joint.name.encode())  # urdfdom's (so Pinocchio's) order
+    roots = [name for name in links if name not in parent_of]
+    if len(roots) != 1:
+        if not roots:
+            raise ValueError(f"{where}: every link is some joint's child: the joints form a cycle")
+        raise ValueError(f"{where}: {len(roots)} root links {roots}: the links do not form one tree")
+    reached, frontier = {roots[0]}, [roots[0]]
+    while frontier:
+        for joint in children[frontier.pop()]:
+            reached.add(joint.child)
+            frontier.append(joint.child)
+    if len(reached) != len(links):
+        cycle = sorted(set(links) - reached)
+        raise ValueError(f"{where}: links {cycle} are joined in a cycle, unreachable from the root {roots[0]!r}")
+    return children, roots[0]
+
+
+# -- mapping -----------------------------------------------------------------------------------
+
+def _aligning(a, b):
+    """A rotation taking unit a onto unit b (the smallest one; half a turn
+    about an axis perpendicular to a when they are opposite)."""
+    v, c = np.cross(a, b), float(a @ b)
+    if c < -1 + 1e-12:
+        perpendicular = np.cross(a, [1.0, 0, 0] if abs(a[0]) < 0.9 else [0, 1.0, 0])
+        k = perpendicular / np.linalg.norm(perpendicular)
+        return 2 * np.outer(k, k) - np.eye(3)
+    V = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    return np.eye(3) + V + V @ V / (1 + c)
+
+
+def _homogeneous(R):
+    X = np.eye(4)
+    X[:3, :3] = R
+    return X
+
+
+def _transform(X):
+    return Transform(X[:3, :3], X[:3, 3])
+
+
+def _mass_properties(members, links):
+    """The members' combined mass properties about the body origin, in B;
+    massless links count nothing."""
+    mass, first, second = 0.0, np.zeros(3), np.zeros((3, 3))  # sum m, sum m c, inertia about Bo
+    for link, X_BL in members:
+        if links[link] is None:
+            continue
+        m, X_LC, I_C = links[link]
+        X_BC = X_BL @ X_LC
+        R, c = X_BC[:3, :3], X_BC[:3, 3]
+        mass += m
+        first += m * c
+        second += R @ I_C @ R.T + m * ((c @ c) * np.eye(3) - np.outer(c, c))
+    return MassProperties(mass, first / mass if mass > 0 else np.zeros(3), Inertia(second))
+
+
+def _check_massless_leaves(placed, moved, links, where):
+    """A moving body with no mass and nothing massive outboard makes the
+    mass matrix singular: refuse it by name."""
+    massive = {}
+    for link, (body, _) in placed.items():
+        if links[link] is not None and links[link][0] > 0:
+            massive[body.index] = True
+    bodies = sorted(moved.values(), key=lambda b: -b.index)  # outboard first
+    for body in bodies:
+        if massive.get(body.index):
+            parent = body.parent
+            massive[parent.index] = True
+    for joint, body in moved.items():
+        if not massive.get(body.index):
+            raise ValueError(f"{where}: joint {joint!r} moves link {body.name!r}, which has no <inertial> mass and "
+                             f"carries nothing massive: its motion would have no inertia")
+
+
+def _coupler(matter, joint, joints, moved, where):
+    leader, multiplier, offset = joint.mimic
+    what = f"{where}: joint {joint.name!r} <mimic joint={leader!r}>"
+    if leader not in joints:
+        raise ValueError(f"{what}: no joint of that name")
+    for name in (joint.name, leader):
+        if joints[name].type not in ("revolute", "continuous", "prismatic"):
+            raise ValueError(f"{what}: {name!r} is {joints[name].type}; mimic couples one-coordinate joints")
+    return Constraint.CoordinateCoupler(matter, functions.Linear((1.0, -multiplier, -offset)),
+                                        [moved[joint.name], moved[leader]], [0, 0], name=f"mimic {joint.name}")

@@ -1,0 +1,194 @@
+"""URDF import against Pinocchio built from the same file (an independent
+parser and engine): the robots shipped by example-robot-data (Panda, UR5,
+Solo-12 and Talos on a floating base), at 20 random states each: every
+link's pose, the mass matrix, forward and inverse dynamics to 1e-10
+relative (float64 rounding over 40 bodies). Then mimic joints as couplers,
+damping, name maps, and the errors bad files get."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+
+pin = pytest.importorskip("pinocchio")
+from simbodyx.interop.pinocchio import configuration, velocity_map  # noqa: E402
+
+try:
+    ROBOTS = sx.io.example_robot_data()
+except ImportError:
+    ROBOTS = None
+needs_robots = pytest.mark.skipif(ROBOTS is None, reason="example-robot-data is not installed")
+
+TOL = 1e-10
+CASES = {"panda": ("panda_description/urdf/panda.urdf", False), "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+         "solo12": ("solo_description/robots/solo12.urdf", True),
+         "talos": ("talos_data/robots/talos_reduced.urdf", True)}
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(name):
+    path, floating = CASES[name]
+    system, matter, forces, robot = sx.io.load_urdf(ROBOTS / path, floating_base=floating, mimic=False)
+    model, state = system.realize_topology()
+    build = pin.buildModelFromUrdf
+    pmodel = build(str(ROBOTS / path), pin.JointModelFreeFlyer()) if floating else build(str(ROBOTS / path))
+    return matter, robot, model, state, pmodel
+
+
+def _random_states(model, state, n, seed):
+    rng = np.random.default_rng(seed)
+    q = jnp.asarray(np.asarray(state.q) + rng.uniform(-1.0, 1.0, size=(n, model.topology.nq)))
+    u = jnp.asarray(rng.normal(size=(n, model.topology.nu)))
+    return q, u
+
+
+@needs_robots
+@pytest.mark.parametrize("name", list(CASES))
+def test_urdf_robot_matches_pinocchio(name):
+    matter, robot, model, state, pmodel = _loaded(name)
+    assert [pmodel.names[j] for j in range(1, pmodel.njoints)] == list(robot._moved)  # the same joint order
+    assert (model.topology.nq, model.topology.nu) == (pmodel.nq, pmodel.nv)
+    pdata = pmodel.createData()
+    q, u = _random_states(model, state, 20, seed=len(name))
+    taus = jnp.asarray(np.random.default_rng(1).normal(size=u.shape))
+
+    @jax.jit
+    @jax.vmap
+    def ours(q, u, tau):
+        s = model.realize(model.matter.normalize_quaternions(state.with_q(q)).with_u(u), sx.Stage.Acceleration)
+        udot, _ = model.matter.calc_acceleration_ignoring_constraints(s, tau, s.dynamics.body_forces)  # + gravity
+        return s, model.matter.calc_m(s), udot
+
+    states, masses, udots = ours(q, u, taus)
+    for k in range(len(q)):
+        s = jax.tree.map(lambda x, k=k: x[k], states)
+        qp, vp = configuration(matter, s)
+        T = velocity_map(matter, s)
+        pin.forwardKinematics(pmodel, pdata, qp)
+        pin.updateFramePlacements(pmodel, pdata)
+        for link in robot.links:
+            X_GL = robot.get_link_transform(s, link)
+            expected = pdata.oMf[pmodel.getFrameId(link)]
+            np.testing.assert_allclose(X_GL.R, expected.rotation, atol=TOL, err_msg=link)
+            np.testing.assert_allclose(X_GL.p, expected.translation, atol=TOL, err_msg=link)
+        M = pin.crba(pmodel, pdata, qp)
+        M = np.triu(M) + np.triu(M, 1).T
+        np.testing.assert_allclose(masses[k], T.T @ M @ T, rtol=TOL, atol=TOL * np.abs(M).max())
+        # forward dynamics; Pinocchio's free-flyer acceleration is the derivative of the velocity in
+        # the moving frame: a_pin = T udot + dT/dt u, dT/dt u = [-R_MF (w x v); 0] for the root
+        tau_pin = np.linalg.solve(T.T, np.asarray(taus[k]))
+        a_pin = pin.aba(pmodel, pdata, qp, vp, tau_pin)
+        a_ours = T @ np.asarray(udots[k])
+        if "root_joint" in robot._moved:
+            R_MF = np.asarray(s.position.X_FM.R[1]).T
+            a_ours[:3] -= R_MF @ np.cross(np.asarray(s.u[:3]), np.asarray(s.u[3:6]))
+        np.testing.assert_allclose(a_ours, a_pin, rtol=TOL, atol=TOL * np.abs(a_pin).max())
+        # inverse dynamics of that motion returns the applied forces
+        np.testing.assert_allclose(T.T @ pin.rnea(pmodel, pdata, qp, vp, a_pin), taus[k], atol=TOL * 10)
+
+
+ARM = """<robot name="arm">
+  <link name="base"/>
+  <link name="upper"><inertial><origin xyz="0 0 0.2" rpy="0.1 0 0"/><mass value="2"/>
+    <inertia ixx="0.03" iyy="0.02" izz="0.02" ixy="0.001" ixz="0" iyz="0"/></inertial>
+    <visual><origin xyz="0 0 0.2"/><geometry><cylinder radius="0.05" length="0.4"/></geometry></visual></link>
+  <link name="tool"><inertial><mass value="0.5"/><inertia ixx="0.001" iyy="0.001" izz="0.001"/></inertial>
+    <collision><geometry><mesh filename="package://arm/tool.stl" scale="1 1 1"/></geometry></collision></link>
+  <link name="finger"><inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4"/></inertial></link>
+  <link name="other_finger"><inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <origin xyz="0 0 0.1" rpy="0 0.3 0"/><axis xyz="0 1 1"/><limit lower="-1" upper="1" effort="10" velocity="2"/>
+    <dynamics damping="0.7" friction="0.1"/></joint>
+  <joint name="mount" type="fixed"><parent link="upper"/><child link="tool"/><origin xyz="0 0 0.4"/></joint>
+  <joint name="slide" type="prismatic"><parent link="tool"/><child link="finger"/><axis xyz="0 0 -1"/></joint>
+  <joint name="slide_mimic" type="prismatic"><parent link="tool"/><child link="other_finger"/><axis xyz="1 0 0"/>
+    <mimic joint="slide" multiplier="-2" offset="0.01"/></joint>
+</robot>"""
+
+
+def test_mimic_damping_names_and_welds():
+    """A 3-joint arm written inline: the mimic joint becomes a coupler
+    (q = -2 q_slide + 0.01), the damper applies -c u, names map to handles
+    and coordinates, and welding the fixed joint instead of merging it
+    leaves the mass matrix unchanged."""
+    system, matter, forces, robot = sx.io.load_urdf(ARM, damping=True)
+    model, state = system.realize_topology()
+    assert robot["base"].is_ground() and robot["tool"] is robot["upper"] is robot["shoulder"]
+    assert robot.joints["shoulder"].lower == -1 and robot.joints["shoulder"].friction == 0.1
+    assert [g.kind for g in robot.visuals + robot.collisions] == ["cylinder", "mesh"]
+    assert robot.collisions[0].attributes["filename"] == "package://arm/tool.stl"
+    assert robot.coordinate_names(state) == (["shoulder", "slide", "slide_mimic"],) * 2
+    s = model.realize(state.with_q(jnp.array([0.2, 0.05, 0.3])).with_u(jnp.array([1.5, 0.0, 0.0])),
+                      sx.Stage.Dynamics)
+    coupler = robot.couplers["slide_mimic"]
+    np.testing.assert_allclose(coupler.get_position_errors_as_vector(s), [0.3 + 2 * 0.05 - 0.01], atol=1e-15)
+    np.testing.assert_allclose(s.dynamics.mobility_forces, [-0.7 * 1.5, 0.0, 0.0], atol=1e-15)
+
+    welded_system, _, _, welded = sx.io.load_urdf(ARM, merge_fixed=False, mimic=False)
+    welded_model, welded_state = welded_system.realize_topology()
+    assert type(welded["mount"]).__name__ == "Weld" and welded["tool"] is welded["mount"]
+    q = jnp.array([0.2, 0.05, 0.3])
+    M = model.matter.calc_m(model.realize(state.with_q(q), sx.Stage.Position))
+    np.testing.assert_allclose(welded_model.matter.calc_m(welded_model.realize(welded_state.with_q(q),
+                                                                                sx.Stage.Position)), M, atol=1e-14)
+    # the shoulder turns upper about its URDF axis, (0, 1, 1) / sqrt 2 in the joint frame J
+    X = robot["upper"].get_body_transform(model.realize(state.with_q(q), sx.Stage.Position))
+    J = sx.Rotation.from_body_fixed_xyz(jnp.array([0.0, 0.3, 0.0])).matrix
+    axis = jnp.array([0.0, 1.0, 1.0]) / np.sqrt(2)
+    np.testing.assert_allclose(X.R, J @ sx.Rotation.from_axis_angle(0.2, axis).matrix, atol=1e-14)
+
+
+@pytest.mark.parametrize("change, message", [
+    (('type="prismatic"><parent link="tool"/><child link="finger"/>',
+      'type="hinge"><parent link="tool"/><child link="finger"/>'), r"joint 'slide': unknown type 'hinge'"),
+    (('<axis xyz="0 0 -1"/>', '<axis xyz="0 0 0"/>'), r"joint 'slide': <axis xyz> has zero length"),
+    (('<child link="finger"/>', '<child link="fingr"/>'), r"joint 'slide': its child link 'fingr' is not defined"),
+    (('<child link="other_finger"/>', '<child link="finger"/>'),
+     r"link 'finger' is the child of two joints, 'slide' and 'slide_mimic'"),
+    (('<parent link="base"/>', '<parent link="finger"/>'), r"links \['finger', 'other_finger', 'tool', 'upper'\] are joined in a cycle"),
+    (('<link name="finger"><inertial><mass value="0.1"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4"/></inertial></link>',
+      '<link name="finger"/>'), r"joint 'slide' moves link 'finger', which has no <inertial> mass"),
+    (('<mass value="0.5"/>', '<mass value="-0.5"/>'), r"link 'tool' <inertial>: mass must be finite and >= 0"),
+    (('ixx="0.001" iyy="0.001" izz="0.001"', 'ixx="0.001" iyy="0.001" izz="0.01"'), r"link 'tool' <inertial>: .*triangle"),
+    (('<mimic joint="slide"', '<mimic joint="elbow"'), r"joint 'slide_mimic' <mimic joint='elbow'>: no joint"),
+    (('<origin xyz="0 0 0.4"/>', '<origin xyz="0 0 x"/>'), r"joint 'mount' <origin>: xyz='0 0 x' is not 3 numbers"),
+])
+def test_bad_files_name_the_element(change, message):
+    with pytest.raises(ValueError, match=message):
+        sx.io.load_urdf(ARM.replace(*change))
+
+
+def test_bad_sources():
+    with pytest.raises(FileNotFoundError, match="no URDF file at"):
+        sx.io.load_urdf("/nonexistent/robot.urdf")
+    with pytest.raises(ValueError, match="not well-formed XML"):
+        sx.io.load_urdf("<robot><link name='a'></robot>")
+    with pytest.raises(ValueError, match="the root element is <sdf>"):
+        sx.io.load_urdf("<sdf/>")
+
+
+def test_planar_and_floating_joints():
+    """A planar joint (normal x) keeps its link in the y-z plane turning
+    about x; a floating joint adds a Free mobilizer (quaternion, then
+    position)."""
+    urdf = """<robot name="p"><link name="world"/>
+      <link name="sled"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+      <link name="drone"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+      <joint name="plane" type="planar"><parent link="world"/><child link="sled"/><axis xyz="1 0 0"/></joint>
+      <joint name="fly" type="floating"><parent link="sled"/><child link="drone"/><origin xyz="0 0 1"/></joint>
+    </robot>"""
+    system, _, _, robot = sx.io.load_urdf(urdf)
+    model, state = system.realize_topology()
+    q_names, u_names = robot.coordinate_names(state)
+    assert q_names == ["plane.rz", "plane.x", "plane.y", "fly.qw", "fly.qx", "fly.qy", "fly.qz", "fly.x", "fly.y",
+                       "fly.z"]
+    assert u_names[3:] == ["fly.wx", "fly.wy", "fly.wz", "fly.vx", "fly.vy", "fly.vz"]
+    s = model.realize(state.with_q(state.q.at[:3].set(jnp.array([0.4, 0.3, -0.2]))), sx.Stage.Position)
+    X = robot["sled"].get_body_transform(s)
+    assert float(X.p[0]) == pytest.approx(0.0, abs=1e-15) and float(jnp.linalg.norm(X.p)) == pytest.approx(
+        np.hypot(0.3, 0.2), abs=1e-15)
+    np.testing.assert_allclose(X.R, sx.Rotation.from_axis_angle(0.4, jnp.array([1.0, 0, 0])).matrix, atol=1e-15)
