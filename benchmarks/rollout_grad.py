@@ -64,11 +64,16 @@ def segment_steps(steps):
     return min((d for d in range(1, steps + 1) if steps % d == 0), key=lambda d: abs(d - steps**0.5))
 
 
-def simbodyx_rows(sx, model, name, steps, batch, repeats):
+CHECKPOINTS = (("", True), (", sqrt segments", "sqrt"), (" (no checkpoint)", False))
+
+
+def simbodyx_rows(sx, model, name, steps, batch, repeats, checkpoints=CHECKPOINTS, quarter=True):
+    """Rows per checkpoint setting (label suffix, ``checkpoint`` or "sqrt"),
+    at a quarter of the horizon (when ``quarter``) and the full one."""
     states = random_states(model, max(batch, 1))
     rows = []
-    for label, checkpoint in (("", True), (", sqrt segments", "sqrt"), (" (no checkpoint)", False)):
-        for horizon in (steps // 4, steps):
+    for label, checkpoint in checkpoints:
+        for horizon in ((steps // 4,) if quarter else ()) + (steps,):
             def loss(controls, q, u, checkpoint=segment_steps(horizon) if checkpoint == "sqrt" else checkpoint):
                 s = model.default_state().with_q(q).with_u(u)
                 final, _ = sx.integrate.rollout(model, s, 1.0 / steps, controls=controls, checkpoint=checkpoint,
@@ -81,7 +86,7 @@ def simbodyx_rows(sx, model, name, steps, batch, repeats):
     return rows
 
 
-def mjx_rows(sx, matter, model, name, steps, batch, repeats):
+def mjx_rows(sx, matter, model, name, steps, batch, repeats, quarter=True):
     import mujoco
     from mujoco import mjx
 
@@ -105,7 +110,30 @@ def mjx_rows(sx, matter, model, name, steps, batch, repeats):
         return jnp.sum(final.qpos**2)
 
     return [rows_for("mjx (Euler)", name, loss, (qpos[0], qvel[0]), (qpos, qvel) if horizon == steps and batch else None,
-                     horizon, m.nv, repeats) for horizon in (steps // 4, steps)]
+                     horizon, m.nv, repeats) for horizon in ((steps // 4,) if quarter else ()) + (steps,)]
+
+
+def compare(sx, name, steps, batch, repeats, checkpoints=CHECKPOINTS, quarter=True, mjx=True, build=None):
+    """Build model ``name`` (``build(sx)`` -> (system, matter), default
+    run.MODELS[name]), time its rows and MJX's, print the table; the rows."""
+    system, matter = (build or MODELS[name])(sx)
+    model, _ = system.realize_topology()
+    rows = simbodyx_rows(sx, model, name, steps, batch, repeats, checkpoints, quarter)
+    if mjx:
+        rows += mjx_rows(sx, matter, model, name, steps, batch, repeats, quarter)
+    print_table(name, model, rows)
+    return rows
+
+
+def print_table(name, model, rows):
+    print(f"\n{name}: nq={model.topology.nq}, nu={model.topology.nu}")
+    print(f"{'engine':30} {'steps':>6} {'compile s':>10} {'latency ms':>11} {'memory MiB':>11} "
+          f"{'working MiB':>12} {'batch':>6} {'grads/s':>9} {'batch MiB':>10}")
+    for r in rows:
+        batched_part = (f"{r['batch']:>6} {r['per_second']:>9.1f} {r['batch_memory_mib']:>10.3g}"
+                        if "batch" in r else "")
+        print(f"{r['engine']:30} {r['steps']:>6} {r['compile_s']:>10.1f} {r['latency_ms']:>11.1f} "
+              f"{r['memory_mib']:>11.3g} {r['working_mib']:>12.3g} {batched_part}")
 
 
 def main():
@@ -123,19 +151,7 @@ def main():
     print(f"jax {jax.__version__}, float64, {len(jax.devices())} CPU device(s); gradient of |q(1 s)|^2 with "
           f"respect to the controls of {args.steps} RK4 steps")
     for name in args.models.split(","):
-        system, matter = MODELS[name](sx)
-        model, _ = system.realize_topology()
-        rows = simbodyx_rows(sx, model, name, args.steps, args.batch, args.repeats)
-        if not args.no_mjx:
-            rows += mjx_rows(sx, matter, model, name, args.steps, args.batch, args.repeats)
-        print(f"\n{name}: nq={model.topology.nq}, nu={model.topology.nu}")
-        print(f"{'engine':30} {'steps':>6} {'compile s':>10} {'latency ms':>11} {'memory MiB':>11} "
-              f"{'working MiB':>12} {'batch':>6} {'grads/s':>9} {'batch MiB':>10}")
-        for r in rows:
-            batched_part = (f"{r['batch']:>6} {r['per_second']:>9.1f} {r['batch_memory_mib']:>10.3g}"
-                            if "batch" in r else "")
-            print(f"{r['engine']:30} {r['steps']:>6} {r['compile_s']:>10.1f} {r['latency_ms']:>11.1f} "
-                  f"{r['memory_mib']:>11.3g} {r['working_mib']:>12.3g} {batched_part}")
+        compare(sx, name, args.steps, args.batch, args.repeats, mjx=not args.no_mjx)
 
 
 if __name__ == "__main__":

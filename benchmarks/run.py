@@ -504,6 +504,8 @@ def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
 #: the models and accuracy of the adaptive-integration rows (benchmarks/integrators.py)
 ADAPTIVE_MODELS = ("chain7", "humanoid")
 ADAPTIVE_ACCURACY = 1e-6
+#: the models of the gradient-of-a-rollout rows (benchmarks/rollout_grad.py has the full study)
+ROLLOUT_GRAD_MODELS = ("chain7", "humanoid")
 
 
 def main():
@@ -521,6 +523,8 @@ def main():
                         help="states per chunk of each device's share (0: one vmap per share)")
     parser.add_argument("--adaptive-batch", type=int, default=64,
                         help="trajectories in the adaptive-integration batch (0: skip those rows)")
+    parser.add_argument("--rollout-grad-steps", type=int, default=1000,
+                        help="RK4 steps of the rollout whose gradient is timed (0: skip those rows)")
     args = parser.parse_args()
     use_cpu_cores(args.cpu_devices)
     chunk_size = args.chunk_size or None
@@ -580,6 +584,16 @@ def main():
                                                    args.repeats, with_diffrax=False, grad=False)
             integrators.print_table(name, model, model_rows, args.adaptive_batch)
             rows += [{**r, "op": "simulate_rk_merson", "model": name, "batch": args.adaptive_batch} for r in model_rows]
+    grad_models = [name for name in ROLLOUT_GRAD_MODELS if name in names]
+    if args.dtype == "float64" and args.rollout_grad_steps and grad_models:
+        import rollout_grad  # beside this script
+
+        print(f"\nGradient of |q(1 s)|^2 with respect to the controls of {args.rollout_grad_steps} RK4 steps "
+              f"(checkpoint per step), against MJX's through as many Euler steps (rollout_grad.py: the full study)")
+        for name in grad_models:
+            rows += [{**r, "op": "rollout_grad"} for r in rollout_grad.compare(
+                sx, name, args.rollout_grad_steps, 16, args.repeats, checkpoints=rollout_grad.CHECKPOINTS[:1],
+                quarter=False, mjx=not args.no_mujoco)]
     print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()),
                       "chunk_size": chunk_size, "rows": rows}))
 
