@@ -6,6 +6,8 @@ relative (float64 rounding over 40 bodies). Then mimic joints as couplers,
 damping, name maps, and the errors bad files get."""
 
 import functools
+import pathlib
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -192,3 +194,122 @@ def test_planar_and_floating_joints():
     assert float(X.p[0]) == pytest.approx(0.0, abs=1e-15) and float(jnp.linalg.norm(X.p)) == pytest.approx(
         np.hypot(0.3, 0.2), abs=1e-15)
     np.testing.assert_allclose(X.R, sx.Rotation.from_axis_angle(0.4, jnp.array([1.0, 0, 0])).matrix, atol=1e-15)
+
+
+# -- MJCF -------------------------------------------------------------------------------------
+
+mujoco = pytest.importorskip("mujoco")
+from simbodyx.interop.mujoco import configuration as mj_configuration, velocity_map as mj_velocity_map  # noqa: E402
+
+MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"  # published models shipped by mujoco-mjx
+MJCF_CASES = {"humanoid": "humanoid/humanoid.xml", "barkour": "barkour_v0/assets/barkour_v0_mjx.xml",
+              "shadow_hand": "shadow_hand/right_hand.xml"}
+UNMODELLED = ("mjDSBL_CONTACT", "mjDSBL_LIMIT", "mjDSBL_ACTUATION", "mjDSBL_EQUALITY", "mjDSBL_FRICTIONLOSS")
+
+
+def _against_mujoco(path_or_xml, seed, count, **options):
+    """Load through load_mjcf and MuJoCo's compiler; at ``count`` random
+    States, MuJoCo's qacc (mj_forward, what simbodyx does not model switched
+    off on MuJoCo's side) and qfrc_bias (mj_rne) against forward dynamics
+    and the inverse dynamics of zero acceleration."""
+    with pytest.warns(UserWarning, match="not modelled") if options.pop("warns", True) else _no_warning():
+        system, matter, _, robot = sx.io.load_mjcf(path_or_xml, **options)
+    model, state = system.realize_topology()
+    text = str(path_or_xml)
+    m = mujoco.MjModel.from_xml_string(text) if text.lstrip().startswith("<") else mujoco.MjModel.from_xml_path(text)
+    for flag in UNMODELLED:
+        m.opt.disableflags |= int(getattr(mujoco.mjtDisableBit, flag))
+    m.dof_armature[:] = 0
+    d = mujoco.MjData(m)
+    assert (model.topology.nq, model.topology.nu) == (m.nq, m.nv)
+    order = [b.index for b in robot._moved.values()]
+    rng = np.random.default_rng(seed)
+    q = state.q + 0.5 * rng.normal(size=(count, model.topology.nq))
+    u = rng.normal(size=(count, model.topology.nu))
+
+    @jax.jit
+    @jax.vmap
+    def ours(q, u):
+        s = model.realize(model.matter.normalize_quaternions(state.with_q(q)).with_u(u), sx.Stage.Acceleration)
+        bias = model.matter.calc_residual_force_ignoring_constraints(s, None, s.dynamics.body_forces,
+                                                                     jnp.zeros_like(u))
+        return s, bias
+
+    states, biases = ours(jnp.asarray(q), jnp.asarray(u))
+    for k in range(count):
+        s = jax.tree.map(lambda x, k=k: x[k], states)
+        d.qpos[:], d.qvel[:] = mj_configuration(matter, s, order)
+        mujoco.mj_forward(m, d)
+        T = mj_velocity_map(matter, s, order)
+        np.testing.assert_allclose(T @ np.asarray(s.acceleration.udot), d.qacc, rtol=1e-8,
+                                   atol=1e-8 * np.abs(d.qacc).max())
+        bias = np.zeros(m.nv)
+        mujoco.mj_rne(m, d, 0, bias)
+        np.testing.assert_allclose(biases[k], T.T @ bias, rtol=1e-8, atol=1e-8 * np.abs(bias).max())
+    return robot, model, state, m
+
+
+class _no_warning:
+    def __enter__(self):
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("error")
+
+    def __exit__(self, *exc):
+        return self._catch.__exit__(*exc)
+
+
+@pytest.mark.skipif(not MJX_DATA.is_dir(), reason="mujoco-mjx (which ships the models) is not installed")
+@pytest.mark.parametrize("name", list(MJCF_CASES))
+def test_mjcf_robot_matches_mujoco(name):
+    """MuJoCo's humanoid (free base, damped joints), Google's Barkour
+    quadruped and the Shadow hand: 20 random States each, 1e-8 relative."""
+    robot, _, _, m = _against_mujoco(MJX_DATA / MJCF_CASES[name], seed=len(name), count=20)
+    assert list(robot.joints) == [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
+                                  for j in range(m.njnt)]  # unnamed: kind and number
+
+
+LEG = """<mujoco><compiler angle="radian"/><option gravity="0 0 -9.81"><flag contact="disable"/></option><worldbody>
+  <body name="pelvis" pos="0 0 1"><freejoint name="root"/><geom type="box" size="0.1 0.1 0.1" mass="5"/>
+    <body name="thigh" pos="0.1 0 -0.1" euler="0.2 0 0">
+      <joint name="hip_x" type="hinge" axis="1 0 0" pos="0 0 0.05" damping="0.3"/>
+      <joint name="hip_y" type="hinge" axis="0 1 1" ref="0.4" stiffness="2" springref="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.04" mass="2"/>
+      <body name="shin" pos="0 0 -0.4"><joint name="knee" type="slide" axis="0 0.6 -0.8" ref="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"/>
+        <body name="foot" pos="0 0.05 -0.42" quat="0.9 0.1 0.3 0"><geom type="box" size="0.1 0.05 0.02" mass="0.5"/>
+        </body></body></body>
+    <body name="arm" pos="0 0.2 0.1"><joint name="shoulder" type="ball" pos="0 0 0.05"/>
+      <geom type="capsule" fromto="0 0 0 0 0.3 0" size="0.03" mass="1"/></body>
+  </body></worldbody></mujoco>"""
+
+
+def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
+    """An inline leg with every joint kind, two hinges in one body (a chain
+    through a massless body), refs, a damper, a spring and a jointless
+    foot: merged (default) and welded, both equal to MuJoCo."""
+    robot, model, state, _ = _against_mujoco(LEG, seed=3, count=5, warns=False)
+    assert robot["foot"] is robot["shin"] is robot["knee"] and robot["world"].is_ground()
+    assert robot["hip_x"].name == "thigh.hip_x" and robot["hip_y"].name == "thigh"
+    assert set(robot.dampers) == {"hip_x"} and set(robot.springs) == {"hip_y"}
+    assert robot.joints["hip_y"].ref == pytest.approx(0.4) and robot.joints["knee"].type == "slide"
+    q_names, u_names = robot.coordinate_names(state)
+    assert q_names[:7] == ["root.qw", "root.qx", "root.qy", "root.qz", "root.x", "root.y", "root.z"]
+    assert u_names[-3:] == ["shoulder.wx", "shoulder.wy", "shoulder.wz"]
+    np.testing.assert_allclose(state.q[4:7], [0, 0, 1])  # the free body's default q: its pose in the file
+    np.testing.assert_allclose(state.q[8:10], [0.4, 0.05])  # hip_y's and the knee's refs
+    robot, _, _, _ = _against_mujoco(LEG, seed=4, count=2, warns=False, merge_fixed=False)
+    assert type(robot["foot"]).__name__ == "Weld"
+
+
+def test_mjcf_reports_what_it_drops_and_bad_sources():
+    with pytest.warns(UserWarning, match=r"actuators \(1\); equality constraints \(1\); joint limits on a; "
+                                         r"armature on a; friction loss on a; damping on b"):
+        sx.io.load_mjcf("""<mujoco><worldbody><body><joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
+            <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1"/>
+            <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
+            <actuator><motor joint="a"/></actuator><equality><joint joint1="a"/></equality></mujoco>""")
+    with pytest.raises(FileNotFoundError, match="no MJCF file at"):
+        sx.io.load_mjcf("/nonexistent/robot.xml")
+    with pytest.raises(ValueError, match=r"MuJoCo could not compile .*invalid keyword: 'hinje'\nElement 'joint'"):
+        sx.io.load_mjcf("<mujoco><worldbody><body><joint type='hinje'/><geom size='1'/></body></worldbody></mujoco>")

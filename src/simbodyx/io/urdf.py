@@ -19,7 +19,6 @@ import importlib.metadata
 import math
 import pathlib
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from simbodyx import functions
 from simbodyx.build import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
 from simbodyx.constraints import Constraint
 from simbodyx.forces import Force, GeneralForceSubsystem
+from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, transform
 from simbodyx.spatial import Inertia, MassProperties, Transform
 
 #: URDF joint type -> (simbodyx mobilizer, the mobilizer's own axis, or None)
@@ -54,80 +54,6 @@ class Joint:
     damping: float = 0.0
     friction: float = 0.0
     mimic: tuple[str, float, float] | None = None  # (joint, multiplier, offset): q = m q_joint + offset
-
-
-@dataclasses.dataclass(frozen=True)
-class Geometry:
-    """A visual or collision shape, kept for drawing only: its ``link``, its
-    pose in the link (``origin``, (4, 4)), ``kind`` ("box", "cylinder",
-    "sphere", "mesh") and the element's attributes (``size``, ``radius``,
-    ``length``, ``filename`` as written, ``scale``)."""
-
-    link: str
-    origin: np.ndarray
-    kind: str
-    attributes: dict
-
-
-class Robot(Mapping):
-    """Name lookup for a loaded robot: ``robot["link or joint name"]`` is the
-    MobilizedBody that carries the link (a link merged into its parent by a
-    fixed joint maps to the parent's body; the root of a fixed-base robot to
-    Ground) or that the joint moves.
-
-    ``links[name]`` = (MobilizedBody, X_BL): the link frame L on its body;
-    ``joints[name]`` the parsed :class:`Joint`; ``visuals`` and
-    ``collisions`` the parsed :class:`Geometry`; ``root`` the root link's
-    name; ``couplers`` the CoordinateCoupler of each mimic joint;
-    ``dampers`` the MobilityLinearDamper of each damped joint (when asked)."""
-
-    def __init__(self, root, links, joints, moved, visuals, collisions, couplers, dampers):
-        self.root, self.links, self.joints = root, links, joints
-        self._moved = moved  # joint name -> MobilizedBody
-        self.visuals, self.collisions, self.couplers, self.dampers = visuals, collisions, couplers, dampers
-
-    def __getitem__(self, name):
-        if name in self.links:
-            return self.links[name][0]
-        if name in self._moved:
-            return self._moved[name]
-        if name in self.joints:
-            raise KeyError(f"joint {name!r} is fixed and merged: it moves no body (use its child link's name)")
-        raise KeyError(f"no link or joint named {name!r}")
-
-    def __iter__(self):
-        return iter([*self.links, *self._moved])
-
-    def __len__(self):
-        return len(self.links) + len(self._moved)
-
-    def get_link_transform(self, state, name):
-        """X_GL, the pose of link ``name``'s frame in Ground (Position)."""
-        if name not in self.links:
-            raise KeyError(f"no link named {name!r}")
-        body, X_BL = self.links[name]
-        return body.get_body_transform(state) @ X_BL
-
-    def coordinate_names(self, state):
-        """(q names (nq,), u names (nu,)) of a State of this robot's system:
-        one per coordinate, the moving joint's name with a suffix for
-        multi-coordinate joints (Free: quaternion qw, qx, qy, qz or Euler
-        angles ax, ay, az, then x, y, z; speeds wx, wy, wz, vx, vy, vz in
-        the parent frame; Planar: rz, x, y)."""
-        q_names, u_names = [""] * state.topology.nq, [""] * state.topology.nu
-        for joint, body in self._moved.items():
-            nq, nu = body.get_num_q(state), body.get_num_u(state)
-            kind = type(body).__name__
-            q_suffix = {("Free", 7): ["qw", "qx", "qy", "qz", "x", "y", "z"],
-                        ("Free", 6): ["ax", "ay", "az", "x", "y", "z"],
-                        ("Planar", 3): ["rz", "x", "y"]}.get((kind, nq), [""])
-            u_suffix = {"Free": ["wx", "wy", "wz", "vx", "vy", "vz"], "Planar": ["rz", "x", "y"]}.get(kind, [""])
-            first_q, first_u = body.get_first_q_index(state), body.get_first_u_index(state)
-            for k, suffix in enumerate(q_suffix[:nq]):
-                q_names[first_q + k] = f"{joint}.{suffix}" if suffix else joint
-            for k, suffix in enumerate(u_suffix[:nu]):
-                u_names[first_u + k] = f"{joint}.{suffix}" if suffix else joint
-        return q_names, u_names
 
 
 def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), merge_fixed: bool = True,
@@ -177,10 +103,10 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     def add(parent_link, joint, members):
         parent_body, X_PL = placed[parent_link]
         kind, own_axis = MOBILIZERS[joint.type]
-        R_JM = np.eye(3) if own_axis is None else _aligning(np.asarray(own_axis, float), joint.axis)
-        X_PF = _transform(X_PL @ joint.origin @ _homogeneous(R_JM))
+        R_JM = np.eye(3) if own_axis is None else aligning(np.asarray(own_axis, float), joint.axis)
+        X_PF = transform(X_PL @ joint.origin @ pose(R_JM))
         body = Body.Rigid(_mass_properties(members, links))
-        b = getattr(MobilizedBody, kind)(parent_body, X_PF, body, _transform(_homogeneous(R_JM)), name=joint.child)
+        b = getattr(MobilizedBody, kind)(parent_body, X_PF, body, transform(pose(R_JM)), name=joint.child)
         moved[joint.name] = b
         for link, X_BL in members:
             placed[link] = (b, X_BL)
@@ -212,7 +138,7 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
             couplers[joint.name] = _coupler(matter, joint, joints, moved, where)
         if damping and joint.damping > 0 and joint.type in ("revolute", "continuous", "prismatic"):
             dampers[joint.name] = Force.MobilityLinearDamper(forces, moved[joint.name], 0, joint.damping)
-    links_on_bodies = {link: (body, _transform(X_BL)) for link, (body, X_BL) in placed.items()}
+    links_on_bodies = {link: (body, transform(X_BL)) for link, (body, X_BL) in placed.items()}
     robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers)
     return system, matter, forces, robot
 
@@ -404,42 +330,11 @@ def _tree(links, joints, where):
 
 # -- mapping -----------------------------------------------------------------------------------
 
-def _aligning(a, b):
-    """A rotation taking unit a onto unit b (the smallest one; half a turn
-    about an axis perpendicular to a when they are opposite)."""
-    v, c = np.cross(a, b), float(a @ b)
-    if c < -1 + 1e-12:
-        perpendicular = np.cross(a, [1.0, 0, 0] if abs(a[0]) < 0.9 else [0, 1.0, 0])
-        k = perpendicular / np.linalg.norm(perpendicular)
-        return 2 * np.outer(k, k) - np.eye(3)
-    V = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-    return np.eye(3) + V + V @ V / (1 + c)
-
-
-def _homogeneous(R):
-    X = np.eye(4)
-    X[:3, :3] = R
-    return X
-
-
-def _transform(X):
-    return Transform(X[:3, :3], X[:3, 3])
-
-
 def _mass_properties(members, links):
-    """The members' combined mass properties about the body origin, in B;
-    massless links count nothing."""
-    mass, first, second = 0.0, np.zeros(3), np.zeros((3, 3))  # sum m, sum m c, inertia about Bo
-    for link, X_BL in members:
-        if links[link] is None:
-            continue
-        m, X_LC, I_C = links[link]
-        X_BC = X_BL @ X_LC
-        R, c = X_BC[:3, :3], X_BC[:3, 3]
-        mass += m
-        first += m * c
-        second += R @ I_C @ R.T + m * ((c @ c) * np.eye(3) - np.outer(c, c))
-    return MassProperties(mass, first / mass if mass > 0 else np.zeros(3), Inertia(second))
+    """The members' (link, X_BL) combined mass properties; links without
+    <inertial> count nothing."""
+    return combined_mass_properties([(X_BL @ links[link][1], links[link][0], links[link][2])
+                                     for link, X_BL in members if links[link] is not None])
 
 
 def _check_massless_leaves(placed, moved, links, where):

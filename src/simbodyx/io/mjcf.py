@@ -1,0 +1,221 @@
+"""MJCF into the Simbody-style builder: ``load_mjcf``, through MuJoCo's own
+compiler (``pip install mujoco``), so defaults, includes, frames and
+inertias from geoms are resolved by the reference implementation and
+simbodyx reads the compiled ``MjModel``.
+
+MuJoCo moves a body by its joints in order, each about or along an axis
+through an anchor, both fixed in the body: B = P X_PB0 J_1(q_1) J_2(q_2) ...
+with J(q) = T(p) Rot(a, q - ref) T(-p). One joint maps to one mobilizer
+(hinge: Pin, slide: Slider, ball: Ball, free: Free), the anchor and the
+rotation R taking the mobilizer's own axis onto a carried by the frames:
+X_PF = X_PB0 T(p) R and X_BM = T(p) R Rz(ref) (a slide: Tx(ref)), exactly.
+A body with several joints becomes a chain of mobilizers through massless
+bodies, the last carrying its mass. A body with no joint is welded: merged
+into its parent's mass properties (``merge_fixed``) or a Weld.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import warnings
+
+import numpy as np
+
+from simbodyx.build import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.forces import Force, GeneralForceSubsystem
+from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, transform
+from simbodyx.spatial import MassProperties, Transform
+
+#: MuJoCo joint type (mjtJoint) -> (mobilizer, its own axis or None)
+MOBILIZERS = {0: ("Free", None), 1: ("Ball", None), 2: ("Slider", (1.0, 0.0, 0.0)), 3: ("Pin", (0.0, 0.0, 1.0))}
+TYPE_NAMES = {0: "free", 1: "ball", 2: "slide", 3: "hinge"}
+
+
+@dataclasses.dataclass(frozen=True)
+class MjcfJoint:
+    """One compiled MuJoCo joint: ``type`` (free, ball, slide, hinge), its
+    ``body``, ``anchor`` and unit ``axis`` in the body frame, ``ref``,
+    ``range`` (None when unlimited), per-dof ``damping`` and ``armature``,
+    ``stiffness`` with its spring reference ``spring_ref`` (hinge and
+    slide)."""
+
+    name: str
+    type: str
+    body: str
+    anchor: np.ndarray
+    axis: np.ndarray
+    ref: float
+    range: tuple[float, float] | None
+    damping: tuple[float, ...]
+    armature: tuple[float, ...]
+    stiffness: float
+    spring_ref: float
+
+
+def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True):
+    """(system, matter, forces, robot) built from an MJCF file path or XML
+    string through MuJoCo's compiler.
+
+    Joints map to mobilizers as described in this module's docstring, in
+    MuJoCo's order, so simbodyx's u is MuJoCo's qvel joint by joint (up to
+    the frames of ball and free velocities: ``simbodyx.interop.mujoco``).
+    MuJoCo's gravity becomes a UniformGravity element; joint damping
+    (``damping``) a MobilityLinearDamper per hinge or slide, joint stiffness
+    (``springs``) a MobilityLinearSpring. The free joint's default q is the
+    body's pose in the file, a hinge's or slide's its ``ref``. What Simbody
+    does not model (contacts, actuators, tendons, equality constraints,
+    joint limits, armature, friction loss, damping or stiffness of ball and
+    free joints) is reported in one warning listing it; ``robot.joints``
+    keeps the numbers.
+    """
+    import mujoco
+
+    m = _compile(mujoco, source)
+
+    def name(kind, i):  # MuJoCo's name, or the object's kind and number
+        return mujoco.mj_id2name(m, kind, i) or f"{kind.name.removeprefix('mjOBJ_').lower()}{i}"
+
+    body_names = [name(mujoco.mjtObj.mjOBJ_BODY, b) for b in range(m.nbody)]
+    joints = {}
+    for j in range(m.njnt):
+        kind, dof = int(m.jnt_type[j]), int(m.jnt_dofadr[j])
+        ndof = {0: 6, 1: 3, 2: 1, 3: 1}[kind]
+        joints[name(mujoco.mjtObj.mjOBJ_JOINT, j)] = MjcfJoint(
+            name(mujoco.mjtObj.mjOBJ_JOINT, j), TYPE_NAMES[kind], body_names[m.jnt_bodyid[j]],
+            np.array(m.jnt_pos[j], float), np.array(m.jnt_axis[j], float) / np.linalg.norm(m.jnt_axis[j]),
+            float(m.qpos0[m.jnt_qposadr[j]]) if kind >= 2 else 0.0,
+            tuple(map(float, m.jnt_range[j])) if m.jnt_limited[j] else None,
+            tuple(map(float, m.dof_damping[dof:dof + ndof])), tuple(map(float, m.dof_armature[dof:dof + ndof])),
+            float(m.jnt_stiffness[j]), float(m.qpos_spring[m.jnt_qposadr[j]]) if kind >= 2 else 0.0)
+    joint_names = list(joints)
+
+    system = MultibodySystem()
+    matter = SimbodyMatterSubsystem(system)
+    forces = GeneralForceSubsystem(system)
+    if np.any(m.opt.gravity != 0):
+        Force.UniformGravity(forces, matter, [float(g) for g in m.opt.gravity])
+
+    placed = {body_names[0]: (matter.Ground(), np.eye(4))}  # MuJoCo body -> (MobilizedBody, X_B,body)
+    moved, dampers, spring_elements = {}, {}, {}
+    carried = {}  # MobilizedBody (not Ground) -> the mass parts it carries
+    for b in range(1, m.nbody):
+        parent_body, X_PP = placed[body_names[m.body_parentid[b]]]
+        X_PB0 = X_PP @ _pose(mujoco, m.body_pos[b], m.body_quat[b])
+        first, count = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+        if count == 0:
+            if merge_fixed:
+                placed[body_names[b]] = (parent_body, X_PB0)
+                if not parent_body.is_ground():
+                    carried[parent_body].append(_body_part(mujoco, m, b, X_PB0))
+                continue
+            carried_parts = [_body_part(mujoco, m, b)]
+            handle = MobilizedBody.Weld(parent_body, transform(X_PB0), Body.Rigid(
+                combined_mass_properties(carried_parts)), Transform(), name=body_names[b])
+            placed[body_names[b]], carried[handle] = (handle, np.eye(4)), carried_parts
+            continue
+        X_PF_base, handle = X_PB0, parent_body
+        for k in range(count):
+            joint = joints[joint_names[first + k]]
+            kind, own_axis = MOBILIZERS[int(m.jnt_type[first + k])]
+            if kind == "Free" and not (handle.is_ground() and count == 1):
+                raise ValueError(f"load_mjcf: joint {joint.name!r}: a free joint must be its body's only joint, "
+                                 f"on a child of the world")
+            R = np.eye(3) if own_axis is None else aligning(np.asarray(own_axis), joint.axis)
+            X_JM = pose(R) @ _reference(kind, joint.ref)
+            if kind == "Free":  # MuJoCo's qpos is the body's pose in the world
+                X_PF, X_BM = np.eye(4), np.eye(4)
+            else:
+                X_PF = X_PF_base @ pose(p=joint.anchor) @ pose(R)
+                X_BM = pose(p=joint.anchor) @ X_JM
+            last = k == count - 1
+            mass = combined_mass_properties([_body_part(mujoco, m, b)]) if last else MassProperties(0.0)
+            handle = getattr(MobilizedBody, kind)(handle, transform(X_PF), Body.Rigid(mass), transform(X_BM),
+                                                  name=body_names[b] if last else f"{body_names[b]}.{joint.name}")
+            moved[joint.name] = handle
+            X_PF_base = np.eye(4)
+            if kind == "Free":
+                handle.set_default_q(np.asarray(m.qpos0[m.jnt_qposadr[first + k]:][:7])[[3, 4, 5, 6, 0, 1, 2]])
+            elif kind in ("Pin", "Slider"):
+                handle.set_default_q([joint.ref])
+                if damping and joint.damping[0] > 0:
+                    dampers[joint.name] = Force.MobilityLinearDamper(forces, handle, 0, joint.damping[0])
+                if springs and joint.stiffness > 0:
+                    spring_elements[joint.name] = Force.MobilityLinearSpring(forces, handle, 0, joint.stiffness,
+                                                                             joint.spring_ref)
+        placed[body_names[b]], carried[handle] = (handle, np.eye(4)), [_body_part(mujoco, m, b)]
+
+    for handle, parts in carried.items():  # welded bodies' masses join their carrier's
+        if len(parts) > 1:
+            handle.set_default_mass_properties(combined_mass_properties(parts))
+
+    _report_dropped(mujoco, m, joints, damping, springs)
+    geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
+                      mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
+                      {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
+             for g in range(m.ngeom)]
+    links = {n: (handle, transform(X)) for n, (handle, X) in placed.items()}
+    robot = Robot(body_names[0], links, joints, moved, visuals=geoms, dampers=dampers, springs=spring_elements)
+    return system, matter, forces, robot
+
+
+def _compile(mujoco, source):
+    text = str(source)
+    try:
+        if text.lstrip().startswith("<"):
+            return mujoco.MjModel.from_xml_string(text)
+        path = pathlib.Path(text)
+        if not path.is_file():
+            raise FileNotFoundError(f"load_mjcf: no MJCF file at {path}")
+        return mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as error:  # MuJoCo's compiler error names the element and line
+        raise ValueError(f"load_mjcf: MuJoCo could not compile {text[:80]!r}: {error}") from None
+
+
+def _pose(mujoco, pos, quat):
+    """The 4x4 pose of a MuJoCo (pos, quat [w, x, y, z])."""
+    R = np.zeros(9)
+    mujoco.mju_quat2Mat(R, np.asarray(quat, float))
+    return pose(R.reshape(3, 3), pos)
+
+
+def _reference(kind, ref):
+    """The joint's motion from its zero to ``ref`` (MuJoCo's body pose is at q = ref)."""
+    if kind == "Pin":
+        c, s = np.cos(ref), np.sin(ref)
+        return pose(np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]]))
+    if kind == "Slider":
+        return pose(p=(ref, 0.0, 0.0))
+    return np.eye(4)
+
+
+def _body_part(mujoco, m, b, X_B=np.eye(4)):
+    """Body b's mass as a part of a body whose frame holds b's at X_B:
+    (X_BC, mass, central inertia in C), C its principal-axes frame."""
+    return X_B @ _pose(mujoco, m.body_ipos[b], m.body_iquat[b]), float(m.body_mass[b]), np.diag(m.body_inertia[b])
+
+
+def _report_dropped(mujoco, m, joints, damping, springs):
+    """One warning naming what the loaded system does not model."""
+    dropped = []
+    flags = int(m.opt.disableflags)
+    contacting = [g for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]]
+    if contacting and not flags & mujoco.mjtDisableBit.mjDSBL_CONTACT:
+        dropped.append(f"contacts ({len(contacting)} colliding geoms)")
+    for what, count in (("actuators", m.nu), ("tendons", m.ntendon), ("equality constraints", m.neq)):
+        if count:
+            dropped.append(f"{what} ({count})")
+    by_kind = {
+        "joint limits": [j.name for j in joints.values() if j.range is not None],
+        "armature": [j.name for j in joints.values() if any(j.armature)],
+        "friction loss": [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.dof_jntid[d])) or f"dof {d}"
+                          for d in range(m.nv) if m.dof_frictionloss[d] > 0],
+        "damping": [j.name for j in joints.values() if any(j.damping) and (not damping or j.type in ("ball", "free"))],
+        "stiffness": [j.name for j in joints.values() if j.stiffness and (not springs or j.type in ("ball", "free"))],
+    }
+    for what, names in by_kind.items():
+        if names:
+            names = sorted(set(names))
+            dropped.append(f"{what} on {', '.join(names[:6])}{f' and {len(names) - 6} more' if len(names) > 6 else ''}")
+    if dropped:
+        warnings.warn("load_mjcf: not modelled by the loaded system: " + "; ".join(dropped), stacklevel=3)
