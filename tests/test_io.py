@@ -7,6 +7,7 @@ damping, name maps, and the errors bad files get."""
 
 import functools
 import pathlib
+import re
 import warnings
 
 import jax
@@ -52,7 +53,7 @@ def _random_states(model, state, n, seed):
 @pytest.mark.parametrize("name", list(CASES))
 def test_urdf_robot_matches_pinocchio(name):
     matter, robot, model, state, pmodel = _loaded(name)
-    assert [pmodel.names[j] for j in range(1, pmodel.njoints)] == list(robot._moved)  # the same joint order
+    assert [pmodel.names[j] for j in range(1, pmodel.njoints)] == list(robot.joint_bodies)  # the same joint order
     assert (model.topology.nq, model.topology.nu) == (pmodel.nq, pmodel.nv)
     pdata = pmodel.createData()
     q, u = _random_states(model, state, 20, seed=len(name))
@@ -85,7 +86,7 @@ def test_urdf_robot_matches_pinocchio(name):
         tau_pin = np.linalg.solve(T.T, np.asarray(taus[k]))
         a_pin = pin.aba(pmodel, pdata, qp, vp, tau_pin)
         a_ours = T @ np.asarray(udots[k])
-        if "root_joint" in robot._moved:
+        if "root_joint" in robot.joint_bodies:
             R_MF = np.asarray(s.position.X_FM.R[1]).T
             a_ours[:3] -= R_MF @ np.cross(np.asarray(s.u[:3]), np.asarray(s.u[3:6]))
         np.testing.assert_allclose(a_ours, a_pin, rtol=TOL, atol=TOL * np.abs(a_pin).max())
@@ -222,7 +223,7 @@ def _against_mujoco(path_or_xml, seed, count, **options):
     m.dof_armature[:] = 0
     d = mujoco.MjData(m)
     assert (model.topology.nq, model.topology.nu) == (m.nq, m.nv)
-    order = [b.index for b in robot._moved.values()]
+    order = [b.index for b in robot.joint_bodies.values()]
     rng = np.random.default_rng(seed)
     q = state.q + 0.5 * rng.normal(size=(count, model.topology.nq))
     u = rng.normal(size=(count, model.topology.nu))
@@ -267,6 +268,17 @@ def test_mjcf_robot_matches_mujoco(name):
     robot, _, _, m = _against_mujoco(MJX_DATA / MJCF_CASES[name], seed=len(name), count=20)
     assert list(robot.joints) == [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
                                   for j in range(m.njnt)]  # unnamed: kind and number
+
+
+@needs_robots
+@pytest.mark.parametrize("name", ["panda", "ur5"])
+def test_arms_compiled_by_mujoco_from_urdf(name):
+    """MuJoCo's compiler also reads URDF: Panda and UR5 from
+    example-robot-data (meshes stripped) through load_mjcf, 20 States each;
+    the Panda's mimic finger is MuJoCo's equality, reported and switched off."""
+    text = re.sub(r"<(visual|collision)\b.*?</\1>", "", (ROBOTS / CASES[name][0]).read_text(), flags=re.S)
+    _, model, _, _ = _against_mujoco(text, seed=len(name), count=20)
+    assert model.topology.nu == {"panda": 9, "ur5": 6}[name]
 
 
 LEG = """<mujoco><compiler angle="radian"/><option gravity="0 0 -9.81"><flag contact="disable"/></option><worldbody>

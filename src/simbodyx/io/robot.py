@@ -33,6 +33,10 @@ class Robot(Mapping):
     Ground) or that the joint moves.
 
     ``links[name]`` = (MobilizedBody, X_BL): the link frame L on its body;
+    ``joint_bodies[name]`` the MobilizedBody each moving joint moves, in
+    the q and u order (Pinocchio's joints for URDF, MuJoCo's for MJCF: the
+    order ``simbodyx.interop.mujoco.configuration`` takes as
+    ``[b.index for b in robot.joint_bodies.values()]``);
     ``joints[name]`` the file's joint record (URDF: :class:`Joint`; MJCF:
     :class:`MjcfJoint`); ``visuals`` and ``collisions`` the shapes
     (:class:`Geometry`); ``root`` the root link's name; ``couplers`` the
@@ -40,27 +44,26 @@ class Robot(Mapping):
     ``springs`` the mobility force elements made for a joint's damping or
     stiffness."""
 
-    def __init__(self, root, links, joints, moved, visuals=(), collisions=(), couplers=None, dampers=None,
+    def __init__(self, root, links, joints, joint_bodies, visuals=(), collisions=(), couplers=None, dampers=None,
                  springs=None):
-        self.root, self.links, self.joints = root, links, joints
-        self._moved = moved  # joint name -> MobilizedBody
+        self.root, self.links, self.joints, self.joint_bodies = root, links, joints, joint_bodies
         self.visuals, self.collisions = list(visuals), list(collisions)
         self.couplers, self.dampers, self.springs = couplers or {}, dampers or {}, springs or {}
 
     def __getitem__(self, name):
         if name in self.links:
             return self.links[name][0]
-        if name in self._moved:
-            return self._moved[name]
+        if name in self.joint_bodies:
+            return self.joint_bodies[name]
         if name in self.joints:
             raise KeyError(f"joint {name!r} is fixed and merged: it moves no body (use its child link's name)")
         raise KeyError(f"no link or joint named {name!r}")
 
     def __iter__(self):
-        return iter([*self.links, *self._moved])
+        return iter([*self.links, *self.joint_bodies])
 
     def __len__(self):
-        return len(self.links) + len(self._moved)
+        return len(self.links) + len(self.joint_bodies)
 
     def get_link_transform(self, state, name):
         """X_GL, the pose of link ``name``'s frame in Ground (Position)."""
@@ -77,7 +80,7 @@ class Robot(Mapping):
         the parent frame; Ball: the quaternion or angles, speeds wx, wy,
         wz; Planar: rz, x, y)."""
         q_names, u_names = [""] * state.topology.nq, [""] * state.topology.nu
-        for joint, body in self._moved.items():
+        for joint, body in self.joint_bodies.items():
             nq, nu = body.get_num_q(state), body.get_num_u(state)
             kind = type(body).__name__
             q_suffix = {("Free", 7): ["qw", "qx", "qy", "qz", "x", "y", "z"],
