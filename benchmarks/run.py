@@ -151,6 +151,18 @@ def four_bar(sx):
     return system, matter
 
 
+def robot(path, floating_base=False):
+    """A published robot from example-robot-data through sx.io.load_urdf,
+    gravity along -y like the models above (the peers are built from the
+    loaded tree by simbodyx.interop with that gravity; the timings do not
+    depend on its direction), mimic joints independent (a tree)."""
+    def build(sx):
+        system, matter, _, _ = sx.io.load_urdf(sx.io.example_robot_data(path), floating_base=floating_base,
+                                              gravity=(0.0, -9.81, 0.0), mimic=False)
+        return system, matter
+    return build
+
+
 MODELS = {
     "chain7": chain("Pin", 7),
     "chain30": chain("Pin", 30),
@@ -158,6 +170,10 @@ MODELS = {
     "four_bar": four_bar,
     "humanoid_welded": lambda sx: humanoid(sx, weld_feet=True),
     "every_joint": every_joint,
+    # Published robots (URDF, example-robot-data): an arm, a quadruped, a humanoid.
+    "panda": robot("panda_description/urdf/panda.urdf"),
+    "go2": robot("go2_description/urdf/go2.urdf", floating_base=True),
+    "talos": robot("talos_data/robots/talos_reduced.urdf", floating_base=True),
     # Simbody's performance set, 256 bodies each.
     "pin_chain256": chain("Pin", 256),
     "slider_chain256": chain("Slider", 256),
