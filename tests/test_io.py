@@ -131,6 +131,10 @@ def test_mimic_damping_names_and_welds():
     np.testing.assert_allclose(coupler.get_position_errors_as_vector(s), [0.3 + 2 * 0.05 - 0.01], atol=1e-15)
     np.testing.assert_allclose(s.dynamics.mobility_forces, [-0.7 * 1.5, 0.0, 0.0], atol=1e-15)
 
+    fixed_mimic = ARM.replace('<joint name="mount" type="fixed"><parent link="upper"/><child link="tool"/>',
+                              '<joint name="mount" type="fixed"><parent link="upper"/><child link="tool"/>'
+                              '<mimic joint="shoulder"/>')
+    assert set(sx.io.load_urdf(fixed_mimic)[3].couplers) == {"slide_mimic"}  # a fixed joint's mimic: ignored
     welded_system, _, _, welded = sx.io.load_urdf(ARM, merge_fixed=False, mimic=False)
     welded_model, welded_state = welded_system.realize_topology()
     assert type(welded["mount"]).__name__ == "Weld" and welded["tool"] is welded["mount"]

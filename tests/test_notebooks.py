@@ -12,7 +12,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_there_are_notebooks_and_their_outputs_are_stripped():
-    assert len(NOTEBOOKS) >= 7
+    assert len(NOTEBOOKS) >= 8
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "code":

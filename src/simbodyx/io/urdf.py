@@ -67,7 +67,8 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     ``floating_base``, else it is Ground. ``gravity`` (m/s^2, in Ground; z
     up as URDF assumes) adds a UniformGravity element, None none. Mimic
     joints become CoordinateCoupler constraints (``mimic=False``: independent
-    joints, as Pinocchio builds them by default); ``damping=True`` adds a
+    joints, as Pinocchio builds them by default; a fixed joint's mimic tag
+    is ignored); ``damping=True`` adds a
     MobilityLinearDamper per joint with ``<dynamics damping>``. Joint limits
     and friction are kept in ``robot.joints``, not applied. Bodies are added
     depth first, siblings sorted by joint name: Pinocchio's joint order, so
@@ -134,7 +135,7 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
 
     couplers, dampers = {}, {}
     for joint in joints.values():
-        if joint.mimic is not None and mimic:
+        if joint.mimic is not None and mimic and joint.type != "fixed":  # a fixed joint follows nothing
             couplers[joint.name] = _coupler(matter, joint, joints, moved, where)
         if damping and joint.damping > 0 and joint.type in ("revolute", "continuous", "prismatic"):
             dampers[joint.name] = Force.MobilityLinearDamper(forces, moved[joint.name], 0, joint.damping)
