@@ -18,7 +18,7 @@ import pytest
 import simbodyx as sx
 
 pin = pytest.importorskip("pinocchio")
-from simbodyx.interop.pinocchio import configuration, velocity_map  # noqa: E402
+from simbodyx.interop.pinocchio import configuration, state_from as pin_state_from, velocity_map  # noqa: E402
 
 try:
     ROBOTS = sx.io.example_robot_data()
@@ -71,6 +71,10 @@ def test_urdf_robot_matches_pinocchio(name):
         s = jax.tree.map(lambda x, k=k: x[k], states)
         qp, vp = configuration(matter, s)
         T = velocity_map(matter, s)
+        if k == 0:  # and back from Pinocchio's vectors
+            back = pin_state_from(model, matter, state, qp, vp)
+            np.testing.assert_allclose(back.q, s.q, atol=1e-14)
+            np.testing.assert_allclose(back.u, s.u, atol=1e-12)
         pin.forwardKinematics(pmodel, pdata, qp)
         pin.updateFramePlacements(pmodel, pdata)
         for link in robot.links:
@@ -204,7 +208,11 @@ def test_planar_and_floating_joints():
 # -- MJCF -------------------------------------------------------------------------------------
 
 mujoco = pytest.importorskip("mujoco")
-from simbodyx.interop.mujoco import configuration as mj_configuration, velocity_map as mj_velocity_map  # noqa: E402
+from simbodyx.interop.mujoco import (  # noqa: E402
+    configuration as mj_configuration,
+    state_from as mj_state_from,
+    velocity_map as mj_velocity_map,
+)
 
 MJX_DATA = pathlib.Path(mujoco.__file__).parent / "mjx" / "test_data"  # published models shipped by mujoco-mjx
 MJCF_CASES = {"humanoid": "humanoid/humanoid.xml", "barkour": "barkour_v0/assets/barkour_v0_mjx.xml",
@@ -244,6 +252,10 @@ def _against_mujoco(path_or_xml, seed, count, **options):
     for k in range(count):
         s = jax.tree.map(lambda x, k=k: x[k], states)
         d.qpos[:], d.qvel[:] = mj_configuration(matter, s, order)
+        if k == 0:  # and back from MuJoCo's vectors
+            back = mj_state_from(model, matter, state, d.qpos, d.qvel, order)
+            np.testing.assert_allclose(back.q, s.q, atol=1e-14)
+            np.testing.assert_allclose(back.u, s.u, atol=1e-12)
         mujoco.mj_forward(m, d)
         T = mj_velocity_map(matter, s, order)
         np.testing.assert_allclose(T @ np.asarray(s.acceleration.udot), d.qacc, rtol=1e-8,

@@ -25,7 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from simbodyx.interop import loop_frames
-from simbodyx.spatial.rotation import matrix_to_quaternion
+from simbodyx.spatial.rotation import matrix_to_quaternion, quaternion_to_matrix
+from simbodyx.spatial.transform import Transform
+from simbodyx.stage import Stage
 
 _HINGES = {"Pin": ("0 0 1",), "Universal": ("1 0 0", "0 1 0"), "Gimbal": ("1 0 0", "0 1 0", "0 0 1")}
 SUPPORTED = sorted(set(_HINGES) | {"Slider", "Ball", "Free"})
@@ -151,3 +153,25 @@ def configuration(matter, state, bodies):
             qb = np.concatenate([np.asarray(X_GM.p, dtype=float), _quat(X_GM.R)])
         q.extend(qb)
     return np.array(q), velocity_map(matter, state, bodies) @ np.asarray(state.u, dtype=float)
+
+
+def state_from(model, matter, state, qpos, qvel, bodies):
+    """The State (realized to Position) whose :func:`configuration` is
+    MuJoCo's (qpos, qvel): the inverse map (a free joint's world pose
+    re-expressed in its inboard frame, its quaternion taken with w >= 0;
+    the velocities mapped back by the inverse of :func:`velocity_map`).
+    ``bodies`` as for ``configuration``."""
+    qpos, q, row = np.asarray(qpos, dtype=float), np.array(state.q, dtype=float), 0
+    for i in bodies:
+        b = matter.get_mobilized_body(i)
+        kind, first, n = type(b).__name__, b.get_first_q_index(state), b.get_num_q(state)
+        if kind == "Free":
+            X_GM = Transform(quaternion_to_matrix(qpos[row + 3:row + 7]), qpos[row:row + 3])
+            X_FM = b.get_default_inboard_frame().inverse() @ X_GM
+            q[first:first + 7] = np.concatenate([_quat(X_FM.R), np.asarray(X_FM.p, dtype=float)])
+            row += 7
+        else:
+            q[first:first + n] = qpos[row:row + n]
+            row += n
+    placed = model.realize(state.with_q(q), Stage.Position)
+    return placed.with_u(np.linalg.solve(velocity_map(matter, placed, bodies), np.asarray(qvel, dtype=float)))

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from simbodyx.stage import Stage
+
 JOINTS = {"Pin": "JointModelRZ", "Slider": "JointModelPX", "Ball": "JointModelSpherical", "Free": "JointModelFreeFlyer"}
 
 
@@ -86,6 +88,26 @@ def configuration(matter, state):
             qb = np.array([*qb[4:], *quat[1:], quat[0]])
         q.extend(qb)
     return np.array(q), velocity_map(matter, state) @ np.asarray(state.u, dtype=float)
+
+
+def state_from(model, matter, state, q, v):
+    """The State (realized to Position) whose :func:`configuration` is
+    Pinocchio's (q, v): the inverse map, for States that come from
+    Pinocchio (its quaternions [x, y, z, w] reordered, its velocities
+    mapped back by the inverse of :func:`velocity_map`)."""
+    q, ours, k = np.asarray(q, dtype=float), [], 0
+    for i in range(1, matter.get_num_bodies()):
+        b = matter.get_mobilized_body(i)
+        kind, n = type(b).__name__, b.get_num_q(state)
+        qb = q[k:k + n]
+        k += n
+        if kind == "Ball":
+            qb = qb[[3, 0, 1, 2]]
+        elif kind == "Free":
+            qb = qb[[6, 3, 4, 5, 0, 1, 2]]
+        ours.extend(qb)
+    placed = model.realize(state.with_q(np.array(ours)), Stage.Position)
+    return placed.with_u(np.linalg.solve(velocity_map(matter, placed), np.asarray(v, dtype=float)))
 
 
 def rigid_constraints(pmodel, matter, constraints=None):
