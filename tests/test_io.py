@@ -139,6 +139,9 @@ def test_mimic_damping_names_and_welds():
                               '<joint name="mount" type="fixed"><parent link="upper"/><child link="tool"/>'
                               '<mimic joint="shoulder"/>')
     assert set(sx.io.load_urdf(fixed_mimic)[3].couplers) == {"slide_mimic"}  # a fixed joint's mimic: ignored
+    sensor = ARM.replace('</robot>', '<link name="imu"/><joint name="imu_mount" type="fixed"><parent link="tool"/>'
+                                     '<child link="imu"/></joint></robot>')
+    assert type(sx.io.load_urdf(sensor, merge_fixed=False)[3]["imu"]).__name__ == "Weld"  # massless, welded: fine
     welded_system, _, _, welded = sx.io.load_urdf(ARM, merge_fixed=False, mimic=False)
     welded_model, welded_state = welded_system.realize_topology()
     assert type(welded["mount"]).__name__ == "Weld" and welded["tool"] is welded["mount"]

@@ -66,13 +66,13 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     else Weld). The root link floats on a Free mobilizer when
     ``floating_base``, else it is Ground. ``gravity`` (m/s^2, in Ground; z
     up as URDF assumes) adds a UniformGravity element, None none. Mimic
-    joints become CoordinateCoupler constraints (``mimic=False``: independent
-    joints, as Pinocchio builds them by default; a fixed joint's mimic tag
-    is ignored); ``damping=True`` adds a
-    MobilityLinearDamper per joint with ``<dynamics damping>``. Joint limits
-    and friction are kept in ``robot.joints``, not applied. Bodies are added
-    depth first, siblings sorted by joint name: Pinocchio's joint order, so
-    q and u follow Pinocchio's layout joint by joint.
+    joints become CoordinateCoupler constraints (``mimic=False``:
+    independent joints, as Pinocchio builds them by default; a fixed
+    joint's mimic tag is ignored); ``damping=True`` adds a
+    MobilityLinearDamper per joint with ``<dynamics damping>``. Joint
+    limits and friction are kept in ``robot.joints``, not applied. Bodies
+    are added depth first, siblings sorted by joint name: Pinocchio's joint
+    order, so q and u follow Pinocchio's layout joint by joint.
 
     The system is ready for ``system.realize_topology()``. Errors name the
     offending element.
@@ -340,18 +340,13 @@ def _mass_properties(members, links):
 
 def _check_massless_leaves(placed, moved, links, where):
     """A moving body with no mass and nothing massive outboard makes the
-    mass matrix singular: refuse it by name."""
-    massive = {}
-    for link, (body, _) in placed.items():
-        if links[link] is not None and links[link][0] > 0:
-            massive[body.index] = True
-    bodies = sorted(moved.values(), key=lambda b: -b.index)  # outboard first
-    for body in bodies:
-        if massive.get(body.index):
-            parent = body.parent
-            massive[parent.index] = True
+    mass matrix singular: refuse it by name (a massless Weld is harmless)."""
+    massive = {body.index for link, (body, _) in placed.items() if links[link] is not None and links[link][0] > 0}
+    for body in sorted(moved.values(), key=lambda b: -b.index):  # outboard first
+        if body.index in massive:
+            massive.add(body.parent.index)
     for joint, body in moved.items():
-        if not massive.get(body.index):
+        if body.index not in massive and type(body).__name__ != "Weld":
             raise ValueError(f"{where}: joint {joint!r} moves link {body.name!r}, which has no <inertial> mass and "
                              f"carries nothing massive: its motion would have no inertia")
 
