@@ -69,8 +69,11 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     free joints) is reported in one warning listing it; ``robot.joints``
     keeps the numbers.
     """
-    import mujoco
-
+    try:
+        import mujoco
+    except ImportError:
+        raise ImportError("load_mjcf reads MJCF through MuJoCo's compiler: pip install mujoco "
+                          "(or simbodyx[mujoco])") from None
     m = _compile(mujoco, source)
 
     def name(kind, i):  # MuJoCo's name, or the object's kind and number
