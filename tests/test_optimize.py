@@ -39,7 +39,7 @@ def test_controls_push_a_slider_as_the_closed_form():
                                                  energy=False)
         return final.q[0], trajectory
 
-    for checkpoint in (True, 2, 4, False):  # per step, in segments (of 2 and 4 steps), none
+    for checkpoint in (True, 2, False):  # per step, in segments of 2 steps, none
         (x, trajectory), gradient = jax.jit(jax.value_and_grad(final_x, has_aux=True), static_argnums=1)(
             forces, checkpoint)
         assert trajectory.q.shape == (STEPS + 1, 1) and trajectory.energy is None
