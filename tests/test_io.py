@@ -225,9 +225,10 @@ UNMODELLED = ("mjDSBL_CONTACT", "mjDSBL_LIMIT", "mjDSBL_ACTUATION", "mjDSBL_EQUA
 
 def _against_mujoco(path_or_xml, seed, count, **options):
     """Load through load_mjcf and MuJoCo's compiler; at ``count`` random
-    States, MuJoCo's qacc (mj_forward, what simbodyx does not model switched
-    off on MuJoCo's side) and qfrc_bias (mj_rne) against forward dynamics
-    and the inverse dynamics of zero acceleration."""
+    States, MuJoCo's qacc (mj_forward, what simbodyx does not model and the
+    equalities switched off on MuJoCo's side) and qfrc_bias (mj_rne)
+    against the tree's forward dynamics and the inverse dynamics of zero
+    acceleration."""
     with pytest.warns(UserWarning, match="not modelled") if options.pop("warns", True) else _no_warning():
         system, matter, _, robot = sx.io.load_mjcf(path_or_xml, **options)
     model, state = system.realize_topology()
@@ -249,9 +250,11 @@ def _against_mujoco(path_or_xml, seed, count, **options):
         s = model.realize(model.matter.normalize_quaternions(state.with_q(q)).with_u(u), sx.Stage.Acceleration)
         bias = model.matter.calc_residual_force_ignoring_constraints(s, None, s.dynamics.body_forces,
                                                                      jnp.zeros_like(u))
-        return s, bias
+        udot, _ = model.matter.calc_acceleration_ignoring_constraints(s, s.dynamics.mobility_forces,
+                                                                      s.dynamics.body_forces)
+        return s, bias, udot  # the tree's: MuJoCo's equalities are off
 
-    states, biases = ours(jnp.asarray(q), jnp.asarray(u))
+    states, biases, udots = ours(jnp.asarray(q), jnp.asarray(u))
     for k in range(count):
         s = jax.tree.map(lambda x, k=k: x[k], states)
         d.qpos[:], d.qvel[:] = mj_configuration(matter, s, order)
@@ -261,7 +264,7 @@ def _against_mujoco(path_or_xml, seed, count, **options):
             np.testing.assert_allclose(back.u, s.u, atol=1e-12)
         mujoco.mj_forward(m, d)
         T = mj_velocity_map(matter, s, order)
-        np.testing.assert_allclose(T @ np.asarray(s.acceleration.udot), d.qacc, rtol=1e-8,
+        np.testing.assert_allclose(T @ np.asarray(udots[k]), d.qacc, rtol=1e-8,
                                    atol=1e-8 * np.abs(d.qacc).max())
         bias = np.zeros(m.nv)
         mujoco.mj_rne(m, d, 0, bias)
@@ -334,13 +337,43 @@ def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
 
 
 def test_mjcf_reports_what_it_drops_and_bad_sources():
-    with pytest.warns(UserWarning, match=r"actuators \(1\); equality constraints \(1\); joint limits on a; "
-                                         r"armature on a; friction loss on a; damping on b"):
-        sx.io.load_mjcf("""<mujoco><worldbody><body><joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
+    with pytest.warns(UserWarning, match=r"actuators \(1\); equality constraints equality0 \(weld\); joint "
+                                         r"limits on a; armature on a; friction loss on a; damping on b"):
+        sx.io.load_mjcf("""<mujoco><worldbody><body name="x">
+            <joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
-            <actuator><motor joint="a"/></actuator><equality><joint joint1="a"/></equality></mujoco>""")
+            <actuator><motor joint="a"/></actuator><equality><weld body1="x"/></equality></mujoco>""")
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
     with pytest.raises(ValueError, match=r"MuJoCo could not compile .*invalid keyword: 'hinje'\nElement 'joint'"):
         sx.io.load_mjcf("<mujoco><worldbody><body><joint type='hinje'/><geom size='1'/></body></worldbody></mujoco>")
+
+
+def test_mjcf_equalities_become_constraints():
+    """connect -> Ball, joint (quadratic and single-joint lock) ->
+    CoordinateCoupler, their position errors equal MuJoCo's equality rows
+    (efc_pos; the Ball's with the opposite sign: anchor 2 - anchor 1) at
+    random poses; a weld is reported, not mapped."""
+    xml = """<mujoco><compiler angle="radian"/><option><flag contact="disable"/></option><worldbody>
+      <body name="a" pos="0 0 1"><joint name="j1" axis="0 1 0"/><geom size="0.1" mass="1"/>
+        <body name="b" pos="0.5 0 0"><joint name="j2" axis="0 1 0"/><geom size="0.1" mass="1"/></body></body>
+      <body name="c" pos="1 0 1"><joint name="j3" axis="0 1 0"/><geom size="0.1" mass="1"/></body>
+      <body name="d" pos="2 0 1"><joint name="j4" type="slide" axis="1 0 0"/><geom size="0.1" mass="1"/></body>
+      <body name="e" pos="3 0 1"><joint name="j5" axis="0 0 1"/><geom size="0.1" mass="1"/></body>
+    </worldbody><equality><connect name="loop" body1="b" body2="c" anchor="0.5 0 0"/>
+      <joint name="gear" joint1="j4" joint2="j1" polycoef="0.1 2 0.5 0 0"/><joint name="lock" joint1="j5"/>
+      <weld body1="e"/></equality></mujoco>"""
+    with pytest.warns(UserWarning, match=r"equality constraints equality3 \(weld\)"):
+        system, _, _, robot = sx.io.load_mjcf(xml)
+    assert list(robot.couplers) == ["loop", "gear", "lock"]
+    model, state = system.realize_topology()
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.eq_active0[3] = 0  # the weld, which simbodyx does not map
+    d = mujoco.MjData(m)
+    for q in np.random.default_rng(5).uniform(-0.5, 0.5, size=(3, 5)):
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        s = model.realize(state.with_q(jnp.asarray(q)), sx.Stage.Position)
+        ours = np.concatenate([c.get_position_errors_as_vector(s) for c in robot.couplers.values()])
+        np.testing.assert_allclose(ours, np.concatenate([-d.efc_pos[:3], d.efc_pos[3:d.ne]]), atol=1e-14)

@@ -22,7 +22,9 @@ import warnings
 
 import numpy as np
 
+from simbodyx import functions
 from simbodyx.build import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.constraints import Constraint
 from simbodyx.forces import Force, GeneralForceSubsystem
 from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, transform
 from simbodyx.spatial import MassProperties, Transform
@@ -67,7 +69,9 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     does not model (contacts, actuators, tendons, equality constraints,
     joint limits, armature, friction loss, damping or stiffness of ball and
     free joints) is reported in one warning listing it; ``robot.joints``
-    keeps the numbers.
+    keeps the numbers. Equality constraints that Simbody has (``connect``
+    between bodies: Ball; ``joint``: CoordinateCoupler) are mapped, exact
+    where MuJoCo's are soft; the others are reported.
     """
     try:
         import mujoco
@@ -152,13 +156,15 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         if len(parts) > 1:
             handle.set_default_mass_properties(combined_mass_properties(parts))
 
-    _report_dropped(mujoco, m, joints, damping, springs)
+    couplers, unmapped = _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
+    _report_dropped(mujoco, m, joints, damping, springs, unmapped)
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
              for g in range(m.ngeom)]
     links = {n: (handle, transform(X)) for n, (handle, X) in placed.items()}
-    robot = Robot(body_names[0], links, joints, moved, visuals=geoms, dampers=dampers, springs=spring_elements)
+    robot = Robot(body_names[0], links, joints, moved, visuals=geoms, couplers=couplers, dampers=dampers,
+                  springs=spring_elements)
     return system, matter, forces, robot
 
 
@@ -198,16 +204,58 @@ def _body_part(mujoco, m, b, X_B=np.eye(4)):
     return X_B @ _pose(mujoco, m.body_ipos[b], m.body_iquat[b]), float(m.body_mass[b]), np.diag(m.body_inertia[b])
 
 
-def _report_dropped(mujoco, m, joints, damping, springs):
+def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name):
+    """({equality name: Constraint}, [unmapped equalities]): an active
+    ``connect`` between bodies becomes a Ball constraint at its two anchors
+    (MuJoCo's compiler places the second where the first is in the file's
+    pose), a ``joint`` equality a CoordinateCoupler q1 - q1_0 = poly(q2 -
+    q2_0) (q_0 the file's pose). The rest are listed as unmapped."""
+    couplers, unmapped = {}, []
+    one_coordinate = ("hinge", "slide")
+    for e in range(m.neq):
+        label = name(mujoco.mjtObj.mjOBJ_EQUALITY, e)
+        kind, data = mujoco.mjtEq(m.eq_type[e]), np.asarray(m.eq_data[e], float)
+        first, second = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        by_body = int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_BODY)
+        if not m.eq_active0[e]:
+            unmapped.append(f"{label} (inactive)")
+        elif kind == mujoco.mjtEq.mjEQ_CONNECT and by_body:
+            (body1, X1), (body2, X2) = placed[body_names[first]], placed[body_names[second]]
+            couplers[label] = Constraint.Ball(body1, X1[:3, :3] @ data[:3] + X1[:3, 3],
+                                              body2, X2[:3, :3] @ data[3:6] + X2[:3, 3], name=label)
+        elif kind == mujoco.mjtEq.mjEQ_JOINT and all(
+                TYPE_NAMES[int(m.jnt_type[j])] in one_coordinate for j in (first, second) if j >= 0):
+            q1_0 = float(m.qpos0[m.jnt_qposadr[first]])
+            c = data[:5]
+            if second < 0:  # q1 held at q1_0 + c0
+                function, bodies = functions.Linear((1.0, -(q1_0 + c[0]))), [moved[joint_names[first]]]
+            else:
+                q2_0 = float(m.qpos0[m.jnt_qposadr[second]])
+                bodies = [moved[joint_names[first]], moved[joint_names[second]]]
+                if not np.any(c[2:]):  # linear: its numbers stay Model leaves
+                    function = functions.Linear((1.0, -c[1], c[1] * q2_0 - q1_0 - c[0]))
+                else:
+                    function = functions.FromCallable(
+                        lambda x, c=c, q1_0=q1_0, q2_0=q2_0: x[0] - q1_0 - sum(
+                            c[k] * (x[1] - q2_0) ** k for k in range(5)), 2)
+            couplers[label] = Constraint.CoordinateCoupler(matter, function, bodies, [0] * len(bodies), name=label)
+        else:
+            unmapped.append(f"{label} ({kind.name.removeprefix('mjEQ_').lower()})")
+    return couplers, unmapped
+
+
+def _report_dropped(mujoco, m, joints, damping, springs, unmapped):
     """One warning naming what the loaded system does not model."""
     dropped = []
     flags = int(m.opt.disableflags)
     contacting = [g for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]]
     if contacting and not flags & mujoco.mjtDisableBit.mjDSBL_CONTACT:
         dropped.append(f"contacts ({len(contacting)} colliding geoms)")
-    for what, count in (("actuators", m.nu), ("tendons", m.ntendon), ("equality constraints", m.neq)):
+    for what, count in (("actuators", m.nu), ("tendons", m.ntendon)):
         if count:
             dropped.append(f"{what} ({count})")
+    if unmapped:
+        dropped.append(f"equality constraints {', '.join(unmapped)}")
     by_kind = {
         "joint limits": [j.name for j in joints.values() if j.range is not None],
         "armature": [j.name for j in joints.values() if any(j.armature)],
