@@ -89,9 +89,12 @@ def swing_up(iterations=400, method="adam"):
     State). ``method``: "adam" (a step decaying from 1 N by a cosine) or
     "lbfgs" (optax's L-BFGS with its zoom line search: fewer iterations,
     each several rollouts)."""
+    optimizers = {"adam": lambda: optax.adam(optax.cosine_decay_schedule(1.0, iterations, alpha=0.01)),
+                  "lbfgs": optax.lbfgs}
+    if method not in optimizers:
+        raise ValueError(f"swing_up: method must be one of {sorted(optimizers)}, got {method!r}")
     model, state = cartpole()
-    optimizer = (optax.lbfgs() if method == "lbfgs" else
-                 optax.adam(optax.cosine_decay_schedule(1.0, iterations, alpha=0.01)))
+    optimizer = optimizers[method]()
     forces, losses = sx.optimize.minimize(make_loss(model), jnp.full(NUM_STEPS, 0.1), optimizer, iterations, state)
     return forces, losses, simulate(model, state, forces)
 

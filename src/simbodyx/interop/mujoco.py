@@ -162,12 +162,13 @@ def state_from(model, matter, state, qpos, qvel, bodies):
     the velocities mapped back by the inverse of :func:`velocity_map`).
     ``bodies`` as for ``configuration``."""
     qpos, q, row = np.asarray(qpos, dtype=float), np.array(state.q, dtype=float), 0
+    instance = model.realize(state, Stage.Instance)  # the Model's inboard frames, as configuration reads them
     for i in bodies:
         b = matter.get_mobilized_body(i)
         kind, first, n = type(b).__name__, b.get_first_q_index(state), b.get_num_q(state)
         if kind == "Free":
             X_GM = Transform(quaternion_to_matrix(qpos[row + 3:row + 7]), qpos[row:row + 3])
-            X_FM = b.get_default_inboard_frame().inverse() @ X_GM
+            X_FM = b.get_inboard_frame(instance).inverse() @ X_GM
             q[first:first + 7] = np.concatenate([_quat(X_FM.R), np.asarray(X_FM.p, dtype=float)])
             row += 7
         else:

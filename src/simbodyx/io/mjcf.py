@@ -26,7 +26,7 @@ from simbodyx import functions
 from simbodyx.build import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
 from simbodyx.constraints import Constraint
 from simbodyx.forces import Force, GeneralForceSubsystem
-from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, transform
+from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
 from simbodyx.spatial import MassProperties, Transform
 
 #: MuJoCo joint type (mjtJoint) -> (mobilizer, its own axis or None)
@@ -66,12 +66,12 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     (``damping``) a MobilityLinearDamper per hinge or slide, joint stiffness
     (``springs``) a MobilityLinearSpring. The free joint's default q is the
     body's pose in the file, a hinge's or slide's its ``ref``. What Simbody
-    does not model (contacts, actuators, tendons, equality constraints,
-    joint limits, armature, friction loss, damping or stiffness of ball and
-    free joints) is reported in one warning listing it; ``robot.joints``
-    keeps the numbers. Equality constraints that Simbody has (``connect``
-    between bodies: Ball; ``joint``: CoordinateCoupler) are mapped, exact
-    where MuJoCo's are soft; the others are reported.
+    does not model (contacts, actuators, tendons, equality constraints
+    other than the two below, joint limits, armature, friction loss,
+    damping or stiffness of ball and free joints) is reported in one
+    warning listing it; ``robot.joints`` keeps the numbers. The equality
+    constraints Simbody has are mapped, exact where MuJoCo's are soft:
+    ``connect`` between bodies to Ball, ``joint`` to CoordinateCoupler.
     """
     try:
         import mujoco
@@ -84,18 +84,18 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         return mujoco.mj_id2name(m, kind, i) or f"{kind.name.removeprefix('mjOBJ_').lower()}{i}"
 
     body_names = [name(mujoco.mjtObj.mjOBJ_BODY, b) for b in range(m.nbody)]
+    joint_names = [name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
     joints = {}
-    for j in range(m.njnt):
+    for j, joint_name in enumerate(joint_names):
         kind, dof = int(m.jnt_type[j]), int(m.jnt_dofadr[j])
         ndof = {0: 6, 1: 3, 2: 1, 3: 1}[kind]
-        joints[name(mujoco.mjtObj.mjOBJ_JOINT, j)] = MjcfJoint(
-            name(mujoco.mjtObj.mjOBJ_JOINT, j), TYPE_NAMES[kind], body_names[m.jnt_bodyid[j]],
+        joints[joint_name] = MjcfJoint(
+            joint_name, TYPE_NAMES[kind], body_names[m.jnt_bodyid[j]],
             np.array(m.jnt_pos[j], float), np.array(m.jnt_axis[j], float) / np.linalg.norm(m.jnt_axis[j]),
             float(m.qpos0[m.jnt_qposadr[j]]) if kind >= 2 else 0.0,
             tuple(map(float, m.jnt_range[j])) if m.jnt_limited[j] else None,
             tuple(map(float, m.dof_damping[dof:dof + ndof])), tuple(map(float, m.dof_armature[dof:dof + ndof])),
             float(m.jnt_stiffness[j]), float(m.qpos_spring[m.jnt_qposadr[j]]) if kind >= 2 else 0.0)
-    joint_names = list(joints)
 
     system = MultibodySystem()
     matter = SimbodyMatterSubsystem(system)
@@ -191,8 +191,7 @@ def _pose(mujoco, pos, quat):
 def _reference(kind, ref):
     """The joint's motion from its zero to ``ref`` (MuJoCo's body pose is at q = ref)."""
     if kind == "Pin":
-        c, s = np.cos(ref), np.sin(ref)
-        return pose(np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]]))
+        return pose(rotation_about("z", ref))
     if kind == "Slider":
         return pose(p=(ref, 0.0, 0.0))
     return np.eye(4)

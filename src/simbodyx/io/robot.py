@@ -1,11 +1,12 @@
 """What a loaded robot file gives besides its system: name lookup
 (``Robot``) and the shapes kept for drawing (``Geometry``); and the frame
-and mass-property arithmetic both loaders share (4x4 numpy poses, exact
-at build time)."""
+and mass-property arithmetic both loaders share (4x4 numpy poses in
+float64 whatever JAX's precision, exact at build time)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -107,6 +108,14 @@ def aligning(a, b):
         return 2 * np.outer(k, k) - np.eye(3)
     V = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
     return np.eye(3) + V + V @ V / (1 + c)
+
+
+def rotation_about(axis, angle):
+    """The rotation by ``angle`` (rad) about the coordinate axis "x", "y" or "z"."""
+    c, s = math.cos(angle), math.sin(angle)
+    return {"x": np.array([[1, 0, 0], [0, c, -s], [0, s, c]]),
+            "y": np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
+            "z": np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])}[axis]
 
 
 def pose(R=np.eye(3), p=(0.0, 0.0, 0.0)):

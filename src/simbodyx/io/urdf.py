@@ -26,7 +26,7 @@ from simbodyx import functions
 from simbodyx.build import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
 from simbodyx.constraints import Constraint
 from simbodyx.forces import Force, GeneralForceSubsystem
-from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, transform
+from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
 from simbodyx.spatial import Inertia, MassProperties, Transform
 
 #: URDF joint type -> (simbodyx mobilizer, the mobilizer's own axis, or None)
@@ -199,17 +199,7 @@ def _origin(element, what):
     origin = element.find("origin") if element is not None else None
     xyz = _floats(origin, "xyz", 3, (0, 0, 0), f"{what} <origin>")
     r, p, y = _floats(origin, "rpy", 3, (0, 0, 0), f"{what} <origin>")
-    X = np.eye(4)
-    X[:3, :3] = _rot("z", y) @ _rot("y", p) @ _rot("x", r)
-    X[:3, 3] = xyz
-    return X
-
-
-def _rot(axis, angle):
-    c, s = math.cos(angle), math.sin(angle)
-    return {"x": np.array([[1, 0, 0], [0, c, -s], [0, s, c]]),
-            "y": np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
-            "z": np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])}[axis]
+    return pose(rotation_about("z", y) @ rotation_about("y", p) @ rotation_about("x", r), xyz)
 
 
 def _number(element, attribute, what, default=None):
