@@ -11,6 +11,8 @@ from conftest import primitive_names
 
 import simbodyx as sx
 
+pytestmark = pytest.mark.smoke
+
 
 @functools.lru_cache(maxsize=None)
 def double_pendulum():

@@ -189,6 +189,7 @@ def test_every_method_converges_as_its_accuracy_tightens():
         assert 0.5 * 100 ** (1 / order) < growth < 2 * 100 ** (1 / order), (name, growth)
 
 
+@pytest.mark.smoke
 def test_gradient_matches_finite_differences_and_batches_step_their_own_way():
     """Reverse mode through the checkpointed loop: d theta(1 s) / d(theta0,
     omega0, g) against central differences (step 1e-6; at accuracy 1e-10 both

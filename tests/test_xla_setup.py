@@ -11,6 +11,7 @@ import pytest
 
 from simbodyx.xla_setup import CPU_ISA_CAP, flags_with_isa_cap
 
+pytestmark = pytest.mark.smoke
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAP = f"--xla_cpu_max_isa={CPU_ISA_CAP}"
 

@@ -40,7 +40,7 @@ from simbodyx.assembly import (
     Markers as Markers,
     QValue as QValue,
 )
-from simbodyx.build import (
+from simbodyx.builder import (
     Body as Body,
     MobilizedBody as MobilizedBody,
     Mobod as Mobod,

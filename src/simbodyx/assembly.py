@@ -47,7 +47,7 @@ _MERIT_PENALTY = 1e6
 
 
 def _body_index(body, what: str) -> int:
-    from simbodyx.build.mobilized_body import MobilizedBody
+    from simbodyx.builder.mobilized_body import MobilizedBody
 
     if isinstance(body, MobilizedBody):
         return body.index

@@ -95,7 +95,7 @@ class Motion(Module):
     def _register(self, mobod, level, kind: str, allow_quaternions: bool = False) -> None:
         """Check the arguments common to every Motion; ``_attach`` then adds it to
         ``mobod`` (one Motion per mobilized body, before freezing)."""
-        from simbodyx.build.mobilized_body import MobilizedBody
+        from simbodyx.builder.mobilized_body import MobilizedBody
 
         if not isinstance(mobod, MobilizedBody):
             raise TypeError(f"Motion.{kind}: expected a MobilizedBody handle, got {type(mobod).__name__}")

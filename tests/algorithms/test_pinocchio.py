@@ -11,6 +11,7 @@ from conftest import random_state, random_tree, with_forces
 import simbodyx as sx
 
 pin = pytest.importorskip("pinocchio")
+pytestmark = pytest.mark.smoke
 from simbodyx.interop.pinocchio import configuration, to_pinocchio, velocity_map  # noqa: E402
 
 KINDS = ("Pin", "Slider", "Ball", "Free")

@@ -103,7 +103,7 @@ class Constraint(Module):
     def _register(self, kind: str, bodies=(), mobilizers=(), counts=(0, 0, 0), name=None, matter=None):
         """Record the constrained bodies and mobilizers (handles), the counts
         and the Ancestor, and add this constraint to their matter subsystem."""
-        from simbodyx.build.mobilized_body import MobilizedBody
+        from simbodyx.builder.mobilized_body import MobilizedBody
 
         handles = tuple(bodies) + tuple(mobilizers)
         if not handles:

@@ -26,7 +26,7 @@ class GeneralForceSubsystem:
             raise ValueError(f"{label}: the matter subsystem belongs to a different MultibodySystem")
 
     def _check_body(self, body, label):
-        from simbodyx.build.mobilized_body import MobilizedBody
+        from simbodyx.builder.mobilized_body import MobilizedBody
 
         if not isinstance(body, MobilizedBody):
             raise TypeError(f"{label}: expected a MobilizedBody, got {type(body).__name__}")

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from simbodyx import functions
-from simbodyx.build import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.builder import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
 from simbodyx.constraints import Constraint
 from simbodyx.forces import Force, GeneralForceSubsystem
 from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform

@@ -20,7 +20,7 @@ import numpy as np
 from simbodyx import mobilizers
 from simbodyx.algorithms.reactions import reactions_articulated
 from simbodyx.motion import Level, Locks, Method, level_methods, prescribed_udot
-from simbodyx.build.body import Body
+from simbodyx.builder.body import Body
 from simbodyx.constraints.equations import net_applied_forces
 from simbodyx.matter import motion_forces
 from simbodyx.spatial.inertia import Inertia, MassProperties, SpatialInertia, UnitInertia, spatial_inertia_matrix

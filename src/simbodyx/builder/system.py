@@ -95,7 +95,7 @@ class SimbodyMatterSubsystem:
     """The tree of mobilized bodies; ``Ground()`` is body 0."""
 
     def __init__(self, system: MultibodySystem):
-        from simbodyx.build.mobilized_body import MobilizedBody
+        from simbodyx.builder.mobilized_body import MobilizedBody
 
         if not isinstance(system, MultibodySystem):
             raise TypeError(f"SimbodyMatterSubsystem needs a MultibodySystem, got {type(system).__name__}")

@@ -1,0 +1,71 @@
+"""MkDocs hooks. A page line ``--8<-- "README.md:name"`` becomes the
+README's section between its ``[start:name]`` and ``[end:name]`` markers,
+its links into docs/ made relative to the pages; errors.md's catalogue is
+generated from the ``raise`` statements of src/simbodyx, so it always lists
+the messages the code can raise."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "simbodyx"
+CATALOGUE = "<!-- error catalogue -->"
+INCLUDE = re.compile(r'^--8<-- "README.md:(\w+)"$', re.MULTILINE)
+
+
+def readme_section(name: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    start, end = f"<!-- --8<-- [start:{name}] -->", f"<!-- --8<-- [end:{name}] -->"
+    if start not in text or end not in text:
+        raise ValueError(f"README.md has no section {name!r} (markers {start} ... {end})")
+    return text.split(start, 1)[1].split(end, 1)[0].replace("](docs/", "](")
+
+
+def on_page_markdown(markdown: str, page, **_) -> str:
+    markdown = INCLUDE.sub(lambda m: readme_section(m[1]), markdown)
+    if CATALOGUE in markdown:
+        markdown = markdown.replace(CATALOGUE, error_catalogue())
+    return markdown
+
+
+def _message(node: ast.expr) -> str:
+    """A raise's message as written: an f-string's fields shown as ``{expression}``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_message(part) if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
+                       for part in node.values)
+    return "{" + ast.unparse(node) + "}"
+
+
+def _raises(path: pathlib.Path):
+    """(function qualname, exception name, message) for each raise in a file."""
+    found = []
+
+    def visit(node, scope):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, scope + [child.name])
+            elif isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call):
+                args = child.exc.args
+                found.append((".".join(scope), ast.unparse(child.exc.func), _message(args[0]) if args else ""))
+            else:
+                visit(child, scope)
+
+    visit(ast.parse(path.read_text()), [])
+    return found
+
+
+def error_catalogue() -> str:
+    """A Markdown table of every error simbodyx raises, by module."""
+    lines = ["| where | error | message |", "|---|---|---|"]
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for scope, error, message in _raises(path):
+            where = f"`{module}.{scope}`" if scope else f"`{module}`"
+            text = " ".join(message.split()).replace("`", "'").replace("|", "\\|")
+            lines.append(f"| {where} | `{error}` | `{text}` |")
+    return "\n".join(lines)

@@ -1,0 +1,9 @@
+"""Building the multibody system: the mutable, Simbody-shaped construction
+API (Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem)."""
+
+from simbodyx.builder.body import Body as Body
+from simbodyx.builder.mobilized_body import MobilizedBody as MobilizedBody, Mobod as Mobod
+from simbodyx.builder.system import (
+    MultibodySystem as MultibodySystem,
+    SimbodyMatterSubsystem as SimbodyMatterSubsystem,
+)
