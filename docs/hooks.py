@@ -41,7 +41,7 @@ def _message(node: ast.expr) -> str:
     return "{" + ast.unparse(node) + "}"
 
 
-def _raises(path: pathlib.Path):
+def raise_sites(path: pathlib.Path):
     """(function qualname, exception name, message) for each raise in a file."""
     found = []
 
@@ -64,7 +64,7 @@ def error_catalogue() -> str:
     lines = ["| where | error | message |", "|---|---|---|"]
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-        for scope, error, message in _raises(path):
+        for scope, error, message in raise_sites(path):
             where = f"`{module}.{scope}`" if scope else f"`{module}`"
             text = " ".join(message.split()).replace("`", "'").replace("|", "\\|")
             lines.append(f"| {where} | `{error}` | `{text}` |")
