@@ -7,7 +7,7 @@
 The defaults (chain7, the humanoid and every_joint, every operation; the
 closed chains four_bar and humanoid_welded, constrained and unconstrained
 forward dynamics; batch 1 and 1,024, with the Pinocchio, MuJoCo and MJX
-peers) take about 10 minutes on a 2-core machine; ``--models all`` adds chain30 and Simbody's 256-body set,
+peers, and the batch-1 rows of trajopt.py) take about 10 minutes on a 2-core machine; ``--models all`` adds chain30 and Simbody's 256-body set,
 whose compile times are themselves a finding (see benchmarks/README.md).
 
 For each model and operation: cold compile time of one jitted call, its
@@ -541,6 +541,8 @@ def main():
                         help="trajectories in the adaptive-integration batch (0: skip those rows)")
     parser.add_argument("--rollout-grad-steps", type=int, default=1000,
                         help="RK4 steps of the rollout whose gradient is timed (0: skip those rows)")
+    parser.add_argument("--trajopt-iterations", type=int, default=200,
+                        help="timed Adam iterations of the batch-1 cart-pole swing-up (0: skip the trajopt rows)")
     args = parser.parse_args()
     use_cpu_cores(args.cpu_devices)
     chunk_size = args.chunk_size or None
@@ -610,6 +612,17 @@ def main():
             rows += [{**r, "op": "rollout_grad"} for r in rollout_grad.compare(
                 sx, name, args.rollout_grad_steps, 16, args.repeats, checkpoints=rollout_grad.CHECKPOINTS[:1],
                 quarter=False, mjx=not args.no_mujoco)]
+    if args.dtype == "float64" and args.trajopt_iterations:
+        import trajopt  # beside this script
+
+        print("\nBatch 1 (trajopt.py): a cart-pole swing-up's Adam iteration against the closed-form cart-pole "
+              "in plain JAX, and one chain7 RK4 trajectory against MuJoCo C")
+        trajopt_rows, note = trajopt.trajopt_rows(sx, args.trajopt_iterations, 1000, args.repeats,
+                                                 not args.no_mujoco)
+        trajopt.print_table(trajopt_rows)
+        rows += [{**r, "op": f"trajopt_{r['op']}"} for r in trajopt_rows]
+        if note:
+            print(note)
     print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()),
                       "chunk_size": chunk_size, "rows": rows}))
 

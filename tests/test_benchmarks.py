@@ -14,7 +14,7 @@ def test_benchmark_script_smoke():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--models", "chain7",
          "--ops", "forward_dynamics,inverse_dynamics,grad_forward_dynamics", "--batches", "8",
-         "--repeats", "2", "--adaptive-batch", "4", "--rollout-grad-steps", "0"],
+         "--repeats", "2", "--adaptive-batch", "4", "--rollout-grad-steps", "0", "--trajopt-iterations", "0"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     result = json.loads(out.strip().splitlines()[-1])
@@ -129,3 +129,39 @@ def test_rollout_gradient_rows_on_a_slider():
     assert all(r["latency_ms"] > 0 and r["memory_mib"] > 0 and r["compile_s"] > 0 for r in rows)
     assert rows[0]["memory_mib"] <= rows[2]["memory_mib"] and rows[0]["per_second"] > 0
     assert [rollout_grad.segment_steps(n) for n in (1000, 250, 8, 7)] == [25, 10, 2, 1]
+
+
+def test_trajopt_rows_agree_with_their_peers():
+    """benchmarks/trajopt.py's batch-1 rows (run.py's too), tiny: the
+    closed-form cart-pole equals simbodyx's accelerations, the swing-up loss
+    agrees between them (checked inside), and MuJoCo C's RK4 rollout ends
+    where simbodyx's does (checked inside)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import trajopt
+    finally:
+        sys.path.pop(0)
+    import jax.numpy as jnp
+    import numpy as np
+
+    import simbodyx as sx
+
+    example = trajopt._example()
+    model, state = example.cartpole()
+    x = np.array([0.3, 2.0, -0.7, 1.1])
+    s = model.realize(state.with_q(x[:2]).with_u(x[2:]), sx.Stage.Velocity)
+    tau, F = model.forces.calc_forces(s)
+    udot, _ = model.matter.calc_acceleration_ignoring_constraints(s, tau + jnp.array([1.5, 0.0]), F)
+    f = trajopt.closed_form_cartpole(example.CART_MASS, example.POLE_MASS, example.POLE_LENGTH)
+    np.testing.assert_allclose(f(jnp.asarray(x), 1.5)[2:], udot, rtol=1e-12)
+    try:
+        import mujoco  # noqa: F401
+        peers = True
+    except ImportError:
+        peers = False
+    rows, note = trajopt.trajopt_rows(sx, iterations=2, rollout_steps=20, repeats=1, mujoco=peers)
+    assert note is None
+    assert [(r["engine"], r["op"]) for r in rows] == [
+        ("closed_form", "swing_up_iteration"), ("simbodyx", "swing_up_iteration"),
+        ("simbodyx", "rk4_rollout")] + [("mujoco", "rk4_rollout")] * peers
+    assert all(r["step_us"] > 0 for r in rows)
