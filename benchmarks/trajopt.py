@@ -8,11 +8,13 @@ Two rows (``run.py`` prints them too):
   ``examples/cartpole_swingup.py`` (Slider cart 1 kg, Pin pole 0.1 kg and
   1 m), 250 RK4 steps of 10 ms, a cart force per step, the terminal cost of
   the example, one jitted Adam iteration (``jax.value_and_grad`` through the
-  rollout, then ``optax.adam``'s update). Once through
-  ``sx.integrate.rollout(..., controls=)`` and once through the cart-pole's
+  rollout, then ``optax.adam``'s update). Through
+  ``sx.integrate.rollout(..., controls=)`` (which takes the scalar path,
+  ``simbodyx.scalarize``, for this model), through the same with the array
+  program forced (``simbodyx_array``), and through the cart-pole's
   closed-form equations of motion in plain JAX with the same ``lax.scan``,
-  the same per-step ``jax.checkpoint`` and the same loss; both are checked to
-  give the same loss to 1e-9 first. Reported: compile plus first iteration
+  the same per-step ``jax.checkpoint`` and the same loss; the losses are
+  checked to agree to 1e-9 first. Reported: compile plus first iteration
   (cold, s) and the best time per iteration after it.
 * **chain7 rollout**: one trajectory of ``--rollout-steps`` RK4 steps of
   1 ms from a random State, ``jit(sx.integrate.rollout)`` against MuJoCo C's
@@ -114,8 +116,10 @@ def time_iteration(loss, x0, iterations, repeats):
     return compile_s, best, float(value)
 
 
-def swing_up_rows(sx, iterations, repeats):
-    """The swing-up iteration through simbodyx and through the closed form."""
+def swing_up_rows(sx, iterations, repeats, array_path=True):
+    """The swing-up iteration through the closed form and simbodyx (its
+    automatic choice: the scalar path), and, when ``array_path``, through
+    simbodyx's array program (``model.with_scalar_path(False)``)."""
     example = _example()
     model, state = example.cartpole()
     target = example.UPRIGHT
@@ -123,7 +127,7 @@ def swing_up_rows(sx, iterations, repeats):
     def terminal(final_x, forces):
         return 10.0 * jnp.sum((final_x - target) ** 2) + 1e-4 * SWING_UP_DT * jnp.sum(forces**2)
 
-    def simbodyx_loss(forces):
+    def simbodyx_loss(forces, model=model):
         final, _ = sx.integrate.rollout(model, state, SWING_UP_DT, controls=example.controls_of(forces),
                                         energy=False)
         return terminal(jnp.concatenate([final.q, final.u]), forces)
@@ -138,7 +142,10 @@ def swing_up_rows(sx, iterations, repeats):
     if abs(ours - theirs) > 1e-9 * max(1.0, abs(theirs)):
         raise AssertionError(f"cart-pole: simbodyx loss {ours} != closed form {theirs}")
     rows = []
-    for engine, loss in (("closed_form", closed_form_loss), ("simbodyx", simbodyx_loss)):
+    engines = [("closed_form", closed_form_loss), ("simbodyx", simbodyx_loss)]
+    if array_path:
+        engines.append(("simbodyx_array", lambda forces: simbodyx_loss(forces, model.with_scalar_path(False))))
+    for engine, loss in engines:
         compile_s, per_iteration, _ = time_iteration(loss, jnp.full(SWING_UP_STEPS, 0.1), iterations, repeats)
         rows.append({"engine": engine, "model": "cartpole", "op": "swing_up_iteration", "batch": 1,
                      "steps": SWING_UP_STEPS, "compile_s": compile_s, "latency_us": 1e6 * per_iteration,
@@ -193,9 +200,9 @@ def rollout_rows(sx, steps, repeats, mujoco=True):
     return rows, None
 
 
-def trajopt_rows(sx, iterations, rollout_steps, repeats, mujoco=True):
+def trajopt_rows(sx, iterations, rollout_steps, repeats, mujoco=True, array_path=True):
     """Both rows (a list of dicts) and a note, or None."""
-    rows = swing_up_rows(sx, iterations, repeats)
+    rows = swing_up_rows(sx, iterations, repeats, array_path)
     more, note = rollout_rows(sx, rollout_steps, repeats, mujoco)
     return rows + more, note
 

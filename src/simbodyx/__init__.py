@@ -30,6 +30,7 @@ from simbodyx import (
     optimize as optimize,
     parallel as parallel,
     projection as projection,
+    scalarize as scalarize,
     spatial as spatial,
     tree as tree,
     viz as viz,

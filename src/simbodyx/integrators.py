@@ -61,7 +61,7 @@ from simbodyx.events import (
     triggered_positions,
 )
 from simbodyx.forces.custom import with_controller
-from simbodyx.integrate import Trajectory, total_energy
+from simbodyx.integrate import Trajectory, derivatives, total_energy
 from simbodyx.module import Module
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
@@ -125,8 +125,7 @@ def _realized(model, base: State, t, q, u) -> State:
 
 def _derivatives(model, base: State, t, q, u):
     """(qdot, udot) at (t, q, u), locks applied."""
-    s = _realized(model, base, t, q, u)
-    return s.velocity.qdot, s.acceleration.udot
+    return derivatives(model, _at(base, t, q, u))
 
 
 class Integrator(Module):

@@ -8,7 +8,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from simbodyx import motion, projection
+from simbodyx import motion, projection, scalarize
 from simbodyx.forces.subsystem import Forces
 from simbodyx.motion import Level, Locks
 from simbodyx.matter import Matter
@@ -42,6 +42,9 @@ class Model(Module):
     default_time_scale: float = eqx.field(static=True, default=0.1)
     #: Simbody's unit length hint (default 1); computations do not use it
     default_length_scale: float = eqx.field(static=True, default=1.0)
+    #: whether ``integrate.derivatives`` takes the scalar path (``simbodyx.scalarize``):
+    #: True, False, or None to decide by size
+    scalar_path: bool | None = eqx.field(static=True, default=None)
 
     @property
     def forces(self) -> Forces:
@@ -127,6 +130,19 @@ class Model(Module):
         """The same model with every quaternion replaced by body-fixed X-Y-Z
         angles (or back). States convert with ``matter.convert_to_*``."""
         return dataclasses.replace(self, topology=self.topology.with_euler_angles(use_euler_angles))
+
+    def with_scalar_path(self, use: bool | None = True) -> Model:
+        """The same model with the scalar path forced on (True), off (False) or
+        chosen by size (None); see ``simbodyx.scalarize``."""
+        return dataclasses.replace(self, scalar_path=use)
+
+    def uses_scalar_path(self) -> bool:
+        """Whether ``integrate.derivatives`` tries the scalar path for this model:
+        as forced, or (automatic) up to ``scalarize.MAX_MOBILITIES`` mobilities
+        unless it declined this topology before."""
+        if self.scalar_path is not None:
+            return self.scalar_path
+        return self.topology.nu <= scalarize.MAX_MOBILITIES and self.topology not in scalarize.DECLINED
 
     def astype(self, dtype) -> Model:
         """This model with every floating-point parameter cast to ``dtype``."""

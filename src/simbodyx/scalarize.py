@@ -1,0 +1,410 @@
+"""The scalar path for small models: a function's program re-emitted one
+array entry at a time, with the constants folded.
+
+``scalarize(fn)`` traces ``fn`` to a jaxpr, evaluates that jaxpr with every
+array held as a NumPy object array of its entries (each a Python number
+when it is known at trace time, else a JAX scalar), and emits only the
+scalar operations whose result is not known: ``x * 0``, ``x * 1``, ``x + 0``
+and every operation on known numbers fold away, and reshapes, slices,
+transposes, concatenations, broadcasts and gathers with known indices are
+bookkeeping on the entries that emit nothing. What remains is the model's
+equations of motion written out as a hand derivation would write them: for
+the cart-pole of ``examples/cartpole_swingup.py``, forward dynamics from
+(q, u) is about 250 scalar operations against about 1,100 array
+operations, and its swing-up (value and gradient through 250 RK4 steps)
+compiles in a tenth of the time and iterates 30x faster
+(benchmarks/README.md, "Batch 1").
+
+The Model's numbers are folded when the function closes over a Model whose
+leaves are concrete (the usual case: a rollout or loss that closes over its
+model); a Model passed in as a traced argument gives symbolic entries, so
+gradients with respect to its parameters still work, with less folding.
+Under ``jax.vmap`` each scalar becomes a vector over the batch (the
+structure-of-arrays form).
+
+Semantics: the same arithmetic in the same order except where an operand is
+known (folding ``0 * x`` to 0 drops the NaN or infinity an infinite ``x``
+would give). Reductions add their terms left to right. A custom JVP rule
+is replaced by its function's own computation, differentiated as written:
+simbodyx's rules in the dynamics (the articulated-body method's analytic
+derivative, the tree's gather rule) are implementation choices with the
+same derivative, cheaper for the array program only; a rule of the user's
+(in a custom force, say) that exists to avoid a NaN would lose that. A
+custom VJP, a loop with a traced trip count, a LAPACK factorization or a
+gather with traced indices raises :class:`NotScalarizable`, and callers
+fall back to the array program.
+
+The scalar program grows with the model (about 250 operations for the
+cart-pole, 800 for two Pins on tilted frames, 1,500 for three, 4,500 for
+seven), and XLA's CPU backend runs a large one worse than the array
+program: measured on RK4 rollouts, gradients and batches, the scalar path
+wins everywhere up to about 1,700 operations and loses beyond (a chain
+of four Pins: slower batched and in compiling; of seven: 4.6x slower).
+``integrate.derivatives`` therefore tries it for models of up to
+:data:`MAX_MOBILITIES` mobilities and keeps it when it emits at most
+:data:`MAX_OPERATIONS` operations, remembering the topologies it declined
+(:data:`DECLINED`); ``Model.with_scalar_path`` forces either path.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend import core as jex_core
+
+#: ``Model.scalar_path = None`` (automatic) tries the scalar path up to this many mobilities ...
+MAX_MOBILITIES = 6
+#: ... and keeps it when it emits at most this many arithmetic operations.
+MAX_OPERATIONS = 1700
+#: Topologies the automatic choice declined (too large, or not evaluable), not tried again.
+DECLINED: set = set()
+
+
+class NotScalarizable(Exception):
+    """A function's program holds an operation the scalar path does not evaluate."""
+
+
+def _known(x) -> bool:
+    return not isinstance(x, (jax.Array, jax.core.Tracer))
+
+
+# -- entry arithmetic, folding known operands ----------------------------------------------
+
+
+def _add(a, b):
+    if _known(a) and a == 0:
+        return b
+    if _known(b) and b == 0:
+        return a
+    return a + b
+
+
+def _sub(a, b):
+    if _known(b) and b == 0:
+        return a
+    if _known(a) and a == 0:
+        return -b
+    return a - b
+
+
+def _mul(a, b):
+    if _known(a) and not _known(b):
+        a, b = b, a
+    if _known(b) and not _known(a):
+        if b == 0:
+            return type(b)(0)
+        if b == 1:
+            return a
+        if b == -1:
+            return -a
+    return a * b
+
+
+def _div(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return int(a / b)  # lax.div on integers rounds toward zero
+    if _known(a) and not _known(b) and a == 0:
+        return type(a)(0)
+    if _known(b) and not _known(a) and b == 1:
+        return a
+    return a / b
+
+
+def _either(known_fn, traced_fn):
+    """One function of entries: ``known_fn`` on Python numbers, ``traced_fn`` otherwise."""
+    return lambda *xs: known_fn(*xs) if all(_known(x) for x in xs) else traced_fn(*xs)
+
+
+def _integer_pow(y):
+    def power(a):
+        if _known(a):
+            return a**y
+        result = a
+        for _ in range(abs(y) - 1):
+            result = result * a
+        return 1 / result if y < 0 else result
+    return power
+
+
+def _select(dtype, predicate, *cases):
+    """select_n on entries, ``dtype`` the result's."""
+    if _known(predicate):
+        return cases[int(predicate)]
+    if all(_known(c) for c in cases) and len(set(cases)) == 1:
+        return cases[0]
+    return lax.select_n(predicate, *[jnp.asarray(c, dtype) for c in cases])
+
+
+_UNARY_NAMES = {"sin": "sin", "cos": "cos", "tan": "tan", "sqrt": "sqrt", "exp": "exp", "log": "log",
+                "tanh": "tanh", "abs": "abs", "atan": "arctan", "asin": "arcsin", "acos": "arccos",
+                "sign": "sign", "floor": "floor", "ceil": "ceil"}
+
+#: Elementwise primitives: their function of entries.
+ELEMENTWISE = {
+    "add": _add, "add_any": _add, "sub": _sub, "mul": _mul, "div": _div,
+    "neg": lambda a: -a,
+    "max": _either(max, jnp.maximum), "min": _either(min, jnp.minimum),
+    "atan2": _either(math.atan2, jnp.arctan2), "pow": lambda a, b: a**b,
+    # jnp's forms promote a known Python number to the traced operand's type (lax's would not)
+    "eq": _either(lambda a, b: a == b, jnp.equal), "ne": _either(lambda a, b: a != b, jnp.not_equal),
+    "lt": _either(lambda a, b: a < b, jnp.less), "le": _either(lambda a, b: a <= b, jnp.less_equal),
+    "gt": _either(lambda a, b: a > b, jnp.greater), "ge": _either(lambda a, b: a >= b, jnp.greater_equal),
+    "and": _either(lambda a, b: a & b, jnp.bitwise_and), "or": _either(lambda a, b: a | b, jnp.bitwise_or),
+    "not": _either(lambda a: not a if isinstance(a, bool) else ~a, jnp.invert),
+    "square": lambda a: _mul(a, a),
+    "rsqrt": _either(lambda a: 1 / math.sqrt(a), lax.rsqrt),
+    "stop_gradient": _either(lambda a: a, lax.stop_gradient),
+    "rem": _either(lambda a, b: type(a)(math.fmod(a, b)), jnp.fmod),
+    **{name: _either(lambda a, f=getattr(np, fn): f(a).item(), getattr(jnp, fn)) for name, fn in _UNARY_NAMES.items()},
+}
+
+
+def _apply(fn, *arrays):
+    arrays = np.broadcast_arrays(*arrays)
+    out = np.empty(arrays[0].shape, dtype=object)
+    for index in np.ndindex(out.shape):
+        out[index] = fn(*(a[index] for a in arrays))
+    return out
+
+
+def _sum(terms):
+    total = 0
+    for term in terms:
+        total = _add(total, term)
+    return total
+
+
+def entries(value) -> np.ndarray:
+    """A concrete array as an object array of Python numbers."""
+    a = np.asarray(value)
+    out = np.empty(a.shape, dtype=object)
+    for index in np.ndindex(a.shape):
+        out[index] = a[index].item()
+    return out
+
+
+def _traced_entries(x) -> np.ndarray:
+    """A traced array as an object array of its scalar slices."""
+    flat = jnp.reshape(x, -1)
+    out = np.empty(x.shape, dtype=object)
+    for k, index in enumerate(np.ndindex(x.shape)):
+        out[index] = lax.index_in_dim(flat, k, keepdims=False)
+    return out
+
+
+# -- primitives ----------------------------------------------------------------------------
+
+
+def _broadcast_in_dim(x, shape, broadcast_dimensions, **_):
+    expanded = [1] * len(shape)
+    for axis, dim in enumerate(broadcast_dimensions):
+        expanded[dim] = x.shape[axis]
+    return np.broadcast_to(x.reshape(expanded), shape).copy()
+
+
+def _slice(x, start_indices, limit_indices, strides):
+    strides = strides or (1,) * len(start_indices)
+    return x[tuple(slice(*s) for s in zip(start_indices, limit_indices, strides))]
+
+
+def _iota(dtype, shape, dimension, **_):
+    column = np.arange(shape[dimension]).reshape([-1 if i == dimension else 1 for i in range(len(shape))])
+    return entries(np.broadcast_to(column, shape).astype(dtype))
+
+
+def _reduce_sum(x, axes, **_):
+    kept = [i for i in range(x.ndim) if i not in axes]
+    rows = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+    out = np.empty(rows.shape[:-1], dtype=object)
+    for index in np.ndindex(out.shape):
+        out[index] = _sum(rows[index])
+    return out
+
+
+def _dot_general(x, y, dimension_numbers, **_):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_free = [i for i in range(x.ndim) if i not in x_contract and i not in x_batch]
+    y_free = [i for i in range(y.ndim) if i not in y_contract and i not in y_batch]
+    xt = np.transpose(x, list(x_batch) + x_free + list(x_contract))
+    yt = np.transpose(y, list(y_batch) + y_free + list(y_contract))
+    nb = len(x_batch)
+    batch, xf, yf = xt.shape[:nb], xt.shape[nb:nb + len(x_free)], yt.shape[nb:nb + len(y_free)]
+    xs, ys = xt.reshape(batch + xf + (-1,)), yt.reshape(batch + yf + (-1,))
+    out = np.empty(batch + xf + yf, dtype=object)
+    for index in np.ndindex(out.shape):
+        b, i, j = index[:nb], index[nb:nb + len(xf)], index[nb + len(xf):]
+        out[index] = _sum(_mul(p, r) for p, r in zip(xs[b + i], ys[b + j]))
+    return out
+
+
+def _convert(x, new_dtype, **_):
+    dtype = np.dtype(new_dtype)
+    return _apply(lambda a: dtype.type(a).item() if _known(a) else lax.convert_element_type(a, dtype), x)
+
+
+def _moved(eqn, x, *indices):
+    """A data-movement primitive with known indices: applied to the entries' numbering."""
+    if not all(_known(v) for a in indices for v in a.flat):
+        raise NotScalarizable(f"{eqn.primitive.name} with traced indices")
+    numbering = np.arange(x.size).reshape(x.shape)
+    with jax.ensure_compile_time_eval():
+        moved = eqn.primitive.bind(jnp.asarray(numbering), *[jnp.asarray(a.tolist()) for a in indices],
+                                   **eqn.params)
+    return x.reshape(-1)[np.asarray(moved)]
+
+
+def _update_slice(eqn, x, update, *indices):
+    """dynamic_update_slice with known indices, on the entries' numbering."""
+    if not all(_known(v) for a in indices for v in a.flat):
+        raise NotScalarizable("dynamic_update_slice with traced indices")
+    both = np.concatenate([x.reshape(-1), update.reshape(-1)])
+    with jax.ensure_compile_time_eval():
+        moved = eqn.primitive.bind(jnp.arange(x.size).reshape(x.shape),
+                                   jnp.arange(x.size, both.size).reshape(update.shape),
+                                   *[jnp.asarray(a.tolist()) for a in indices], **eqn.params)
+    return both[np.asarray(moved)]
+
+
+def _scatter(eqn, x, indices, updates):
+    """scatter-add (or scatter) with known indices: which update entries land
+    on each entry, found by scattering one-hot updates."""
+    if not all(_known(v) for v in indices.flat):
+        raise NotScalarizable(f"{eqn.primitive.name} with traced indices")
+    with jax.ensure_compile_time_eval():
+        one_hot = jnp.eye(updates.size, dtype=jnp.float32).reshape((updates.size,) + updates.shape)
+        zeros, where = jnp.zeros(x.shape, jnp.float32), jnp.asarray(indices.tolist())
+        landed = jax.vmap(lambda u: eqn.primitive.bind(zeros, where, u, **eqn.params))(one_hot)
+    landed = np.asarray(landed).reshape(updates.size, x.size) != 0
+    flat, terms, out = x.reshape(-1), updates.reshape(-1), np.empty(x.size, dtype=object)
+    for i in range(x.size):
+        hits = [terms[k] for k in np.flatnonzero(landed[:, i])]
+        out[i] = _sum([flat[i]] + hits) if eqn.primitive.name == "scatter-add" else (hits[-1] if hits else flat[i])
+    return out.reshape(x.shape)
+
+
+STRUCTURAL = {
+    "broadcast_in_dim": _broadcast_in_dim,
+    "reshape": lambda x, new_sizes, **_: x.reshape(new_sizes),
+    "squeeze": lambda x, dimensions: np.squeeze(x, axis=tuple(dimensions)),
+    "expand_dims": lambda x, dimensions: np.expand_dims(x, dimensions),
+    "transpose": lambda x, permutation: np.transpose(x, permutation),
+    "rev": lambda x, dimensions: np.flip(x, axis=dimensions),
+    "slice": _slice,
+    "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    "iota": _iota,
+    "reduce_sum": _reduce_sum,
+    "dot_general": _dot_general,
+    "convert_element_type": _convert,
+}
+#: Call-like primitives and the parameter holding the program they call.
+CALLS = {"pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr", "remat": "jaxpr",
+         "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr"}
+IDENTITY = ("device_put", "copy", "copy_p", "optimization_barrier")
+
+
+class _Budget:
+    """Counts the scalar results emitted; raises past ``limit`` (None: no limit)."""
+
+    def __init__(self, limit):
+        self.limit, self.used = limit, 0
+
+    def charge(self, outs):
+        for out in outs:
+            self.used += sum(not _known(v) for v in out.flat)
+        if self.limit is not None and self.used > self.limit:
+            raise NotScalarizable(f"the scalar program passed {self.limit} operations")
+
+
+#: The primitives whose results are emitted arithmetic (the rest move entries around).
+_ARITHMETIC = set(ELEMENTWISE) | {"select_n", "integer_pow", "reduce_sum", "dot_general", "convert_element_type"}
+
+
+def _eval(jaxpr, consts, args, budget):
+    env = {}
+
+    def read(v):
+        return entries(v.val) if isinstance(v, jex_core.Literal) else env[v]
+
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        outs = _eval_eqn(eqn, [read(v) for v in eqn.invars], budget)
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        if eqn.primitive.name in _ARITHMETIC:
+            budget.charge(outs)
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _eval_closed(closed, args, budget):
+    return _eval(closed.jaxpr, [entries(c) for c in closed.consts], args, budget)
+
+
+def _eval_eqn(eqn, ins, budget):
+    name, params = eqn.primitive.name, eqn.params
+    if name in ELEMENTWISE:
+        return _apply(ELEMENTWISE[name], *ins)
+    if name == "select_n":
+        return _apply(functools.partial(_select, eqn.outvars[0].aval.dtype), *ins)
+    if name == "integer_pow":
+        return _apply(_integer_pow(params["y"]), ins[0])
+    if name in STRUCTURAL:
+        return STRUCTURAL[name](*ins, **params)
+    if name in CALLS:
+        inner = params[CALLS[name]]
+        return _eval_closed(inner, ins, budget) if hasattr(inner, "consts") else _eval(inner, [], ins, budget)
+    if name in IDENTITY:
+        return ins if eqn.primitive.multiple_results else ins[0]
+    if name in ("gather", "dynamic_slice"):
+        return _moved(eqn, *ins)
+    if name == "dynamic_update_slice":
+        return _update_slice(eqn, *ins)
+    if name in ("scatter-add", "scatter"):
+        return _scatter(eqn, *ins)
+    if name == "scan":
+        return _scan(ins, budget, **params)
+    raise NotScalarizable(f"the scalar path does not evaluate {name!r}")
+
+
+def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):
+    """A scan unrolled: its body evaluated ``length`` times."""
+    consts, carry, xs = ins[:num_consts], ins[num_consts:num_consts + num_carry], ins[num_consts + num_carry:]
+    ys = [None] * length
+    for i in (reversed(range(length)) if reverse else range(length)):
+        out = _eval_closed(jaxpr, consts + carry + [x[i] for x in xs], budget)
+        carry, ys[i] = out[:num_carry], out[num_carry:]
+    num_ys = len(jaxpr.jaxpr.outvars) - num_carry
+    return carry + [np.stack([y[k] for y in ys]) for k in range(num_ys)]
+
+
+def _assemble(obj, aval):
+    values = [jnp.asarray(v, aval.dtype) if _known(v) else lax.convert_element_type(v, aval.dtype)
+              for v in obj.reshape(-1)]
+    return jnp.stack(values).reshape(aval.shape) if values else jnp.zeros(aval.shape, aval.dtype)
+
+
+def scalarize(fn, max_operations: int | None = None):
+    """``fn`` (a function of arrays and pytrees of arrays) re-emitted entry by
+    entry with its known numbers folded (see the module notes); raises
+    :class:`NotScalarizable` when its program holds an operation the scalar
+    path does not evaluate, or when it would emit more than
+    ``max_operations`` arithmetic operations. Same outputs as ``fn``; works
+    under ``jit``, ``vmap`` and ``grad``."""
+
+    @functools.wraps(fn)
+    def scalarized(*args):
+        leaves, tree = jax.tree.flatten(args)
+        closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)),
+                                           return_shape=True)(*leaves)
+        consts = [_traced_entries(c) if isinstance(c, jax.core.Tracer) else entries(c) for c in closed.consts]
+        outs = _eval(closed.jaxpr, consts, [_traced_entries(jnp.asarray(x)) for x in leaves],
+                     _Budget(max_operations))
+        values = [_assemble(o, v.aval) for o, v in zip(outs, closed.jaxpr.outvars)]
+        return jax.tree.unflatten(jax.tree.structure(out_shape), values)
+
+    return scalarized

@@ -1,0 +1,152 @@
+"""The scalar path (simbodyx.scalarize): the same values and derivatives as
+the array program, far fewer operations, the automatic choice and its
+fallback. Tolerances: TOL (a few hundred ulps) for values, which differ
+only in the order of additions; 1e-10 for gradients through a rollout."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import FD_STEP, FD_TOL, TOL, new_system
+
+import simbodyx as sx
+from simbodyx.scalarize import MAX_MOBILITIES, NotScalarizable, scalarize
+
+T, MB = sx.Transform, sx.MobilizedBody
+
+
+def _num_eqns(fn, *args):
+    """Operations in fn's program, those of called programs included."""
+    def count(jaxpr):
+        return sum(1 + sum(count(sub) for sub in jax.core.jaxprs_in_params(e.params)) for e in jaxpr.eqns)
+    return count(jax.make_jaxpr(fn)(*args).jaxpr)
+
+
+def _arithmetic(fn, *args):
+    """The arithmetic primitives of fn's (flat) program and how often each occurs."""
+    names = [e.primitive.name for e in jax.make_jaxpr(fn)(*args).jaxpr.eqns]
+    return {n: names.count(n) for n in set(names) if n in ("add", "sub", "mul", "neg", "sin", "div")}
+
+
+def test_known_numbers_fold_and_the_rest_is_emitted_once_per_entry():
+    A = jnp.array([[1.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+
+    def f(x):
+        y = A @ x + jnp.cross(x, jnp.array([0.0, 0.0, 1.0]))
+        return jnp.sin(y[:2]).sum() * jnp.ones(2), y
+
+    g = scalarize(f)
+    x = jnp.array([0.3, -1.2, 0.7])
+    for a, b in zip(f(x), g(x)):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-15)
+    # y = (x0 + 2 x2 + x1, x1 - x0, 0) and sin(y0) + sin(y1): the zeros and ones of A and e_z fold away
+    assert _arithmetic(g, x) == {"mul": 1, "add": 4, "neg": 1, "sin": 2}
+    assert _num_eqns(g, x) < _num_eqns(f, x)
+    np.testing.assert_allclose(jax.jit(g)(x)[1], f(x)[1], atol=1e-15)
+    xs = jnp.stack([x, 2 * x])
+    np.testing.assert_allclose(jax.vmap(g)(xs)[1], jax.vmap(f)(xs)[1], atol=1e-15)
+    grad = jax.grad(lambda x, h: h(x)[0][0] + h(x)[1] @ jnp.arange(3.0), argnums=0)
+    np.testing.assert_allclose(grad(x, g), grad(x, f), atol=1e-15)
+
+
+def test_operations_it_does_not_evaluate_raise():
+    with pytest.raises(NotScalarizable, match="cholesky"):
+        scalarize(jnp.linalg.cholesky)(jnp.eye(3))
+    with pytest.raises(NotScalarizable, match="traced indices"):
+        scalarize(lambda x, i: x[i])(jnp.arange(3.0), 1)
+
+
+def _models():
+    """Small models on the automatic scalar path: the cart-pole (Slider, Pin)
+    and a Ball pendulum on a Slider with a tilted frame and a spring (quaternions)."""
+    system, matter, forces = new_system()
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    cart = MB.Slider(matter.Ground(), sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.01))))
+    MB.Pin(cart, sx.Body.Rigid(sx.MassProperties.from_central(0.1, [0, -0.5, 0], sx.Inertia(0.01, 0.0, 0.01))))
+    cartpole, _ = system.realize_topology()
+    system, matter, forces = new_system()
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    base = MB.Slider(matter.Ground(), T(sx.Rotation.about_z(0.4), [0, 0, 0]),
+                     sx.Body.Rigid(sx.MassProperties(2.0, [0, 0, 0], sx.Inertia(0.1))), T())
+    ball = MB.Ball(base, T([0, -0.2, 0.1]), sx.Body.Rigid(
+        sx.MassProperties.from_central(0.7, [0.1, -0.4, 0.05], sx.Inertia(0.03, 0.02, 0.04, 0.001, 0.0, 0.002))), T())
+    sx.Force.TwoPointLinearSpring(forces, matter.Ground(), [0.5, 0, 0], ball, [0, -0.4, 0], 30.0, 0.2)
+    pendulum, _ = system.realize_topology()
+    return {"cartpole": cartpole, "ball_pendulum": pendulum}
+
+
+MODELS = _models()
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_scalar_path_equals_the_array_program(name):
+    """Derivatives and their Jacobian with respect to (q, u) at random
+    States on both paths; the gradient of a controlled RK4 rollout on the
+    scalar path (the controls reach it as traced numbers inside the Model)
+    against central differences along a random direction (FD_TOL)."""
+    model = MODELS[name]
+    assert model.uses_scalar_path() and model.topology.nu <= MAX_MOBILITIES
+    rng = np.random.default_rng(0)
+    state = model.default_state()
+    states = jax.vmap(lambda q, u: model.matter.normalize_quaternions(state.with_q(q).with_u(u)))(
+        jnp.asarray(state.q + 0.5 * rng.normal(size=(4, state.q.size))), jnp.asarray(rng.normal(size=(4, state.u.size))))
+    start = jax.tree.map(lambda x: x[0], states)
+
+    def on_both(f):
+        return [jax.jit(f(model.with_scalar_path(use))) for use in (True, False)]
+
+    def field(m):
+        return lambda q, u: jnp.concatenate(sx.integrate.derivatives(m, start.with_q(q).with_u(u)))
+
+    values, jacobians = (on_both(lambda m: jax.vmap(lambda s: jnp.concatenate(sx.integrate.derivatives(m, s)))),
+                         on_both(lambda m: jax.jacrev(field(m), argnums=(0, 1))))
+    a, b = values[0](states), values[1](states)
+    np.testing.assert_allclose(a, b, rtol=0, atol=TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))
+    for a, b in zip(jacobians[0](start.q, start.u), jacobians[1](start.q, start.u)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e3 * TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))
+
+    scalar_model = model.with_scalar_path(True)
+
+    def loss(controls):
+        final, _ = sx.integrate.rollout(scalar_model, start, 0.01, controls=controls, energy=False)
+        return jnp.sum(final.q ** 2) + jnp.sum(final.u ** 2)
+
+    controls = jnp.asarray(rng.normal(size=(20, model.topology.nu)))
+    direction = jnp.asarray(rng.normal(size=controls.shape))
+    value = jax.jit(loss)
+    slope = (value(controls + FD_STEP * direction) - value(controls - FD_STEP * direction)) / (2 * FD_STEP)
+    np.testing.assert_allclose(jnp.vdot(jax.jit(jax.grad(loss))(controls), direction), slope, rtol=FD_TOL)
+
+
+def test_automatic_choice_declines_large_or_unevaluable_programs_and_remembers():
+    """A four-bar (3 u, a Ball constraint: its constrained solve is a custom
+    linear solve the scalar path does not evaluate) and a chain of four Pins
+    on tilted frames (about 2,300 operations) fall back to the array
+    program; forcing the scalar path raises on the first and works on the
+    second; a chain longer than MAX_MOBILITIES is not tried."""
+    link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02, 0.01, 0.02)))
+
+    def chain(n, closed=False):
+        system, matter, forces = new_system()
+        sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+        bodies = [matter.Ground()]
+        for i in range(n):
+            bodies.append(MB.Pin(bodies[-1], T(sx.Rotation.about_x(0.3 * (i % 2)), [0, -1.0 if i else 0.0, 0]),
+                                 link, T()))
+        if closed:
+            rocker = MB.Pin(matter.Ground(), T([1.0, 0, 0]), link, T())
+            sx.Constraint.Ball(bodies[-1], [1.0, -0.5, 0], rocker, [0, -1.5, 0])
+        return system.realize_topology()
+
+    for model, state in (chain(2, closed=True), chain(4)):
+        assert model.uses_scalar_path()
+        array = sx.integrate.derivatives(model.with_scalar_path(False), state)
+        for a, b in zip(sx.integrate.derivatives(model, state), array):
+            np.testing.assert_array_equal(a, b)
+        assert not model.uses_scalar_path() and model.with_scalar_path(True).uses_scalar_path()
+    closed_model, closed_state = chain(2, closed=True)
+    with pytest.raises(NotScalarizable):
+        sx.integrate.derivatives(closed_model.with_scalar_path(True), closed_state)
+    forced = sx.integrate.derivatives(model.with_scalar_path(True), state)
+    np.testing.assert_allclose(forced[1], array[1], atol=TOL[np.dtype("float64")])
+    assert not chain(MAX_MOBILITIES + 1)[0].uses_scalar_path()
