@@ -7,8 +7,9 @@
 The defaults (chain7, the humanoid and every_joint, every operation; the
 closed chains four_bar and humanoid_welded, constrained and unconstrained
 forward dynamics; batch 1 and 1,024, with the Pinocchio, MuJoCo and MJX
-peers, and the batch-1 rows of trajopt.py) take about 10 minutes on a 2-core machine; ``--models all`` adds chain30 and Simbody's 256-body set,
-whose compile times are themselves a finding (see benchmarks/README.md).
+peers, and the batch-1 rows of trajopt.py) take about 16 minutes on a
+2-core machine; ``--models all`` adds chain30, the published robots and
+Simbody's 256-body set.
 
 For each model and operation: cold compile time of one jitted call, its
 latency, and batched throughput per batch size, computed the way

@@ -8,8 +8,8 @@ method to wrap (so that ``eqx.filter_jit(model.realize)`` sees the model's
 arrays). Here plain attributes skip that check and methods still go through
 equinox, so the behaviour is equinox's. Passing the humanoid's Model into a
 jitted call cost 13.3 us against 10.2 us with this lookup (median of 10
-alternating rounds in one process; benchmarks/README.md, "Memory, dispatch
-and the twist form's compile cost").
+alternating rounds in one process; benchmarks/README.md, "Why the code is
+as it is").
 """
 
 from __future__ import annotations

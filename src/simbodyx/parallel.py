@@ -33,7 +33,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 #: States per chunk in :func:`batched`. For the suite's chain7 and humanoid
 #: forward dynamics on a 2-core machine, chunks of 64-256 were within noise of
-#: each other and 32 or 512 slower (benchmarks/README.md).
+#: each other and 32 or 512 slower (benchmarks/README.md, "Why the code is as it is").
 CHUNK_SIZE = 128
 
 

@@ -5,7 +5,7 @@ Why: on an x86-64 CPU with AVX-512, XLA emitted 512-bit code for the
 dynamics' small fused kernels, and it ran 1.2-1.5x slower than AVX2 code:
 one core of an AMD EPYC (Zen 4) with jaxlib 0.6.2, per state, forward
 dynamics chain7 2.36 -> 1.74 us and humanoid 9.6 -> 6.4 us, the humanoid's
-gradient 23.1 -> 18.5 us (benchmarks/README.md, "AVX2 code"). On an Intel
+gradient 23.1 -> 18.5 us (benchmarks/README.md, "Why the code is as it is"). On an Intel
 Xeon with jax 0.11.2 the two were within noise of each other. On a CPU
 without AVX-512 the cap changes nothing.
 

@@ -17,9 +17,8 @@ def mat_mul(a, b, transpose_b=False):
     the sum, and both transpose to the same two operations, so a gradient's
     backward pass fuses as well as the forward one. A batched ``dot`` per 3x3
     or 6x6 product is far slower on XLA's CPU backend; a sum of width-1 slices
-    (this module's form until 2026-11-23) fuses forward but its slices
-    transpose to full-size pads, which made reverse mode memory-bound
-    (benchmarks/README.md, "Reductions, not slices")."""
+    fuses forward but its slices transpose to full-size pads, which made reverse mode memory-bound
+    (benchmarks/README.md, "Why the code is as it is")."""
     if transpose_b:
         b = jnp.swapaxes(b, -1, -2)
     return jnp.sum(jnp.expand_dims(a, -1) * jnp.expand_dims(b, -3), axis=-2)
