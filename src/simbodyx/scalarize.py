@@ -180,7 +180,7 @@ def _sum(terms):
     return total
 
 
-def entries(value) -> np.ndarray:
+def _entries(value) -> np.ndarray:
     """A concrete array as an object array of Python numbers."""
     a = np.asarray(value)
     out = np.empty(a.shape, dtype=object)
@@ -215,7 +215,7 @@ def _slice(x, start_indices, limit_indices, strides):
 
 def _iota(dtype, shape, dimension, **_):
     column = np.arange(shape[dimension]).reshape([-1 if i == dimension else 1 for i in range(len(shape))])
-    return entries(np.broadcast_to(column, shape).astype(dtype))
+    return _entries(np.broadcast_to(column, shape).astype(dtype))
 
 
 def _reduce_sum(x, axes, **_):
@@ -329,7 +329,7 @@ def _eval(jaxpr, consts, args, budget):
     env = {}
 
     def read(v):
-        return entries(v.val) if isinstance(v, jex_core.Literal) else env[v]
+        return _entries(v.val) if isinstance(v, jex_core.Literal) else env[v]
 
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
@@ -343,7 +343,7 @@ def _eval(jaxpr, consts, args, budget):
 
 
 def _eval_closed(closed, args, budget):
-    return _eval(closed.jaxpr, [entries(c) for c in closed.consts], args, budget)
+    return _eval(closed.jaxpr, [_entries(c) for c in closed.consts], args, budget)
 
 
 def _eval_eqn(eqn, ins, budget):
@@ -402,7 +402,7 @@ def scalarize(fn, max_operations: int | None = None):
         leaves, tree = jax.tree.flatten(args)
         closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)),
                                            return_shape=True)(*leaves)
-        consts = [_traced_entries(c) if isinstance(c, jax.core.Tracer) else entries(c) for c in closed.consts]
+        consts = [_traced_entries(c) if isinstance(c, jax.core.Tracer) else _entries(c) for c in closed.consts]
         outs = _eval(closed.jaxpr, consts, [_traced_entries(jnp.asarray(x)) for x in leaves],
                      _Budget(max_operations))
         values = [_assemble(o, v.aval) for o, v in zip(outs, closed.jaxpr.outvars)]
