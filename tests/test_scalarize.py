@@ -5,6 +5,7 @@ only in the order of additions; 1e-10 for gradients through a rollout."""
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 import numpy as np
 import pytest
 from conftest import FD_STEP, FD_TOL, TOL, new_system
@@ -47,6 +48,21 @@ def test_known_numbers_fold_and_the_rest_is_emitted_once_per_entry():
     np.testing.assert_allclose(jax.vmap(g)(xs)[1], jax.vmap(f)(xs)[1], atol=1e-15)
     grad = jax.grad(lambda x, h: h(x)[0][0] + h(x)[1] @ jnp.arange(3.0), argnums=0)
     np.testing.assert_allclose(grad(x, g), grad(x, f), atol=1e-15)
+
+
+def test_data_movement_with_known_indices_is_bookkeeping():
+    """Gathers, dynamic slices and updates, scatters and scatter-adds with
+    known indices move entries (and add the colliding ones) without emitting
+    anything but the additions."""
+    def f(x):
+        moved = lax.dynamic_update_slice(x[jnp.array([2, 0, 1, 1])], lax.dynamic_slice(x, (1,), (2,)), (1,))
+        return moved.at[jnp.array([0, 0, 3])].add(x[:3]), x.at[jnp.array([1])].set(x[:1] * 2.0)
+
+    x = jnp.array([0.3, -1.2, 0.7])
+    for a, b in zip(scalarize(f)(x), f(x)):
+        np.testing.assert_array_equal(a, b)
+    # entry 0 collects x0 and x1, entry 3 collects x2: three additions; the doubling: one product
+    assert _arithmetic(scalarize(f), x) == {"add": 3, "mul": 1}
 
 
 def test_operations_it_does_not_evaluate_raise():

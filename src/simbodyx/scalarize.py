@@ -248,37 +248,31 @@ def _convert(x, new_dtype, **_):
     return _apply(lambda a: dtype.type(a).item() if _known(a) else lax.convert_element_type(a, dtype), x)
 
 
-def _moved(eqn, x, *indices):
-    """A data-movement primitive with known indices: applied to the entries' numbering."""
+def _known_indices(eqn, indices):
+    """Index operands of ``eqn`` as NumPy arrays, when every entry is known."""
     if not all(_known(v) for a in indices for v in a.flat):
         raise NotScalarizable(f"{eqn.primitive.name} with traced indices")
-    numbering = np.arange(x.size).reshape(x.shape)
-    with jax.ensure_compile_time_eval():
-        moved = eqn.primitive.bind(jnp.asarray(numbering), *[jnp.asarray(a.tolist()) for a in indices],
-                                   **eqn.params)
-    return x.reshape(-1)[np.asarray(moved)]
+    return [np.asarray(a.tolist()) for a in indices]
 
 
-def _update_slice(eqn, x, update, *indices):
-    """dynamic_update_slice with known indices, on the entries' numbering."""
-    if not all(_known(v) for a in indices for v in a.flat):
-        raise NotScalarizable("dynamic_update_slice with traced indices")
-    both = np.concatenate([x.reshape(-1), update.reshape(-1)])
+def _moved(eqn, data, indices):
+    """A data-movement primitive (gather, dynamic_slice, dynamic_update_slice)
+    with known indices: applied to the numbering of its data operands' entries."""
+    where = _known_indices(eqn, indices)
+    ends = np.cumsum([0] + [d.size for d in data])
     with jax.ensure_compile_time_eval():
-        moved = eqn.primitive.bind(jnp.arange(x.size).reshape(x.shape),
-                                   jnp.arange(x.size, both.size).reshape(update.shape),
-                                   *[jnp.asarray(a.tolist()) for a in indices], **eqn.params)
-    return both[np.asarray(moved)]
+        numbering = [jnp.arange(lo, hi).reshape(d.shape) for lo, hi, d in zip(ends[:-1], ends[1:], data)]
+        moved = eqn.primitive.bind(*numbering, *map(jnp.asarray, where), **eqn.params)
+    return np.concatenate([d.reshape(-1) for d in data])[np.asarray(moved)]
 
 
 def _scatter(eqn, x, indices, updates):
     """scatter-add (or scatter) with known indices: which update entries land
     on each entry, found by scattering one-hot updates."""
-    if not all(_known(v) for v in indices.flat):
-        raise NotScalarizable(f"{eqn.primitive.name} with traced indices")
+    (where,) = _known_indices(eqn, [indices])
     with jax.ensure_compile_time_eval():
         one_hot = jnp.eye(updates.size, dtype=jnp.float32).reshape((updates.size,) + updates.shape)
-        zeros, where = jnp.zeros(x.shape, jnp.float32), jnp.asarray(indices.tolist())
+        zeros, where = jnp.zeros(x.shape, jnp.float32), jnp.asarray(where)
         landed = jax.vmap(lambda u: eqn.primitive.bind(zeros, where, u, **eqn.params))(one_hot)
     landed = np.asarray(landed).reshape(updates.size, x.size) != 0
     flat, terms, out = x.reshape(-1), updates.reshape(-1), np.empty(x.size, dtype=object)
@@ -362,9 +356,9 @@ def _eval_eqn(eqn, ins, budget):
     if name in IDENTITY:
         return ins if eqn.primitive.multiple_results else ins[0]
     if name in ("gather", "dynamic_slice"):
-        return _moved(eqn, *ins)
+        return _moved(eqn, ins[:1], ins[1:])
     if name == "dynamic_update_slice":
-        return _update_slice(eqn, *ins)
+        return _moved(eqn, ins[:2], ins[2:])
     if name in ("scatter-add", "scatter"):
         return _scatter(eqn, *ins)
     if name == "scan":
