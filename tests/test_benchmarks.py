@@ -2,12 +2,22 @@
 simbodyx and, when installed, Pinocchio rows in its JSON line, with each
 JAX program's planned peak memory."""
 
+import importlib
 import json
 import pathlib
 import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _benchmark(name):
+    """A script of benchmarks/ as a module (the scripts import each other by name)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
 
 
 def test_benchmark_script_smoke():
@@ -40,11 +50,7 @@ def test_benchmark_script_smoke():
 
 
 def test_time_ratio_alternates_and_reports_each_round():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import run
-    finally:
-        sys.path.pop(0)
+    run = _benchmark("run")
     import jax
     import jax.numpy as jnp
 
@@ -71,11 +77,7 @@ def test_profile_script_attributes_kernels_to_stages():
 
 
 def test_program_memory_counts_arguments_and_outputs():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import run
-    finally:
-        sys.path.pop(0)
+    run = _benchmark("run")
     import jax
     import jax.numpy as jnp
 
@@ -106,11 +108,7 @@ def test_rollout_gradient_rows_on_a_slider():
     batched, and checkpointing planning no more memory than keeping every
     step's internals (the quarter-horizon rows are the same code at
     another length: left to the script)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import rollout_grad
-    finally:
-        sys.path.pop(0)
+    rollout_grad = _benchmark("rollout_grad")
     import simbodyx as sx
     from conftest import new_system
 
@@ -136,11 +134,7 @@ def test_trajopt_rows_agree_with_their_peers():
     closed-form cart-pole equals simbodyx's accelerations, the swing-up loss
     agrees between them (checked inside), and MuJoCo C's RK4 rollout ends
     where simbodyx's does (checked inside)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import trajopt
-    finally:
-        sys.path.pop(0)
+    trajopt = _benchmark("trajopt")
     import jax.numpy as jnp
     import numpy as np
 
