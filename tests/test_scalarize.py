@@ -48,6 +48,12 @@ def test_known_numbers_fold_and_the_rest_is_emitted_once_per_entry():
     np.testing.assert_allclose(jax.vmap(g)(xs)[1], jax.vmap(f)(xs)[1], atol=1e-15)
     grad = jax.grad(lambda x, h: h(x)[0][0] + h(x)[1] @ jnp.arange(3.0), argnums=0)
     np.testing.assert_allclose(grad(x, g), grad(x, f), atol=1e-15)
+    x32 = x.astype(jnp.float32)  # float32 stays float32 (f's float64 constants promote, as in f)
+    for h in (f, lambda x: jnp.cross(x, x[::-1]) * 2.0):
+        for a, b in zip(jax.tree.leaves(jax.jit(scalarize(h))(x32)), jax.tree.leaves(h(x32))):
+            assert a.dtype == b.dtype
+            np.testing.assert_allclose(a, b, rtol=0, atol=TOL[np.dtype("float32")])
+    assert scalarize(h)(x32).dtype == jnp.float32
 
 
 def test_data_movement_with_known_indices_is_bookkeeping():
