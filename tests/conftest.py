@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 jax.config.update("jax_enable_x64", True)
-jax.config.update(
-    "jax_compilation_cache_dir",
-    os.environ.get("SIMBODYX_JAX_CACHE", str(pathlib.Path(__file__).resolve().parents[1] / ".jax_cache")),
-)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+#: The persistent compilation cache (SIMBODYX_JAX_CACHE: its folder, or "off").
+JAX_CACHE = os.environ.get("SIMBODYX_JAX_CACHE", str(pathlib.Path(__file__).resolve().parents[1] / ".jax_cache"))
+if JAX_CACHE != "off":
+    jax.config.update("jax_compilation_cache_dir", JAX_CACHE)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 # The parallel workers share this cache. An entry read while another worker
 # is still writing it fails to load; JAX then warns and compiles it again.
 

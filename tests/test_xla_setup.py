@@ -1,5 +1,6 @@
-"""simbodyx.xla_setup: importing simbodyx caps XLA's CPU code at AVX2 on
-x86-64, unless the user chose a cap or JAX's backends already started."""
+"""simbodyx.xla_setup: importing simbodyx sets XLA's CPU options where they
+apply (the AVX2 cap on x86-64, no YNNPACK fusions on jaxlib >= 0.8.1),
+unless the user chose them or JAX's backends already started."""
 
 import os
 import pathlib
@@ -8,24 +9,37 @@ import subprocess
 import sys
 
 import pytest
+from jaxlib.version import __version__ as JAXLIB
 
-from simbodyx.xla_setup import CPU_ISA_CAP, flags_with_isa_cap
+from simbodyx.xla_setup import CPU_ISA_CAP, flags_with_cpu_options, release
 
 pytestmark = pytest.mark.smoke
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAP = f"--xla_cpu_max_isa={CPU_ISA_CAP}"
+NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
 
 
-@pytest.mark.parametrize("flags, machine, expected", [
-    ("", "x86_64", CAP),
-    ("", "AMD64", CAP),
-    ("--xla_force_host_platform_device_count=2", "x86_64", f"--xla_force_host_platform_device_count=2 {CAP}"),
-    ("--xla_cpu_max_isa=AVX512", "x86_64", None),  # the user's choice stays
-    ("", "aarch64", None),
-    ("", "arm64", None),
+@pytest.mark.parametrize("flags, machine, jaxlib, expected", [
+    ("", "x86_64", "0.6.2", CAP),
+    ("", "AMD64", "0.6.2", CAP),
+    ("--xla_force_host_platform_device_count=2", "x86_64", "0.6.2",
+     f"--xla_force_host_platform_device_count=2 {CAP}"),
+    ("--xla_cpu_max_isa=AVX512", "x86_64", "0.6.2", None),  # the user's choice stays
+    ("", "aarch64", "0.6.2", None),
+    ("", "x86_64", "0.8.0", CAP),
+    ("", "x86_64", "0.8.1", f"{CAP} {NO_YNN}"),
+    ("", "x86_64", "0.10.2.dev20260301", f"{CAP} {NO_YNN}"),
+    ("", "arm64", "0.10.2", NO_YNN),
+    ("--xla_cpu_experimental_ynn_fusion_type=reduce", "x86_64", "0.10.2",
+     f"--xla_cpu_experimental_ynn_fusion_type=reduce {CAP}"),
 ])
-def test_the_cap_is_added_only_where_it_applies(flags, machine, expected):
-    assert flags_with_isa_cap(flags, machine) == expected
+def test_options_are_added_only_where_they_apply(flags, machine, jaxlib, expected):
+    assert flags_with_cpu_options(flags, machine, jaxlib) == expected
+
+
+def test_release_numbers():
+    assert release("0.10.2") == (0, 10, 2) > release("0.8.1") > release("0.8") == (0, 8, 0)
+    assert release("0.8.1.dev20251020") == (0, 8, 1)
 
 
 def _flags_after(code, **env):
@@ -36,9 +50,11 @@ def _flags_after(code, **env):
     return out.stdout.strip().splitlines()[-1]
 
 
-@pytest.mark.skipif(flags_with_isa_cap("", platform.machine()) is None, reason="not x86-64")
-def test_import_sets_the_cap_before_jax_starts_and_only_then():
-    assert _flags_after("import jax; import simbodyx") == repr(CAP)
-    assert _flags_after("import simbodyx", XLA_FLAGS="--xla_cpu_max_isa=AVX512") == repr("--xla_cpu_max_isa=AVX512")
+@pytest.mark.skipif(flags_with_cpu_options("", platform.machine(), JAXLIB) is None, reason="no option applies")
+def test_import_sets_the_options_before_jax_starts_and_only_then():
+    expected = flags_with_cpu_options("", platform.machine(), JAXLIB)
+    assert _flags_after("import jax; import simbodyx") == repr(expected)
+    mine = f"--xla_cpu_max_isa=AVX512 {NO_YNN}reduce"
+    assert _flags_after("import simbodyx", XLA_FLAGS=mine) == repr(mine)
     # JAX already computed: XLA has read its flags, so simbodyx leaves them alone.
     assert _flags_after("import jax; jax.numpy.zeros(1); import simbodyx") == "None"

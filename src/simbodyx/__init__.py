@@ -8,15 +8,16 @@ Numbers follow JAX's default float type: float32 unless
 ``jax.config.update("jax_enable_x64", True)`` is set *before* the system is
 frozen (``Model.astype`` converts an existing model). simbodyx changes
 JAX's global configuration only when asked (``parallel.use_cpu_cores``),
-with two exceptions applied on import: XLA's CPU code is capped at AVX2 on
-x86-64 (``xla_setup``: AVX-512 code ran the dynamics 1.2-1.5x slower), and
-on JAX < 0.7 ``custom_linear_solve``'s transpose rule gets JAX 0.7's fix for
+with two exceptions applied on import: XLA's CPU options of ``xla_setup``
+(code capped at AVX2 on x86-64, where AVX-512 code ran the dynamics 1.2-1.5x
+slower; no YNNPACK fusions on jaxlib >= 0.8.1, which ran them 3-5x slower),
+and on JAX < 0.7 ``custom_linear_solve``'s transpose rule gets JAX 0.7's fix for
 symbolic-zero cotangents (``jax_compat``).
 """
 
 from simbodyx import jax_compat as jax_compat, xla_setup as xla_setup
 
-xla_setup.cap_cpu_isa()  # before anything below can start JAX's backends
+xla_setup.set_cpu_options()  # before anything below can start JAX's backends
 jax_compat.instantiate_linear_solve_cotangents()
 
 from simbodyx import (

@@ -1,39 +1,60 @@
-"""The one XLA option simbodyx sets: importing simbodyx caps the machine code
-that XLA's CPU backend generates at AVX2 (``--xla_cpu_max_isa=AVX2``).
+"""The XLA options simbodyx sets on import, for XLA's CPU backend only.
 
-Why: on an x86-64 CPU with AVX-512, XLA emitted 512-bit code for the
-dynamics' small fused kernels, and it ran 1.2-1.5x slower than AVX2 code:
-one core of an AMD EPYC (Zen 4) with jaxlib 0.6.2, per state, forward
-dynamics chain7 2.36 -> 1.74 us and humanoid 9.6 -> 6.4 us, the humanoid's
-gradient 23.1 -> 18.5 us (benchmarks/README.md, "Why the code is as it is"). On an Intel
-Xeon with jax 0.11.2 the two were within noise of each other. On a CPU
-without AVX-512 the cap changes nothing.
+- ``--xla_cpu_max_isa=AVX2`` on x86-64: on a CPU with AVX-512, XLA emitted
+  512-bit code for the dynamics' small fused kernels, and it ran 1.2-1.5x
+  slower than AVX2 code (one core of an AMD EPYC, Zen 4, jaxlib 0.6.2, per
+  state: forward dynamics chain7 2.36 -> 1.74 us and humanoid 9.6 -> 6.4
+  us, the humanoid's gradient 23.1 -> 18.5 us). On an Intel Xeon with jax
+  0.11.2 the two were within noise of each other; on a CPU without AVX-512
+  the cap changes nothing.
+- ``--xla_cpu_experimental_ynn_fusion_type=`` (the empty list) on jaxlib
+  0.8.1 and later, the releases that have the option: XLA otherwise hands
+  fusions of the dynamics' small reductions and elementwise kernels to the
+  YNNPACK library, and each such kernel ran 3-5x slower than XLA's own
+  (2-core AMD EPYC, jaxlib 0.10.2, per state at 128 states: forward
+  dynamics chain7 6.6 -> 2.2 us and humanoid 26.4 -> 8.2 us, the
+  humanoid's RK4 step 66 -> 28 us).
 
-XLA reads XLA_FLAGS once, when JAX starts its CPU backend, so the cap is
-added only while that has not happened (importing jax starts nothing; the
-first array or computation does): import simbodyx before computing with
-JAX. A ``--xla_cpu_max_isa`` already in XLA_FLAGS is the user's choice and
-is left alone (``XLA_FLAGS=--xla_cpu_max_isa=AVX512`` keeps AVX-512), and
-nothing is done on other processors. The cap applies to every JAX
-computation of the process on the CPU, simbodyx's or not.
+Figures per release: benchmarks/README.md, "Why the code is as it is".
+
+XLA reads XLA_FLAGS once, when JAX starts its CPU backend, so the options
+are added only while that has not happened (importing jax starts nothing;
+the first array or computation does): import simbodyx before computing
+with JAX. An option already in XLA_FLAGS is the user's choice and is left
+alone (``XLA_FLAGS=--xla_cpu_max_isa=AVX512`` keeps AVX-512). The options
+apply to every JAX computation of the process on the CPU, simbodyx's or not.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 
-#: The highest instruction set XLA's CPU backend may use, unless told otherwise.
+#: The highest instruction set XLA's CPU backend may use on x86-64, unless told otherwise.
 CPU_ISA_CAP = "AVX2"
-_ISA_FLAG = "--xla_cpu_max_isa"
+
+#: (flag, value, machines it applies to or None for all, oldest jaxlib that has the flag).
+CPU_OPTIONS = (
+    ("--xla_cpu_max_isa", CPU_ISA_CAP, ("x86_64", "amd64"), (0, 0, 0)),
+    ("--xla_cpu_experimental_ynn_fusion_type", "", None, (0, 8, 1)),
+)
 
 
-def flags_with_isa_cap(flags: str, machine: str) -> str | None:
-    """XLA_FLAGS with the cap appended, or None when ``flags`` already names
-    an instruction-set cap or ``machine`` (``platform.machine()``) is not x86-64."""
-    if machine.lower() not in ("x86_64", "amd64") or _ISA_FLAG in flags:
-        return None
-    return f"{flags} {_ISA_FLAG}={CPU_ISA_CAP}".strip()
+def release(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a version string such as ``"0.10.2"`` or ``"0.8.1.dev20251020"``."""
+    numbers = [int(n) for n in re.findall(r"\d+", version)[:3]]
+    return tuple(numbers + [0] * (3 - len(numbers)))
+
+
+def flags_with_cpu_options(flags: str, machine: str, jaxlib_version: str) -> str | None:
+    """XLA_FLAGS with the options of ``CPU_OPTIONS`` that apply to ``machine``
+    (``platform.machine()``) and ``jaxlib_version`` appended, leaving out any
+    flag ``flags`` already names; None when there is nothing to add."""
+    added = [f"{flag}={value}" for flag, value, machines, oldest in CPU_OPTIONS
+             if (machines is None or machine.lower() in machines)
+             and release(jaxlib_version) >= oldest and flag not in flags]
+    return " ".join([flags, *added]).strip() if added else None
 
 
 def _backends_started() -> bool:
@@ -44,10 +65,12 @@ def _backends_started() -> bool:
     return backends_are_initialized()
 
 
-def cap_cpu_isa() -> bool:
-    """Add the cap to ``os.environ["XLA_FLAGS"]`` where it applies and JAX's
-    backends have not started; returns whether it was added."""
-    flags = flags_with_isa_cap(os.environ.get("XLA_FLAGS", ""), platform.machine())
+def set_cpu_options() -> bool:
+    """Add the options to ``os.environ["XLA_FLAGS"]`` where they apply and
+    JAX's backends have not started; returns whether any was added."""
+    from jaxlib.version import __version__ as jaxlib_version
+
+    flags = flags_with_cpu_options(os.environ.get("XLA_FLAGS", ""), platform.machine(), jaxlib_version)
     if flags is None or _backends_started():
         return False
     os.environ["XLA_FLAGS"] = flags
