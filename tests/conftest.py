@@ -5,6 +5,7 @@ import os
 import pathlib
 
 import jax
+import jax.extend  # noqa: F401  (jax.extend.core below)
 import numpy as np
 import pytest
 
@@ -36,13 +37,18 @@ def tol(dtype):
     return TOL[np.dtype(dtype)]
 
 
+#: Sub-jaxprs of an equation's parameters: in ``jax.extend.core`` up to 0.6
+#: and from 0.11, only in ``jax.core`` between.
+jaxprs_in_params = getattr(jax.extend.core, "jaxprs_in_params", None) or jax.core.jaxprs_in_params
+
+
 def primitive_names(jaxpr):
     """The set of primitive names in a jaxpr and all its sub-jaxprs (jit,
     scan, cond branches, custom rules)."""
     names = set()
     for eqn in jaxpr.eqns:
         names.add(eqn.primitive.name)
-        for sub in jax.core.jaxprs_in_params(eqn.params):
+        for sub in jaxprs_in_params(eqn.params):
             names |= primitive_names(sub)
     return names
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 import pytest
-from conftest import FD_STEP, FD_TOL, TOL, new_system
+from conftest import FD_STEP, FD_TOL, TOL, jaxprs_in_params, new_system
 
 import simbodyx as sx
 from simbodyx.scalarize import MAX_MOBILITIES, NotScalarizable, scalarize
@@ -19,7 +19,7 @@ T, MB = sx.Transform, sx.MobilizedBody
 def _num_eqns(fn, *args):
     """Operations in fn's program, those of called programs included."""
     def count(jaxpr):
-        return sum(1 + sum(count(sub) for sub in jax.core.jaxprs_in_params(e.params)) for e in jaxpr.eqns)
+        return sum(1 + sum(count(sub) for sub in jaxprs_in_params(e.params)) for e in jaxpr.eqns)
     return count(jax.make_jaxpr(fn)(*args).jaxpr)
 
 

@@ -271,8 +271,9 @@ def _scatter(eqn, x, indices, updates):
     on each entry, found by scattering one-hot updates."""
     (where,) = _known_indices(eqn, [indices])
     with jax.ensure_compile_time_eval():
-        one_hot = jnp.eye(updates.size, dtype=jnp.float32).reshape((updates.size,) + updates.shape)
-        zeros, where = jnp.zeros(x.shape, jnp.float32), jnp.asarray(where)
+        dtype = eqn.invars[0].aval.dtype  # the primitive's update rule is typed (jax >= 0.11 checks)
+        one_hot = jnp.eye(updates.size, dtype=dtype).reshape((updates.size,) + updates.shape)
+        zeros, where = jnp.zeros(x.shape, dtype), jnp.asarray(where)
         landed = jax.vmap(lambda u: eqn.primitive.bind(zeros, where, u, **eqn.params))(one_hot)
     landed = np.asarray(landed).reshape(updates.size, x.size) != 0
     flat, terms, out = x.reshape(-1), updates.reshape(-1), np.empty(x.size, dtype=object)
@@ -291,13 +292,15 @@ STRUCTURAL = {
     "rev": lambda x, dimensions: np.flip(x, axis=dimensions),
     "slice": _slice,
     "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    "stack": lambda *xs, axis: np.stack(xs, axis=axis),  # a primitive from JAX 0.10
     "iota": _iota,
     "reduce_sum": _reduce_sum,
     "dot_general": _dot_general,
     "convert_element_type": _convert,
 }
-#: Call-like primitives and the parameter holding the program they call.
-CALLS = {"pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr", "remat": "jaxpr",
+#: Call-like primitives and the parameter holding the program they call ("pjit" is
+#: named "jit" from JAX 0.11).
+CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr", "remat": "jaxpr",
          "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr"}
 IDENTITY = ("device_put", "copy", "copy_p", "optimization_barrier")
 
