@@ -198,6 +198,11 @@ def _traced_entries(x) -> np.ndarray:
     return out
 
 
+def _const_entries(c) -> np.ndarray:
+    """A closed jaxpr's constant: its numbers, or its scalar slices when it is traced."""
+    return _traced_entries(c) if isinstance(c, jax.core.Tracer) else _entries(c)
+
+
 # -- primitives ----------------------------------------------------------------------------
 
 
@@ -340,7 +345,7 @@ def _eval(jaxpr, consts, args, budget):
 
 
 def _eval_closed(closed, args, budget):
-    return _eval(closed.jaxpr, [_entries(c) for c in closed.consts], args, budget)
+    return _eval(closed.jaxpr, [_const_entries(c) for c in closed.consts], args, budget)
 
 
 def _eval_eqn(eqn, ins, budget):
@@ -399,9 +404,7 @@ def scalarize(fn, max_operations: int | None = None):
         leaves, tree = jax.tree.flatten(args)
         closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)),
                                            return_shape=True)(*leaves)
-        consts = [_traced_entries(c) if isinstance(c, jax.core.Tracer) else _entries(c) for c in closed.consts]
-        outs = _eval(closed.jaxpr, consts, [_traced_entries(jnp.asarray(x)) for x in leaves],
-                     _Budget(max_operations))
+        outs = _eval_closed(closed, [_traced_entries(jnp.asarray(x)) for x in leaves], _Budget(max_operations))
         values = [_assemble(o, v.aval) for o, v in zip(outs, closed.jaxpr.outvars)]
         return jax.tree.unflatten(jax.tree.structure(out_shape), values)
 

@@ -15,7 +15,7 @@
   dynamics chain7 6.6 -> 2.2 us and humanoid 26.4 -> 8.2 us, the
   humanoid's RK4 step 66 -> 28 us).
 
-Figures per release: benchmarks/README.md, "Why the code is as it is".
+Figures per release: benchmarks/README.md, "Across JAX releases".
 
 XLA reads XLA_FLAGS once, when JAX starts its CPU backend, so the options
 are added only while that has not happened (importing jax starts nothing;
