@@ -1,6 +1,7 @@
 """simbodyx.xla_setup: importing simbodyx sets XLA's CPU options where they
-apply (the AVX2 cap on x86-64, no YNNPACK fusions on jaxlib >= 0.8.1),
-unless the user chose them or JAX's backends already started."""
+apply (the AVX2 cap on x86-64, the older fusion emitters on jaxlib 0.7 to
+0.10, no YNNPACK fusions on jaxlib >= 0.8.1), unless the user chose them or
+JAX's backends already started."""
 
 import os
 import pathlib
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.smoke
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAP = f"--xla_cpu_max_isa={CPU_ISA_CAP}"
 NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
+OLD_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 
 
 @pytest.mark.parametrize("flags, machine, jaxlib, expected", [
@@ -26,12 +28,14 @@ NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
      f"--xla_force_host_platform_device_count=2 {CAP}"),
     ("--xla_cpu_max_isa=AVX512", "x86_64", "0.6.2", None),  # the user's choice stays
     ("", "aarch64", "0.6.2", None),
-    ("", "x86_64", "0.8.0", CAP),
-    ("", "x86_64", "0.8.1", f"{CAP} {NO_YNN}"),
-    ("", "x86_64", "0.10.2.dev20260301", f"{CAP} {NO_YNN}"),
-    ("", "arm64", "0.10.2", NO_YNN),
-    ("--xla_cpu_experimental_ynn_fusion_type=reduce", "x86_64", "0.10.2",
-     f"--xla_cpu_experimental_ynn_fusion_type=reduce {CAP}"),
+    ("", "x86_64", "0.7.0", f"{CAP} {OLD_EMITTERS}"),
+    ("", "x86_64", "0.8.0", f"{CAP} {OLD_EMITTERS}"),
+    ("", "x86_64", "0.8.1", f"{CAP} {NO_YNN} {OLD_EMITTERS}"),
+    ("", "x86_64", "0.10.2.dev20260301", f"{CAP} {NO_YNN} {OLD_EMITTERS}"),
+    ("", "arm64", "0.10.2", f"{NO_YNN} {OLD_EMITTERS}"),
+    ("", "x86_64", "0.11.2", f"{CAP} {NO_YNN}"),  # 0.11 has no older emitters (XLA aborts on the flag)
+    ("--xla_cpu_experimental_ynn_fusion_type=reduce --xla_cpu_use_fusion_emitters=true", "x86_64", "0.10.2",
+     f"--xla_cpu_experimental_ynn_fusion_type=reduce --xla_cpu_use_fusion_emitters=true {CAP}"),
 ])
 def test_options_are_added_only_where_they_apply(flags, machine, jaxlib, expected):
     assert flags_with_cpu_options(flags, machine, jaxlib) == expected
@@ -54,7 +58,7 @@ def _flags_after(code, **env):
 def test_import_sets_the_options_before_jax_starts_and_only_then():
     expected = flags_with_cpu_options("", platform.machine(), JAXLIB)
     assert _flags_after("import jax; import simbodyx") == repr(expected)
-    mine = f"--xla_cpu_max_isa=AVX512 {NO_YNN}reduce"
+    mine = f"--xla_cpu_max_isa=AVX512 {NO_YNN}reduce --xla_cpu_use_fusion_emitters=true"
     assert _flags_after("import simbodyx", XLA_FLAGS=mine) == repr(mine)
     # JAX already computed: XLA has read its flags, so simbodyx leaves them alone.
     assert _flags_after("import jax; jax.numpy.zeros(1); import simbodyx") == "None"

@@ -14,6 +14,16 @@
   (2-core AMD EPYC, jaxlib 0.10.2, per state at 128 states: forward
   dynamics chain7 6.6 -> 2.2 us and humanoid 26.4 -> 8.2 us, the
   humanoid's RK4 step 66 -> 28 us).
+- ``--xla_cpu_use_fusion_emitters=false`` on jaxlib 0.7 to 0.10, where
+  XLA's newer fusion emitters are the default and the older ones still
+  exist: the newer ones give each fusion its own object in the JIT, and a
+  compiled humanoid forward dynamics then holds 825-830 memory mappings
+  (jaxlib 0.9.2, 0.10.2) instead of 192 (216 on 0.6.2). A process that
+  keeps a few hundred programs alive, a test run or a notebook exploring
+  several models, reaches Linux's default limit of 65,530 mappings per
+  process, and XLA's compiler then aborts or crashes. The older emitters
+  run the dynamics as fast. jaxlib 0.11 has only the newer ones (811
+  mappings per program): there ``jax.clear_caches()`` releases them.
 
 Figures per release: benchmarks/README.md, "Across JAX releases".
 
@@ -34,10 +44,14 @@ import re
 #: The highest instruction set XLA's CPU backend may use on x86-64, unless told otherwise.
 CPU_ISA_CAP = "AVX2"
 
-#: (flag, value, machines it applies to or None for all, oldest jaxlib that has the flag).
+#: (flag, value, machines it applies to or None for all, the jaxlib releases
+#: it applies to: from the first, up to but not including the second, None
+#: for no end). XLA aborts on a flag it does not know, so an option's range
+#: never goes beyond the releases that have its flag.
 CPU_OPTIONS = (
-    ("--xla_cpu_max_isa", CPU_ISA_CAP, ("x86_64", "amd64"), (0, 0, 0)),
-    ("--xla_cpu_experimental_ynn_fusion_type", "", None, (0, 8, 1)),
+    ("--xla_cpu_max_isa", CPU_ISA_CAP, ("x86_64", "amd64"), (0, 0, 0), None),
+    ("--xla_cpu_experimental_ynn_fusion_type", "", None, (0, 8, 1), None),
+    ("--xla_cpu_use_fusion_emitters", "false", None, (0, 7, 0), (0, 11, 0)),
 )
 
 
@@ -51,9 +65,10 @@ def flags_with_cpu_options(flags: str, machine: str, jaxlib_version: str) -> str
     """XLA_FLAGS with the options of ``CPU_OPTIONS`` that apply to ``machine``
     (``platform.machine()``) and ``jaxlib_version`` appended, leaving out any
     flag ``flags`` already names; None when there is nothing to add."""
-    added = [f"{flag}={value}" for flag, value, machines, oldest in CPU_OPTIONS
+    at = release(jaxlib_version)
+    added = [f"{flag}={value}" for flag, value, machines, first, end in CPU_OPTIONS
              if (machines is None or machine.lower() in machines)
-             and release(jaxlib_version) >= oldest and flag not in flags]
+             and first <= at and (end is None or at < end) and flag not in flags]
     return " ".join([flags, *added]).strip() if added else None
 
 
