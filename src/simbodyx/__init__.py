@@ -10,8 +10,9 @@ frozen (``Model.astype`` converts an existing model). simbodyx changes
 JAX's global configuration only when asked (``parallel.use_cpu_cores``),
 with two exceptions applied on import: XLA's CPU options of ``xla_setup``
 (code capped at AVX2 on x86-64, where AVX-512 code ran the dynamics 1.2-1.5x
-slower; no YNNPACK fusions on jaxlib >= 0.8.1, which ran them 3-5x slower),
-and on JAX < 0.7 ``custom_linear_solve``'s transpose rule gets JAX 0.7's fix for
+slower; no YNNPACK fusions on jaxlib >= 0.8.1, which ran them 3-5x slower;
+the older fusion emitters on jaxlib 0.7-0.10, whose programs hold a quarter
+of the memory mappings), and on JAX < 0.7 ``custom_linear_solve``'s transpose rule gets JAX 0.7's fix for
 symbolic-zero cotangents (``jax_compat``).
 """
 

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import jax
 
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".")[:2])
+from simbodyx.xla_setup import release
 
 
 def instantiate_linear_solve_cotangents() -> bool:
     """Wrap custom_linear_solve's transpose rule on JAX < 0.7; True if wrapped."""
-    if _version(jax.__version__) >= (0, 7):
+    if release(jax.__version__) >= (0, 7, 0):
         return False
     from jax._src.interpreters import ad
     from jax._src.lax.control_flow import solves
