@@ -479,7 +479,7 @@ class Matter:
         """Explicit J: (nb, nu, 6) spatial blocks (Simbody's Matrix_<SpatialVec>),
         or with ``flat`` the (6 nb, nu) matrix whose rows 6b..6b+5 are body b's [w; v]."""
         s = self._at(state, Stage.Position)
-        J = _columns(s, lambda e: body_accelerations(s.topology, s.position, e), 1)
+        J = jacobians.body_jacobians(s.topology, s.position, range(s.topology.num_bodies))
         return jnp.swapaxes(J, 1, 2).reshape(-1, s.topology.nu) if flat else J
 
     @compiled
@@ -502,8 +502,8 @@ class Matter:
     @compiled
     def _frame_matrix(self, state, bodies, origins):
         s = self._at(state, Stage.Position)
-        index = np.asarray(bodies, dtype=np.int32)
-        return _columns(s, lambda e: jacobians.frame_velocities(s.topology, s.position, index, origins, e), -1)
+        J = jacobians.frame_jacobians(s.topology, s.position, np.asarray(bodies, dtype=np.int32), origins)
+        return jnp.swapaxes(J, -1, -2)
 
     @compiled
     def _frame_bias(self, state, bodies, origins):

@@ -11,8 +11,9 @@ still exact (spec/Constraint_and_System.md A.2):
     udot   = udot0 - M^-1 G^T lambda
 
 udot0 is the tree's forward dynamics (the articulated-body method), whose
-articulation then serves the m solves M^-1 g_i (vector sweeps only); G^T
-is m O(n) sweeps; nothing nu x nu is formed. Locked mobilities keep their
+articulation then serves the m solves M^-1 g_i (vector sweeps only); G
+comes from the rows of J of the bodies the constraints act on, without a
+sweep; nothing nu x nu is formed. Locked mobilities keep their
 prescribed udot: M^-1 acts on the free ones (M_ff^-1), so the lock forces
 absorb the constraint forces there. Disabled constraints' rows are zeroed,
 which gives them lambda = 0.

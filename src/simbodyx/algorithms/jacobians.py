@@ -7,15 +7,37 @@ station r_B (in B) has V_GA = [w_GB; v_GB + w_GB x r], r = R_GB r_B, so the
 frame Jacobian is J's row of B shifted to Ao; the station Jacobian is its
 linear half. Bias terms are the same shift of JDot u (accelerations at
 udot = 0), plus the centripetal w x (w x r).
+
+A few bodies' rows of J are cheaper written out than swept for
+(``body_jacobians``): body B's column for mobility k is H_PB_G[k] shifted
+from its body's origin to Bo when that body is B or an ancestor of B, else
+zero.
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
+from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.rnea import jacobian_transpose_times, shift_force_to_parent
-from simbodyx.spatial.vectors import cross, spatial_vec
+from simbodyx.spatial.vectors import cross, shift_velocity, spatial_vec
+
+
+def body_jacobians(topology, position, bodies):
+    """(len(bodies), nu, 6): J's rows for ``bodies`` (a static sequence),
+    each column a mobility's [w; v] of Bo in G per unit speed; no sweep."""
+    bodies = np.asarray(bodies, np.int32)
+    on_path = np.zeros((len(bodies), topology.nu))
+    for i, b in enumerate(bodies):
+        while b > 0:
+            on_path[i, topology.u_start[b]:topology.u_start[b] + topology.body_nu[b]] = 1.0
+            b = topology.parent[b]
+    p = position.X_GB.p
+    r = tree.take_rows(p, bodies)[:, None, :] - tree.take_rows(p, topology.u_body)[None, :, :]
+    H = position.H_PB_G
+    return shift_velocity(jnp.broadcast_to(H, r.shape[:2] + (6,)), r) * jnp.asarray(on_path, H.dtype)[..., None]
 
 
 def task_offsets(position, bodies, origins):
@@ -28,6 +50,13 @@ def frame_velocities(topology, position, bodies, origins, u):
     V = body_accelerations(topology, position, u)[bodies]  # J u: no Coriolis terms
     r = task_offsets(position, bodies, origins)
     return spatial_vec(V[:, :3], V[:, 3:] + cross(V[:, :3], r))
+
+
+def frame_jacobians(topology, position, bodies, origins):
+    """(nt, nu, 6): each task frame's explicit Jacobian, its body's row of J
+    shifted to the task origin."""
+    r = task_offsets(position, bodies, origins)
+    return shift_velocity(body_jacobians(topology, position, bodies), r[:, None, :])
 
 
 def frame_forces_to_mobilities(topology, position, bodies, origins, F_task):

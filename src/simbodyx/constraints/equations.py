@@ -12,7 +12,8 @@ qdotdot = N udot + NDot u, in udot:
 so ``G v`` is their forward derivative along (J v, N v, v) and
 ``G^T lambda`` their transpose: body forces F (nb, 6) at each Bo in G,
 q-space forces f_q and u-space forces f_u, which map to generalized forces
-as J^T F + N^T f_q + f_u (O(n), no matrix formed). A constraint whose
+as J^T F + N^T f_q + f_u (O(n), no matrix formed). The explicit G uses
+only the rows of J of the bodies the constraints push on. A constraint whose
 Ancestor is a body sees kinematics relative to it; the transpose then
 puts the reaction of its forces on the Ancestor, so they act only on the
 mobilities between the Ancestor and the constrained bodies.
@@ -20,13 +21,11 @@ mobilities between the Ancestor and the constrained bodies.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.algorithms import coordinates, rnea
+from simbodyx.algorithms import coordinates, jacobians, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.constraints.kinematics import Kinematics
 from simbodyx.spatial.transform import Transform
@@ -255,10 +254,23 @@ class Equations:
         top = self.topology
         return rnea.jacobian_transpose_times(top, position, F) + coordinates.multiply_by_n(top, self.q, fq, True) + fu
 
+    def force_bodies(self):
+        """The bodies other than Ground that constraint forces act on: the
+        constrained bodies and the non-Ground Ancestors (static, sorted)."""
+        return sorted({b for c in self.constraints for b in (*c.bodies, c.ancestor)} - {0})
+
     def g_matrix(self, position):
-        """G (m, nu), row by row from G^T e_i (m O(n) sweeps, vmapped)."""
-        eye = jnp.eye(self.layout.m, dtype=self.X_GB.p.dtype)
-        return jax.vmap(functools.partial(self.generalized_forces, position))(eye)
+        """G (m, nu): the rows' forces G^T e_i (no sweep) applied through the
+        rows of J of the bodies they act on (``jacobians.body_jacobians``)."""
+        top, dtype = self.topology, self.X_GB.p.dtype
+        F, fq, fu = jax.vmap(self.forces)(jnp.eye(self.layout.m, dtype=dtype))
+        G = fu + jax.vmap(lambda f: coordinates.multiply_by_n(top, self.q, f, True))(fq)
+        bodies = self.force_bodies()
+        if bodies:
+            J = jacobians.body_jacobians(top, position, bodies)  # (s, nu, 6)
+            F_s = jnp.stack([F[:, b] for b in bodies], axis=1)  # (m, s, 6)
+            G = G + jnp.sum(F_s[:, :, None, :] * J[None], axis=(1, 3))  # a product and a sum, which XLA fuses
+        return G
 
 
 def constraint_forces_of(state, multipliers=None):
