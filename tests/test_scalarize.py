@@ -70,6 +70,14 @@ def test_data_movement_with_known_indices_is_bookkeeping():
     # entry 0 collects x0 and x1, entry 3 collects x2: three additions; the doubling: one product
     assert _arithmetic(scalarize(f), x) == {"add": 3, "mul": 1}
 
+    def g(x):  # splits, pads (negative: cropping; interior) and extrema
+        a, b = jnp.split(x, [1])
+        padded = lax.pad(b, 0.5, [(-1, 2, 1)])
+        return padded, jnp.max(x) * a, jnp.min(jnp.stack([x, 2 * x]), axis=0)
+
+    for a, b in zip(scalarize(g)(x), g(x)):
+        np.testing.assert_array_equal(a, b)
+
 
 def test_operations_it_does_not_evaluate_raise():
     with pytest.raises(NotScalarizable, match="cholesky"):
@@ -140,12 +148,15 @@ def test_scalar_path_equals_the_array_program(name):
     np.testing.assert_allclose(jnp.vdot(jax.jit(jax.grad(loss))(controls), direction), slope, rtol=FD_TOL)
 
 
-def test_automatic_choice_declines_large_or_unevaluable_programs_and_remembers():
-    """A four-bar (3 u, a Ball constraint: its constrained solve is a custom
-    linear solve the scalar path does not evaluate) and a chain of four Pins
-    on tilted frames (about 2,300 operations) fall back to the array
-    program; forcing the scalar path raises on the first and works on the
-    second; a chain longer than MAX_MOBILITIES is not tried."""
+def test_automatic_choice_declines_large_programs_and_remembers():
+    """A planar four-bar (3 u, a Ball constraint, one degree of freedom) and a
+    chain of four Pins on tilted frames (about 2,900 operations) fall back
+    to the array program; forced, the scalar path gives both the array
+    program's values, and the four-bar's Jacobian too: its constrained
+    solve stays a linear solve differentiated through M (differentiating
+    the solve's arithmetic would hold the articulation constant, and a third
+    of the entries would be wrong); a chain longer than MAX_MOBILITIES is
+    not tried."""
     link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02, 0.01, 0.02)))
 
     def chain(n, closed=False):
@@ -153,8 +164,8 @@ def test_automatic_choice_declines_large_or_unevaluable_programs_and_remembers()
         sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
         bodies = [matter.Ground()]
         for i in range(n):
-            bodies.append(MB.Pin(bodies[-1], T(sx.Rotation.about_x(0.3 * (i % 2)), [0, -1.0 if i else 0.0, 0]),
-                                 link, T()))
+            tilt = 0.0 if closed else 0.3 * (i % 2)
+            bodies.append(MB.Pin(bodies[-1], T(sx.Rotation.about_x(tilt), [0, -1.0 if i else 0.0, 0]), link, T()))
         if closed:
             rocker = MB.Pin(matter.Ground(), T([1.0, 0, 0]), link, T())
             sx.Constraint.Ball(bodies[-1], [1.0, -0.5, 0], rocker, [0, -1.5, 0])
@@ -166,9 +177,15 @@ def test_automatic_choice_declines_large_or_unevaluable_programs_and_remembers()
         for a, b in zip(sx.integrate.derivatives(model, state), array):
             np.testing.assert_array_equal(a, b)
         assert not model.uses_scalar_path() and model.with_scalar_path(True).uses_scalar_path()
-    closed_model, closed_state = chain(2, closed=True)
-    with pytest.raises(NotScalarizable):
-        sx.integrate.derivatives(closed_model.with_scalar_path(True), closed_state)
-    forced = sx.integrate.derivatives(model.with_scalar_path(True), state)
-    np.testing.assert_allclose(forced[1], array[1], atol=TOL[np.dtype("float64")])
+        forced = sx.integrate.derivatives(model.with_scalar_path(True), state)
+        np.testing.assert_allclose(forced[1], array[1], atol=TOL[np.dtype("float64")])
+    model, state = chain(2, closed=True)
+    state = state.with_q(jnp.array([0.3, -0.2, 0.4])).with_u(jnp.array([0.5, -1.0, 0.2]))
+
+    def udot_of(m):
+        return jax.jit(jax.jacrev(lambda q, u: sx.integrate.derivatives(m, state.with_q(q).with_u(u))[1], (0, 1)))
+
+    for a, b in zip(udot_of(model.with_scalar_path(True))(state.q, state.u),
+                    udot_of(model.with_scalar_path(False))(state.q, state.u)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e3 * TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))
     assert not chain(MAX_MOBILITIES + 1)[0].uses_scalar_path()

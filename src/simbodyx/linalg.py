@@ -84,6 +84,12 @@ def _mul(A, B):
     return jnp.sum(A[:, :, None] * (B[None, :, None] if B.ndim == 1 else B[None]), axis=1).reshape(B.shape)
 
 
+def _diagonal(A):
+    """A's diagonal (n,), as a product and a sum: ``jnp.diagonal`` is a
+    platform-dependent program, which the scalar path does not evaluate."""
+    return jnp.sum(A * jnp.eye(A.shape[-1], dtype=A.dtype), axis=-1)
+
+
 def independent_rows(W, rtol=None):
     """(n,) bool: a maximal set of linearly independent rows of a symmetric
     positive semi-definite W (n, n), chosen in order.
@@ -99,13 +105,13 @@ def independent_rows(W, rtol=None):
     W = jax.lax.stop_gradient(W)
     n, dtype = W.shape[-1], W.dtype
     rtol = RANK_RTOL.get(jnp.dtype(dtype), 1e-4) if rtol is None else rtol
-    diagonal = jnp.diagonal(W)
+    eye = jnp.eye(n, dtype=dtype)
+    diagonal = _diagonal(W)
     live = diagonal > rtol * jnp.max(diagonal)
     d = jnp.sqrt(jnp.where(live, diagonal, 1.0))
-    eye = jnp.eye(n, dtype=dtype)
     scaled = jnp.where(live[:, None] & live[None, :], W / (d[:, None] * d[None, :]), eye)
     L = _cholesky(scaled + rtol * eye)
-    pivots = jnp.diagonal(L) ** 2
+    pivots = _diagonal(L) ** 2
     growth = pivots * jnp.sum(_triangular_solve(L, eye) ** 2, axis=-1)
     return (pivots > 2 * rtol * growth) & live
 

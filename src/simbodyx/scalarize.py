@@ -31,9 +31,11 @@ simbodyx's rules in the dynamics (the articulated-body method's analytic
 derivative, the tree's gather rule) are implementation choices with the
 same derivative, cheaper for the array program only; a rule of the user's
 (in a custom force, say) that exists to avoid a NaN would lose that. A
-custom VJP, a loop with a traced trip count, a LAPACK factorization or a
-gather with traced indices raises :class:`NotScalarizable`, and callers
-fall back to the array program.
+custom linear solve (the constrained dynamics' solves with M) stays one,
+its programs scalarized, so it is still differentiated through its
+matrix. A custom VJP, a loop with a traced trip count, a LAPACK
+factorization or a gather with traced indices raises
+:class:`NotScalarizable`, and callers fall back to the array program.
 
 The scalar program grows with the model (about 250 operations for the
 cart-pole, 800 for two Pins on tilted frames, 1,500 for three, 4,500 for
@@ -218,18 +220,37 @@ def _slice(x, start_indices, limit_indices, strides):
     return x[tuple(slice(*s) for s in zip(start_indices, limit_indices, strides))]
 
 
+def _pad(x, padding_value, padding_config):
+    """lax.pad: low and high padding (negative: cropping) and interior padding per axis."""
+    value = padding_value.reshape(()).item()
+    for axis, (low, high, interior) in enumerate(padding_config):
+        n = x.shape[axis]
+        shape = list(x.shape)
+        shape[axis] = max(low, 0) + n + max(n - 1, 0) * interior + max(high, 0)
+        out = np.full(shape, value, dtype=object)
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(max(low, 0), max(low, 0) + n + max(n - 1, 0) * interior, interior + 1)
+        out[tuple(index)] = x
+        index[axis] = slice(-min(low, 0), shape[axis] + min(high, 0))
+        x = out[tuple(index)]
+    return x
+
+
 def _iota(dtype, shape, dimension, **_):
     column = np.arange(shape[dimension]).reshape([-1 if i == dimension else 1 for i in range(len(shape))])
     return _entries(np.broadcast_to(column, shape).astype(dtype))
 
 
-def _reduce_sum(x, axes, **_):
-    kept = [i for i in range(x.ndim) if i not in axes]
-    rows = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
-    out = np.empty(rows.shape[:-1], dtype=object)
-    for index in np.ndindex(out.shape):
-        out[index] = _sum(rows[index])
-    return out
+def _reducer(combine):
+    """A reduction over ``axes``, its terms combined left to right."""
+    def reduce(x, axes, **_):
+        kept = [i for i in range(x.ndim) if i not in axes]
+        rows = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+        out = np.empty(rows.shape[:-1], dtype=object)
+        for index in np.ndindex(out.shape):
+            out[index] = combine(rows[index])
+        return out
+    return reduce
 
 
 def _dot_general(x, y, dimension_numbers, **_):
@@ -297,9 +318,13 @@ STRUCTURAL = {
     "rev": lambda x, dimensions: np.flip(x, axis=dimensions),
     "slice": _slice,
     "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    "split": lambda x, sizes, axis: np.split(x, np.cumsum(sizes)[:-1], axis=axis),
     "stack": lambda *xs, axis: np.stack(xs, axis=axis),  # a primitive from JAX 0.10
+    "pad": _pad,
     "iota": _iota,
-    "reduce_sum": _reduce_sum,
+    "reduce_sum": _reducer(_sum),
+    "reduce_max": _reducer(lambda terms: functools.reduce(ELEMENTWISE["max"], terms)),
+    "reduce_min": _reducer(lambda terms: functools.reduce(ELEMENTWISE["min"], terms)),
     "dot_general": _dot_general,
     "convert_element_type": _convert,
 }
@@ -371,7 +396,34 @@ def _eval_eqn(eqn, ins, budget):
         return _scatter(eqn, *ins)
     if name == "scan":
         return _scan(ins, budget, **params)
+    if name == "custom_linear_solve":
+        return _linear_solve(eqn, ins, budget)
     raise NotScalarizable(f"the scalar path does not evaluate {name!r}")
+
+
+def _linear_solve(eqn, ins, budget):
+    """A custom_linear_solve emitted as one, its programs scalarized: its
+    derivative stays the solve's (through ``matvec``), where differentiating
+    the solve program's arithmetic could miss what it treats as constant.
+    Only the solve program counts towards the budget (the others run only
+    in derivatives, like every derivative of the scalar program)."""
+    lengths = list(eqn.params["const_lengths"])  # consts of matvec, vecmat, solve, transpose_solve; then b
+    offsets = np.cumsum([0] + lengths)
+    consts = [ins[offsets[i]:offsets[i + 1]] for i in range(4)]
+    avals = [v.aval for v in eqn.invars[offsets[4]:]]
+    jaxprs = eqn.params["jaxprs"]
+
+    def program(i, charged):
+        def run(b):
+            outs = _eval_closed(jaxprs[i], consts[i] + [_traced_entries(x) for x in b],
+                                budget if charged else _Budget(None))
+            return [_assemble(o, a) for o, a in zip(outs, avals)]
+        return run
+
+    transpose_solve = None if jaxprs.transpose_solve is None else lambda _, b: program(3, False)(b)
+    b = [_assemble(x, a) for x, a in zip(ins[offsets[4]:], avals)]
+    x = lax.custom_linear_solve(program(0, False), b, lambda _, b: program(2, True)(b), transpose_solve)
+    return [_traced_entries(v) for v in x]
 
 
 def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):
