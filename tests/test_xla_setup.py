@@ -34,6 +34,7 @@ OLD_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
     ("", "x86_64", "0.10.2.dev20260301", f"{CAP} {NO_YNN} {OLD_EMITTERS}"),
     ("", "arm64", "0.10.2", f"{NO_YNN} {OLD_EMITTERS}"),
     ("", "x86_64", "0.11.2", f"{CAP} {NO_YNN}"),  # 0.11 has no older emitters (XLA aborts on the flag)
+    ("", "x86_64", "0.12.0.1", f"{CAP} {NO_YNN}"),
     ("--xla_cpu_experimental_ynn_fusion_type=reduce --xla_cpu_use_fusion_emitters=true", "x86_64", "0.10.2",
      f"--xla_cpu_experimental_ynn_fusion_type=reduce --xla_cpu_use_fusion_emitters=true {CAP}"),
 ])
@@ -44,6 +45,7 @@ def test_options_are_added_only_where_they_apply(flags, machine, jaxlib, expecte
 def test_release_numbers():
     assert release("0.10.2") == (0, 10, 2) > release("0.8.1") > release("0.8") == (0, 8, 0)
     assert release("0.8.1.dev20251020") == (0, 8, 1)
+    assert release("0.12.0.1") == (0, 12, 0)
 
 
 def _flags_after(code, **env):

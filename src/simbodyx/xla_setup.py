@@ -22,8 +22,9 @@
   keeps a few hundred programs alive, a test run or a notebook exploring
   several models, reaches Linux's default limit of 65,530 mappings per
   process, and XLA's compiler then aborts or crashes. The older emitters
-  run the dynamics as fast. jaxlib 0.11 has only the newer ones (811
-  mappings per program): there ``jax.clear_caches()`` releases them.
+  run the dynamics as fast. jaxlib 0.11 and 0.12 have only the newer ones
+  (811 and 816 mappings per program): there ``jax.clear_caches()``
+  releases them.
 
 Figures per release: benchmarks/README.md, "Across JAX releases".
 
