@@ -110,8 +110,9 @@ MODELS = _models()
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_scalar_path_equals_the_array_program(name):
-    """Derivatives and their Jacobian with respect to (q, u) at random
-    States on both paths; the gradient of a controlled RK4 rollout on the
+    """Both models stay on the automatic scalar path (a program grown past
+    MAX_OPERATIONS would be declined silently). Derivatives and their
+    Jacobian with respect to (q, u) at random States on both paths; the gradient of a controlled RK4 rollout on the
     scalar path (the controls reach it as traced numbers inside the Model)
     against central differences along a random direction (FD_TOL)."""
     model = MODELS[name]
@@ -131,6 +132,8 @@ def test_scalar_path_equals_the_array_program(name):
     values, jacobians = (on_both(lambda m: jax.vmap(lambda s: jnp.concatenate(sx.integrate.derivatives(m, s)))),
                          on_both(lambda m: jax.jacrev(field(m), argnums=(0, 1))))
     a, b = values[0](states), values[1](states)
+    jax.jit(lambda s: sx.integrate.derivatives(model, s))(start)  # the automatic choice, kept
+    assert model.uses_scalar_path()
     np.testing.assert_allclose(a, b, rtol=0, atol=TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))
     for a, b in zip(jacobians[0](start.q, start.u), jacobians[1](start.q, start.u)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e3 * TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))

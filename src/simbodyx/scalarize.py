@@ -37,12 +37,17 @@ matrix. A custom VJP, a loop with a traced trip count, a LAPACK
 factorization or a gather with traced indices raises
 :class:`NotScalarizable`, and callers fall back to the array program.
 
-The scalar program grows with the model (about 250 operations for the
-cart-pole, 800 for two Pins on tilted frames, 1,500 for three, 4,500 for
-seven), and XLA's CPU backend runs a large one worse than the array
-program: measured on RK4 rollouts, gradients and batches, the scalar path
-wins everywhere up to about 1,700 operations and loses beyond (a chain
-of four Pins: slower batched and in compiling; of seven: 4.6x slower).
+The scalar program grows with the model (in arithmetic operations
+emitted, unused ones included, the count :data:`MAX_OPERATIONS` bounds:
+about 440 for the cart-pole, 1,160 for two Pins on tilted frames, 2,000
+for three, 5,500 for seven), and XLA's CPU backend runs a large one worse
+than the array program. Measured on RK4 steps at batch 1, 256 states
+batched and gradients of rollouts: a Ball pendulum on a Slider (1,797)
+wins everywhere (2.6x batched, 26x at batch 1); the four-bar of
+``examples/fourbar_control.py`` (1,714) wins 6x at batch 1 and compiles
+its rollout's gradient in 18 against 27 s, but runs 0.7x batched; three
+tilted Pins (2,006) win 12x at batch 1 and run 0.77x batched; four
+(2,884) 0.46x batched and slower to compile; seven 4.6x slower.
 ``integrate.derivatives`` therefore tries it for models of up to
 :data:`MAX_MOBILITIES` mobilities and keeps it when it emits at most
 :data:`MAX_OPERATIONS` operations, remembering the topologies it declined
@@ -63,7 +68,7 @@ from jax.extend import core as jex_core
 #: ``Model.scalar_path = None`` (automatic) tries the scalar path up to this many mobilities ...
 MAX_MOBILITIES = 6
 #: ... and keeps it when it emits at most this many arithmetic operations.
-MAX_OPERATIONS = 1700
+MAX_OPERATIONS = 1800
 #: Topologies the automatic choice declined (too large, or not evaluable), not tried again.
 DECLINED: set = set()
 
