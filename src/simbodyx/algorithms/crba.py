@@ -36,15 +36,21 @@ def composite_inertias(topology: Topology, instance, position):
     return tree.inward(topology.schedule, step, (M, r), jnp.zeros((6, 6), M.dtype), vectorized=True)[0]
 
 
-def ancestry(topology: Topology):
-    """(nu, nu) numpy masks over mobilities: ``below[i, j]`` when body(j) lies
-    strictly below body(i) in the tree, ``same[i, j]`` when they share a body."""
-    nb, u_body = topology.num_bodies, np.asarray(topology.u_body)
-    above = np.zeros((nb, nb), bool)  # above[a, b]: a is a strict ancestor of b
+def strict_ancestors(topology: Topology):
+    """(nb, nb) numpy mask: ``above[a, b]`` when body a is a strict ancestor of body b."""
+    nb = topology.num_bodies
+    above = np.zeros((nb, nb), bool)
     for b in range(1, nb):
         above[:, b] = above[:, topology.parent[b]]
         above[topology.parent[b], b] = True
-    return above[np.ix_(u_body, u_body)], u_body[:, None] == u_body[None, :]
+    return above
+
+
+def ancestry(topology: Topology):
+    """(nu, nu) numpy masks over mobilities: ``below[i, j]`` when body(j) lies
+    strictly below body(i) in the tree, ``same[i, j]`` when they share a body."""
+    u_body = np.asarray(topology.u_body)
+    return strict_ancestors(topology)[np.ix_(u_body, u_body)], u_body[:, None] == u_body[None, :]
 
 
 def mass_matrix(topology: Topology, instance, position):

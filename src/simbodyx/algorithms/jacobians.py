@@ -21,6 +21,7 @@ import numpy as np
 
 from simbodyx import tree
 from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.crba import strict_ancestors
 from simbodyx.algorithms.rnea import jacobian_transpose_times, shift_force_to_parent
 from simbodyx.spatial.vectors import cross, shift_velocity, spatial_vec
 
@@ -28,12 +29,8 @@ from simbodyx.spatial.vectors import cross, shift_velocity, spatial_vec
 def body_jacobians(topology, position, bodies):
     """(len(bodies), nu, 6): J's rows for ``bodies`` (a static sequence),
     each column a mobility's [w; v] of Bo in G per unit speed; no sweep."""
-    bodies = np.asarray(bodies, np.int32)
-    on_path = np.zeros((len(bodies), topology.nu))
-    for i, b in enumerate(bodies):
-        while b > 0:
-            on_path[i, topology.u_start[b]:topology.u_start[b] + topology.body_nu[b]] = 1.0
-            b = topology.parent[b]
+    bodies, u_body = np.asarray(bodies, np.int32), np.asarray(topology.u_body)
+    on_path = strict_ancestors(topology)[np.ix_(u_body, bodies)].T | (u_body[None, :] == bodies[:, None])
     p = position.X_GB.p
     r = tree.take_rows(p, bodies)[:, None, :] - tree.take_rows(p, topology.u_body)[None, :, :]
     H = position.H_PB_G
