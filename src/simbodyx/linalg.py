@@ -117,9 +117,16 @@ def independent_rows(W, rtol=None):
 
 
 def min_norm_solve(W, b, rtol=None):
-    """W^+ b for a symmetric positive semi-definite W (n, n): the
-    minimum-norm least-squares solution, as ``jnp.linalg.pinv(W) @ b``, with
-    the rank decided by ``independent_rows``.
+    """W^+ b for a symmetric positive semi-definite W (n, n) and b (n,) or
+    (n, k): the minimum-norm least-squares solution, as
+    ``jnp.linalg.pinv(W) @ b``; ``min_norm_solver`` with its factorizations
+    used once."""
+    return min_norm_solver(W, rtol)(b)
+
+
+def min_norm_solver(W, rtol=None):
+    """b -> W^+ b for a symmetric positive semi-definite W (n, n), the rank
+    decided by ``independent_rows``, factored once for any number of b.
 
     With the kept rows c first, W = V W_cc V^T for V = [I; K] (K = W_rc W_cc^-1
     for the redundant rows r), and W^+ = V (V^T W V)^-1 V^T: two Cholesky
@@ -132,12 +139,16 @@ def min_norm_solve(W, b, rtol=None):
     pseudo-inverse at constant rank."""
     n = W.shape[-1]
     if n == 0:
-        return b
+        return lambda b: b
     W = 0.5 * (W + W.T)
     kept = independent_rows(W, rtol).astype(W.dtype)
     dropped = jnp.diag(1 - kept)
     W_cc = _cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
     V = _cho_solve(W_cc, (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
     VWV = _cholesky(_mul(V.T, _mul(W, V)) + dropped)
-    x = _mul(V, _cho_solve(VWV, _mul(V.T, b)))
-    return x + _mul(V, _cho_solve(VWV, _mul(V.T, b - _mul(W, x))))  # one step of refinement
+
+    def solve(b):
+        x = _mul(V, _cho_solve(VWV, _mul(V.T, b)))
+        return x + _mul(V, _cho_solve(VWV, _mul(V.T, b - _mul(W, x))))  # one step of refinement
+
+    return solve

@@ -30,11 +30,11 @@ is replaced by its function's own computation, differentiated as written:
 simbodyx's rules in the dynamics (the articulated-body method's analytic
 derivative, the tree's gather rule) are implementation choices with the
 same derivative, cheaper for the array program only; a rule of the user's
-(in a custom force, say) that exists to avoid a NaN would lose that. A
-custom linear solve (the constrained dynamics' solves with M) stays one,
-its programs scalarized, so it is still differentiated through its
-matrix. A custom VJP, a loop with a traced trip count, a LAPACK
-factorization or a gather with traced indices raises
+(in a custom force, say) that exists to avoid a NaN would lose that (the
+constrained dynamics' implicit rule is one: the scalar program
+differentiates its arithmetic, the articulation and the factorizations
+included). A custom VJP or linear solve, a loop with a traced trip
+count, a LAPACK factorization or a gather with traced indices raises
 :class:`NotScalarizable`, and callers fall back to the array program.
 
 The scalar program grows with the model (in arithmetic operations
@@ -43,10 +43,10 @@ about 440 for the cart-pole, 1,160 for two Pins on tilted frames, 2,000
 for three, 5,500 for seven), and XLA's CPU backend runs a large one worse
 than the array program. Measured on RK4 steps at batch 1, 256 states
 batched and gradients of rollouts: a Ball pendulum on a Slider (1,797)
-wins everywhere (2.6x batched, 26x at batch 1); the four-bar of
-``examples/fourbar_control.py`` (1,714) wins 6x at batch 1 and compiles
-its rollout's gradient in 18 against 27 s, but runs 0.7x batched; three
-tilted Pins (2,006) win 12x at batch 1 and run 0.77x batched; four
+wins everywhere (2.6x batched, 26x at batch 1), as does the four-bar of
+``examples/fourbar_control.py`` (1,632: 1.3x batched, 8x at batch 1, and
+its rollout's gradient compiles in 20 against 42 s); three tilted Pins
+(2,006) win 12x at batch 1 and run 0.77x batched; four
 (2,884) 0.46x batched and slower to compile; seven 4.6x slower.
 ``integrate.derivatives`` therefore tries it for models of up to
 :data:`MAX_MOBILITIES` mobilities and keeps it when it emits at most
@@ -401,34 +401,7 @@ def _eval_eqn(eqn, ins, budget):
         return _scatter(eqn, *ins)
     if name == "scan":
         return _scan(ins, budget, **params)
-    if name == "custom_linear_solve":
-        return _linear_solve(eqn, ins, budget)
     raise NotScalarizable(f"the scalar path does not evaluate {name!r}")
-
-
-def _linear_solve(eqn, ins, budget):
-    """A custom_linear_solve emitted as one, its programs scalarized: its
-    derivative stays the solve's (through ``matvec``), where differentiating
-    the solve program's arithmetic could miss what it treats as constant.
-    Only the solve program counts towards the budget (the others run only
-    in derivatives, like every derivative of the scalar program)."""
-    lengths = list(eqn.params["const_lengths"])  # consts of matvec, vecmat, solve, transpose_solve; then b
-    offsets = np.cumsum([0] + lengths)
-    consts = [ins[offsets[i]:offsets[i + 1]] for i in range(4)]
-    avals = [v.aval for v in eqn.invars[offsets[4]:]]
-    jaxprs = eqn.params["jaxprs"]
-
-    def program(i, charged):
-        def run(b):
-            outs = _eval_closed(jaxprs[i], consts[i] + [_traced_entries(x) for x in b],
-                                budget if charged else _Budget(None))
-            return [_assemble(o, a) for o, a in zip(outs, avals)]
-        return run
-
-    transpose_solve = None if jaxprs.transpose_solve is None else lambda _, b: program(3, False)(b)
-    b = [_assemble(x, a) for x, a in zip(ins[offsets[4]:], avals)]
-    x = lax.custom_linear_solve(program(0, False), b, lambda _, b: program(2, True)(b), transpose_solve)
-    return [_traced_entries(v) for v in x]
 
 
 def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):

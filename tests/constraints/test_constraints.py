@@ -416,9 +416,10 @@ def test_weld_constraint_equals_weld_mobilizer_reaction():
 
 @functools.lru_cache(maxsize=None)
 def _four_bar(closure: str):
-    """Planar four-bar (z pins) closed at the coupler's tip by a Ball (its z row
-    redundant) or by the same coincidence in x and y only (a Custom); or a
-    four-bar-like chain closed by one Rod or by two identical Rods."""
+    """(model, state, crank): a planar four-bar (z pins) closed at the
+    coupler's tip by a Ball (its z row redundant) or by the same coincidence
+    in x and y only (a Custom); or a four-bar-like chain closed by one Rod or
+    by two identical Rods."""
     system, matter, _ = _system()
     link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1)))
     crank = sx.MobilizedBody.Pin(matter.Ground(), link)
@@ -447,13 +448,13 @@ def _four_bar(closure: str):
     assert np.abs(model.constraints[0].get_position_errors_as_vector(state)).max() < 1e-14
     # u on the velocity manifold: one least-squares step (the errors are linear in u)
     verr = jnp.concatenate([c.get_velocity_errors_as_vector(state) for c in model.constraints])
-    return model, state.with_u(state.u - jnp.linalg.pinv(model.matter.calc_g(state)) @ verr)
+    return model, state.with_u(state.u - jnp.linalg.pinv(model.matter.calc_g(state)) @ verr), crank
 
 
 def test_redundant_constraints_give_exact_udot_and_minimum_norm_multipliers():
     results = {}
     for closure in ("rod", "two rods", "ball", "planar"):
-        model, state = _four_bar(closure)
+        model, state, _ = _four_bar(closure)
         s = model.realize(state, sx.Stage.Acceleration)
         results[closure] = (s.acceleration.udot, s.acceleration.multipliers)
         assert np.all(np.isfinite(s.acceleration.multipliers))
@@ -466,7 +467,11 @@ def test_redundant_constraints_give_exact_udot_and_minimum_norm_multipliers():
 
 
 def test_derivatives_match_finite_differences_even_when_redundant():
-    model, state = _four_bar("two rods")
+    """Gradients and JVPs of udot and the multipliers against central
+    differences: two identical rods (one redundant), then the crank's udot
+    held by a lock and one rod disabled (the rule's prescribed and masked
+    rows)."""
+    model, state, crank = _four_bar("two rods")
 
     def udot_of(q, u, station):  # the rods' station on the coupler: a Model leaf
         m = eqx.tree_at(lambda m: (m.params.constraints[0].station1, m.params.constraints[1].station1), model,
@@ -495,6 +500,11 @@ def test_derivatives_match_finite_differences_even_when_redundant():
         return jnp.concatenate([s.acceleration.udot, s.acceleration.multipliers])
 
     check_grads(jax.jit(dynamics), (state.q, state.u), order=1, modes=["fwd", "rev"])
+    state = model.constraints[1].disable(crank.lock_at(state, 0.7, sx.Motion.Acceleration))
+    udot = model.realize(state, sx.Stage.Acceleration).acceleration.udot
+    assert udot[0] == 0.7 and np.abs(model.matter.calc_constraint_acceleration_errors(
+        model.realize(state, sx.Stage.Velocity), udot)).max() < 1e-12
+    check_grads(jax.jit(dynamics), (state.q, state.u), order=1, modes=["fwd", "rev"])
 
 
 
@@ -503,7 +513,7 @@ def test_derivative_with_respect_to_applied_forces_alone():
     / d f is the constrained operator M^-1 - M^-1 G^T pinv(G M^-1 G^T) G M^-1
     (the Ball's redundant row included), in forward and reverse mode, through
     one Euler step of a rollout: u1 = u + dt udot."""
-    model, state = _four_bar("ball")
+    model, state, _ = _four_bar("ball")
     s = model.realize(state, sx.Stage.Position)
     M_inv = jnp.linalg.inv(model.matter.calc_m(s))
     G = model.matter.calc_g(s)

@@ -117,23 +117,59 @@ def accelerate(topology: Topology, art: Articulated, dtype, with_coriolis=True):
     return tree.mobilities_from_levels(schedule, udot, jnp.zeros(0, dtype)), tree.from_levels(schedule, A, root)
 
 
-def solve(topology: Topology, art: Articulated, v):
-    """M^-1 v (nu,) reusing the articulated quantities of ``art``: only the
-    vector sweeps run (no 6x6 algebra)."""
+def innovations(topology: Topology, art: Articulated, v, F=None):
+    """The inward half of a solve with M, reusing ``art``: the innovations
+    u_bar (level layout, per mobility slot) of the generalized forces
+    v (nu,) plus J^T F for body forces F (nb, 6) at each Bo in G.
+
+    The articulated-body method factors M^-1 = L^T D^-1 L (the innovations
+    factorization of Rodriguez, Jain and Kreutz-Delgado), u_bar = L (v + J^T F)
+    being this pass, so ``innovation_product`` of two of them is
+    (v + J^T F)^T M^-1 (w + J^T E) and ``respond`` to one is M^-1 (v + J^T F):
+    the outward pass alone. Only vector sweeps run (no 6x6 algebra)."""
     schedule = topology.schedule
 
     def step(inputs, z_c):
-        r_b, H_b, U_b, D_inv_b, v_b = inputs
-        u_bar = v_b - mat_vec(H_b, z_c)
-        za = z_c + mat_vec(U_b, mat_vec(D_inv_b, u_bar))
+        r_b, H_b, U_b, D_inv_b, v_b, *F_b = inputs
+        z = z_c - F_b[0] if F_b else z_c  # z is b - F_applied, as in the articulation
+        u_bar = v_b - mat_vec(H_b, z)
+        za = z + mat_vec(U_b, mat_vec(D_inv_b, u_bar))
         return u_bar, shift_force(za, -r_b)
 
     v_levels = tree.mobilities_to_levels(schedule, v)
     if art.free is not None:  # prescribed (locked) udot stay zero
         v_levels = tuple(x * f for x, f in zip(v_levels, art.free))
-    u_bar, _ = tree.inward_levels(schedule, step, tuple(zip(art.r, art.H, art.U, art.D_inv, v_levels)),
-                                  jnp.zeros(6, v.dtype), vectorized=True)
-    return accelerate(topology, eqx.tree_at(lambda a: a.u_bar, art, u_bar), v.dtype, with_coriolis=False)[0]
+    inputs = (art.r, art.H, art.U, art.D_inv, v_levels) + (() if F is None else (tree.to_levels(schedule, F),))
+    u_bar, _ = tree.inward_levels(schedule, step, tuple(zip(*inputs)), jnp.zeros(6, v.dtype), vectorized=True)
+    return u_bar
+
+
+def innovation_product(art: Articulated, a, b):
+    """(m, p): sum over the mobilities of a_i D^-1 b_j for stacks of innovations
+    a (m, ...) and b (p, ...) (level layout with a leading axis), that is
+    g_i^T M^-1 h_j for the forces they came from."""
+    total = 0.0
+    for a_s, b_s, D_inv in zip(a, b, art.D_inv):
+        x = mat_vec(D_inv, b_s)  # (p, L, n, k)
+        total = total + jnp.sum(a_s[:, None] * x[None], axis=tuple(range(2, a_s.ndim + 1)))
+    return total
+
+
+def combine_innovations(weights, u_bars):
+    """sum_i weights_i u_bar_i for stacked innovations (m, ...) and weights (m,)."""
+    return jax.tree.map(lambda x: jnp.sum(weights.reshape((-1,) + (1,) * (x.ndim - 1)) * x, axis=0), u_bars)
+
+
+def respond(topology: Topology, art: Articulated, u_bar, dtype):
+    """The outward half of a solve with M: (M^-1 g (nu,), J M^-1 g (nb, 6)) for
+    the innovations u_bar of g (``innovations``)."""
+    return accelerate(topology, eqx.tree_at(lambda a: a.u_bar, art, u_bar), dtype, with_coriolis=False)
+
+
+def solve(topology: Topology, art: Articulated, v):
+    """M^-1 v (nu,) reusing the articulated quantities of ``art``: only the
+    vector sweeps run (no 6x6 algebra)."""
+    return respond(topology, art, innovations(topology, art, v), v.dtype)[0]
 
 
 def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mobility_forces, body_forces,

@@ -7,59 +7,128 @@ constraints share the load with the minimum-norm multipliers and udot is
 still exact (spec/Constraint_and_System.md A.2):
 
     udot0  = M^-1 f                       (the tree's accelerations)
-    lambda = pinv(G M^-1 G^T) (G udot0 - b)
+    lambda = pinv(W) (G udot0 - b),       W = G M^-1 G^T
     udot   = udot0 - M^-1 G^T lambda
 
 udot0 is the tree's forward dynamics (the articulated-body method), whose
-articulation then serves the m solves M^-1 g_i (vector sweeps only); G
-comes from the rows of J of the bodies the constraints act on, without a
-sweep; nothing nu x nu is formed. Locked mobilities keep their
-prescribed udot: M^-1 acts on the free ones (M_ff^-1), so the lock forces
-absorb the constraint forces there. Disabled constraints' rows are zeroed,
-which gives them lambda = 0.
+articulation factors M^-1 = L^T D^-1 L (``aba.innovations``). Each row g_i
+of G enters as the forces G^T e_i of its constraint (body forces and
+mobility forces, no Jacobian formed), and only the inward vector sweep
+runs for it: W_ij = (L g_i)^T D^-1 (L g_j). The correction M^-1 G^T lambda is
+then one outward sweep of sum_i lambda_i L g_i. Nothing nu x nu is formed.
+Locked mobilities keep their prescribed udot: M^-1 acts on the free ones
+(M_ff^-1), so the lock forces absorb the constraint forces there. Disabled
+constraints' rows are zeroed, which gives them lambda = 0.
 
-Derivatives come by composition, each piece with an implicit rule: udot0
-has ``aba.forward_dynamics``' analytic one, the solves with M are
-``jax.lax.custom_linear_solve`` (d x = M^-1 (d b - dM x), never the
-factorization's derivative), the pseudo-inverse solve
-(``simbodyx.linalg.min_norm_solve``) is differentiated through its
-Cholesky factorizations at constant rank (finite for redundant
-constraints, whose rank does not change), and G and b are derivatives of
-the constraints' own errors.
+Differentiated implicitly (a custom JVP, forward and reverse mode): with
+R = M udot + f_inertial - f + G^T lambda and E = G udot - b, the residual
+and the acceleration errors, both zero at the solution, and their tangents
+dR, dE at fixed (udot, lambda),
+
+    d lambda = W^+ (G M^-1 (-dR) + dE) + P dG y + W^+ W^+ G M^-1 dG^T n
+    d udot   = M^-1 (-dR - G^T d lambda)
+
+the derivative of the pseudo-inverse solution at constant rank, where
+P = 1 - W W^+ projects on the redundant combinations of rows,
+y = M^-1 G^T W^+ lambda and n = a - W lambda the part of a = G udot0 - b that W
+cannot reach (the last two terms vanish without redundant rows, and the
+last one whenever the constraints are consistent). The rule costs three
+solves with M (``aba.symmetric_solve``, whose transposes reverse mode
+calls) and reuses the primal's factorization of W; nothing of the
+articulation or of the factorizations is differentiated.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
 
 from simbodyx.algorithms import aba, coordinates
 from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.rnea import residual_forces
 from simbodyx.constraints.equations import Equations
-from simbodyx.linalg import min_norm_solve
+from simbodyx.linalg import min_norm_solver
 
 
 def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces,
                                  prescribed=None, disabled=None):
     """(udot (nu,), A_GB (nb, 6), multipliers (m,) in [P; V; A] order)."""
-    eqs = Equations(topology, instance.constraints, t, q, position.X_GB, velocity.V_GB, velocity.qdot, u)
+    return _constrained(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,
+                        disabled)
+
+
+def _equations(topology, instance, t, q, u, position, velocity):
+    return Equations(topology, instance.constraints, t, q, position.X_GB, velocity.V_GB, velocity.qdot, u)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _constrained(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,
+                 disabled):
+    return _solve(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,
+                  disabled)[0]
+
+
+def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed, disabled):
+    """((udot, A_GB, multipliers), what the derivative rule reuses)."""
+    eqs = _equations(topology, instance, t, q, u, position, velocity)
+    layout, dtype = eqs.layout, u.dtype
     with jax.named_scope("tree_accelerations"):
         udot0, A0, art = aba.forward_dynamics_articulated(topology, instance, q, u, position, velocity,
                                                           mobility_forces, body_forces, prescribed)
-    free = None if prescribed is None else 1 - prescribed[0]
-
-    def m_inv(v):
-        return aba.symmetric_solve(topology, instance, position, art, v, free)
-
     with jax.named_scope("constraint_matrix"):
-        G = eqs.layout.zero_disabled(eqs.g_matrix(position), disabled)
+        F, f_q, f_u = jax.vmap(eqs.forces)(jnp.eye(layout.m, dtype=dtype))  # each row's G^T e_i
+        g = f_u + jax.vmap(lambda f: coordinates.multiply_by_n(topology, q, f, True))(f_q)
+        enabled = layout.enabled_rows(disabled)
+        if enabled is not None:
+            enabled = enabled.astype(dtype)
+            F, g = F * enabled[:, None, None], g * enabled[:, None]
+        rows = jax.vmap(lambda g, F: aba.innovations(topology, art, g, F))(g, F)  # L g_i
+        W = aba.innovation_product(art, rows, rows)
         aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, q, u, udot0), udot0)
-        aerr = eqs.layout.zero_disabled(aerr, disabled)
-        Y = jax.vmap(m_inv)(G)  # rows M^-1 g_i
+        aerr = layout.zero_disabled(aerr, disabled)
     with jax.named_scope("constraint_multipliers"):
-        # W = G M^-1 G^T as a product and a sum, which XLA fuses (a batch of small dots it does not)
-        W = jnp.sum(G[:, None, :] * Y[None, :, :], axis=-1)
-        multipliers = min_norm_solve(W, aerr)
-        udot = udot0 - Y.T @ multipliers
-    A_GB = body_accelerations(topology, position, udot, velocity.mobilizer_coriolis)
-    return udot, A_GB, multipliers
+        pinv = min_norm_solver(W)
+        multipliers = pinv(aerr)
+        d_udot, d_A = aba.respond(topology, art, aba.combine_innovations(multipliers, rows), dtype)
+    return (udot0 - d_udot, A0 - d_A, multipliers), (eqs, art, rows, W, pinv, aerr)
+
+
+@_constrained.defjvp
+def _constrained_jvp(topology, primals, tangents):
+    """The rule of the module notes."""
+    instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed, disabled = primals
+    (udot, A_GB, multipliers), (eqs, art, rows, W, pinv, aerr) = _solve(topology, *primals)
+    layout = eqs.layout
+    free = None if prescribed is None else 1 - prescribed[0]
+    udot_given = jnp.zeros_like(udot) if prescribed is None else prescribed[0] * tangents[8][1]
+    y = aba.respond(topology, art, aba.combine_innovations(pinv(multipliers), rows), udot.dtype)[0]
+    n = aerr - W @ multipliers
+
+    def linear_parts(instance, t, q, u, position, velocity, mobility_forces, body_forces, udot):
+        e = _equations(topology, instance, t, q, u, position, velocity)
+        R = (residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
+             + e.generalized_forces(position, multipliers))
+        E = e.acceleration_errors_at(position, velocity, udot)
+        return R, E, e.multiply_by_g(position, y), e.generalized_forces(position, n)
+
+    with jax.named_scope("linearized_constrained_dynamics"):
+        _, (dR, dE, dG_y, dGT_n) = jax.jvp(linear_parts, primals[:8] + (udot,), tuple(tangents[:8]) + (udot_given,))
+
+        def m_inv(v):
+            return aba.symmetric_solve(topology, instance, position, art, v, free)
+
+        def g_times(v):
+            return layout.zero_disabled(eqs.multiply_by_g(position, v), disabled)
+
+        y1, y2 = jax.vmap(m_inv)(jnp.stack([-dR, dGT_n]))
+        G_y1, G_y2 = jax.vmap(g_times)(jnp.stack([y1, y2]))
+        dG_y = layout.zero_disabled(dG_y, disabled)
+        main, redundant = pinv(jnp.stack([G_y1 + layout.zero_disabled(dE, disabled) + pinv(G_y2), dG_y], axis=1)).T
+        d_multipliers = main + dG_y - W @ redundant
+        d_udot = udot_given + y1 - m_inv(eqs.generalized_forces(position, d_multipliers))
+    _, d_A = jax.jvp(lambda position, velocity, udot: body_accelerations(topology, position, udot,
+                                                                         velocity.mobilizer_coriolis),
+                     (position, velocity, udot), (tangents[4], tangents[5], d_udot))
+    return (udot, A_GB, multipliers), (d_udot, d_A, d_multipliers)
