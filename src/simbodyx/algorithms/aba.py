@@ -30,7 +30,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from simbodyx import tree
 from simbodyx.algorithms import residual_tangent
-from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity, sum_per_body
 from simbodyx.algorithms.per_body import (
     parent_offsets,
@@ -294,10 +294,8 @@ def _forward_dynamics_tangents(topology, primals, tangents):
             udot_given = jnp.zeros_like(udot) if prescribed is None else prescribed[0] * _instantiate(tangents[7])[1]
             _, f_dot = jax.jvp(residual, primals[:1] + primals[3:7] + (udot,), cache_tangents + (udot_given,))
             udot_dot = udot_given - symmetric_solve(topology, instance, position, art, f_dot, free)
-    _, A_dot = jax.jvp(
-        lambda position, velocity, udot: body_accelerations(topology, position, udot, velocity.mobilizer_coriolis),
-        (position, velocity, udot), _instantiate((tangents[3], tangents[4])) + (udot_dot,),
-    )
+    A_dot = body_accelerations_tangent(topology, position, velocity, udot,
+                                       *_instantiate((tangents[3], tangents[4])), udot_dot)
     return (udot, A_GB, art), (udot_dot, A_dot)
 
 

@@ -7,6 +7,7 @@ acceleration cached at the Velocity stage. Ground's row is zero.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from simbodyx import tree
@@ -29,3 +30,11 @@ def body_accelerations(topology: Topology, position, udot, coriolis=None):
         return shift_velocity(A_GP, r_b) + rel_b
 
     return tree.outward(topology.schedule, step, jnp.zeros(6, udot.dtype), (r, rel), vectorized=True)
+
+
+def body_accelerations_tangent(topology: Topology, position, velocity, udot, position_dot, velocity_dot, udot_dot):
+    """(nb, 6) tangent of ``body_accelerations`` with the velocity cache's
+    Coriolis term, along tangents of the caches and of udot."""
+    return jax.jvp(lambda position, velocity, udot: body_accelerations(topology, position, udot,
+                                                                       velocity.mobilizer_coriolis),
+                   (position, velocity, udot), (position_dot, velocity_dot, udot_dot))[1]

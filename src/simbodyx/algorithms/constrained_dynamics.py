@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 
 from simbodyx.algorithms import aba, coordinates
-from simbodyx.algorithms.accelerations import body_accelerations
+from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.rnea import residual_forces
 from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solver
@@ -78,12 +78,7 @@ def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, bod
         udot0, A0, art = aba.forward_dynamics_articulated(topology, instance, q, u, position, velocity,
                                                           mobility_forces, body_forces, prescribed)
     with jax.named_scope("constraint_matrix"):
-        F, f_q, f_u = jax.vmap(eqs.forces)(jnp.eye(layout.m, dtype=dtype))  # each row's G^T e_i
-        g = f_u + jax.vmap(lambda f: coordinates.multiply_by_n(topology, q, f, True))(f_q)
-        enabled = layout.enabled_rows(disabled)
-        if enabled is not None:
-            enabled = enabled.astype(dtype)
-            F, g = F * enabled[:, None, None], g * enabled[:, None]
+        F, g = (layout.zero_disabled(x, disabled) for x in eqs.row_forces())  # each row's G^T e_i
         rows = jax.vmap(lambda g, F: aba.innovations(topology, art, g, F))(g, F)  # L g_i
         W = aba.innovation_product(art, rows, rows)
         aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, q, u, udot0), udot0)
@@ -128,7 +123,5 @@ def _constrained_jvp(topology, primals, tangents):
         main, redundant = pinv(jnp.stack([G_y1 + layout.zero_disabled(dE, disabled) + pinv(G_y2), dG_y], axis=1)).T
         d_multipliers = main + dG_y - W @ redundant
         d_udot = udot_given + y1 - m_inv(eqs.generalized_forces(position, d_multipliers))
-    _, d_A = jax.jvp(lambda position, velocity, udot: body_accelerations(topology, position, udot,
-                                                                         velocity.mobilizer_coriolis),
-                     (position, velocity, udot), (tangents[4], tangents[5], d_udot))
+    d_A = body_accelerations_tangent(topology, position, velocity, udot, tangents[4], tangents[5], d_udot)
     return (udot, A_GB, multipliers), (d_udot, d_A, d_multipliers)

@@ -259,12 +259,17 @@ class Equations:
         constrained bodies and the non-Ground Ancestors (static, sorted)."""
         return sorted({b for c in self.constraints for b in (*c.bodies, c.ancestor)} - {0})
 
+    def row_forces(self):
+        """Each row's forces G^T e_i, no sweep: body forces (m, nb, 6) at each
+        Bo in G and generalized mobility forces (m, nu) (N^T f_q + f_u)."""
+        F, fq, fu = jax.vmap(self.forces)(jnp.eye(self.layout.m, dtype=self.X_GB.p.dtype))
+        return F, fu + jax.vmap(lambda f: coordinates.multiply_by_n(self.topology, self.q, f, True))(fq)
+
     def g_matrix(self, position):
-        """G (m, nu): the rows' forces G^T e_i (no sweep) applied through the
-        rows of J of the bodies they act on (``jacobians.body_jacobians``)."""
-        top, dtype = self.topology, self.X_GB.p.dtype
-        F, fq, fu = jax.vmap(self.forces)(jnp.eye(self.layout.m, dtype=dtype))
-        G = fu + jax.vmap(lambda f: coordinates.multiply_by_n(top, self.q, f, True))(fq)
+        """G (m, nu): the rows' forces G^T e_i (``row_forces``) applied through
+        the rows of J of the bodies they act on (``jacobians.body_jacobians``)."""
+        top = self.topology
+        F, G = self.row_forces()
         bodies = self.force_bodies()
         if bodies:
             J = jacobians.body_jacobians(top, position, bodies)  # (s, nu, 6)
