@@ -9,7 +9,9 @@ For each model, 1 s of motion from a random State under gravity:
   one trajectory (cold compile, latency, steps) and a batch of trajectories
   through ``jit(simbodyx.parallel.batched(...))`` (trajectories per second),
   and ``jax.grad`` of the final q through the rollout (compile, latency,
-  XLA's planned peak memory);
+  XLA's planned peak memory); on jaxlib 0.6 also the one trajectory
+  compiled with ``sx.xla_setup.loop_compiler_options()`` (XLA's earlier
+  CPU runtime);
 * MuJoCo C: ``mujoco.rollout`` with its RK4 integrator at the largest fixed
   step (1 / N s) whose error at 1 s is no larger than simbodyx's, one
   trajectory and the same batch over one thread per core;
@@ -149,9 +151,12 @@ def mujoco_rows(sx, matter, model, states, target_error, reference_mj, repeats):
             "per_second": x0.shape[0] / batch}
 
 
-def adaptive_rows(sx, system, matter, model, accuracy=1e-6, batch=64, repeats=5, with_diffrax=True, grad=True):
-    """Every engine's row for one model: simbodyx, MuJoCo C RK4 at simbodyx's
-    error, and (models without quaternions) the diffrax solvers."""
+def adaptive_rows(sx, system, matter, model, accuracy=1e-6, batch=64, repeats=5, with_diffrax=True, grad=True,
+                  loop=True):
+    """Every engine's row for one model: simbodyx (and, when ``loop``, its one
+    trajectory compiled with the loop compiler options where they apply),
+    MuJoCo C RK4 at simbodyx's error, and (models without quaternions) the
+    diffrax solvers."""
     from simbodyx.interop.mujoco import configuration, to_mjcf
 
     states = random_states(model, batch)
@@ -165,6 +170,15 @@ def adaptive_rows(sx, system, matter, model, accuracy=1e-6, batch=64, repeats=5,
     q, u, _ = final(one)
     ours["error"] = float(np.abs(to_mj(q, u) - reference_mj).max())
     rows = [ours, mujoco_rows(sx, matter, model, states, ours["error"], reference_mj, repeats)]
+    options = sx.xla_setup.loop_compiler_options() if loop else {}
+    if options:  # sx.simulate compiles its stepping loop itself, with these options
+        integrator = sx.Integrator.RungeKuttaMerson(accuracy=accuracy)
+        looped = lambda s: sx.simulate(model, s, integrator, jnp.array([1.0], model.dtype),  # noqa: E731
+                                       throw=False, compiler_options=options)[1:]
+        compile_s, (trajectory, stats) = cold(looped, one)
+        rows.insert(1, {"engine": "simbodyx, loop options", "compile_s": compile_s, "steps": int(stats.num_steps_taken),
+                        "latency_ms": 1e3 * best_time(looped, one, repeats=repeats),
+                        "error": float(np.abs(to_mj(trajectory.q[-1], trajectory.u[-1]) - reference_mj).max())})
     if with_diffrax and not model.topology.quaternion_bodies:
         rows += diffrax_rows(sx, model, one, accuracy, repeats, jnp.concatenate([exact.q[-1], exact.u[-1]]), grad)
     return rows
@@ -190,6 +204,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-diffrax", action="store_true", help="skip the diffrax rows")
     parser.add_argument("--no-grad", action="store_true", help="skip the gradients")
+    parser.add_argument("--no-loop-options", action="store_true",
+                        help="skip the one trajectory compiled with sx.xla_setup.loop_compiler_options() (jaxlib 0.6)")
     args = parser.parse_args()
     use_cpu_cores()
     jax.config.update("jax_enable_x64", True)
@@ -201,7 +217,7 @@ def main():
         system, matter = MODELS[name](sx)
         model, _ = system.realize_topology()
         rows = adaptive_rows(sx, system, matter, model, args.accuracy, args.batch, args.repeats,
-                             not args.no_diffrax, not args.no_grad)
+                             not args.no_diffrax, not args.no_grad, not args.no_loop_options)
         print_table(name, model, rows, args.batch)
 
 

@@ -21,7 +21,8 @@ Two rows (``run.py`` prints them too):
   ``mj_step`` with ``mjINT_RK4`` at the same step on the same model (built
   by ``simbodyx.interop.to_mjcf``; contacts off), one Python call per step;
   the final states are checked to agree to 1e-8 first. Reported: time per
-  RK4 step.
+  RK4 step. On jaxlib 0.6 also ``simbodyx_loop``: the same program compiled
+  with ``sx.xla_setup.loop_compiler_options()`` (XLA's earlier CPU runtime).
 
 Targets (issue "trajectory optimization at the speed of hand-written JAX"):
 iteration within 2x and compile within 3x of the closed form, a chain7 RK4
@@ -153,17 +154,25 @@ def swing_up_rows(sx, iterations, repeats, array_path=True):
     return rows
 
 
-def rollout_rows(sx, steps, repeats, mujoco=True):
-    """chain7: one RK4 trajectory through simbodyx and (when ``mujoco``) through MuJoCo C."""
+def rollout_rows(sx, steps, repeats, mujoco=True, loop=True):
+    """chain7: one RK4 trajectory through simbodyx (and, when ``loop``, with
+    the loop compiler options where they apply) and (when ``mujoco``)
+    through MuJoCo C."""
     system, matter = MODELS["chain7"](sx)
     model, _ = system.realize_topology()
     start = jax.tree.map(lambda x: x[0], random_states(model, 1))
-    run = jax.jit(lambda s: sx.integrate.rollout(model, s, ROLLOUT_DT, steps, save_every=steps, energy=False)[0])
-    t = time.perf_counter()
-    final = jax.block_until_ready(run(start))
-    compile_s = time.perf_counter() - t
-    rows = [{"engine": "simbodyx", "model": "chain7", "op": "rk4_rollout", "batch": 1, "steps": steps,
-             "compile_s": compile_s, "step_us": 1e6 * best_time(run, start, repeats=repeats, inner=1) / steps}]
+    rows = []
+    programs = [("simbodyx", None)]
+    if loop and sx.xla_setup.loop_compiler_options():  # else a jaxlib without the earlier runtime
+        programs.append(("simbodyx_loop", sx.xla_setup.loop_compiler_options()))
+    for engine, options in programs:
+        run = jax.jit(lambda s: sx.integrate.rollout(model, s, ROLLOUT_DT, steps, save_every=steps, energy=False)[0],
+                      compiler_options=options)
+        t = time.perf_counter()
+        final = jax.block_until_ready(run(start))
+        compile_s = time.perf_counter() - t
+        rows.append({"engine": engine, "model": "chain7", "op": "rk4_rollout", "batch": 1, "steps": steps,
+                     "compile_s": compile_s, "step_us": 1e6 * best_time(run, start, repeats=repeats, inner=1) / steps})
     if not mujoco:
         return rows, None
     try:
@@ -200,10 +209,10 @@ def rollout_rows(sx, steps, repeats, mujoco=True):
     return rows, None
 
 
-def trajopt_rows(sx, iterations, rollout_steps, repeats, mujoco=True, array_path=True):
+def trajopt_rows(sx, iterations, rollout_steps, repeats, mujoco=True, array_path=True, loop=True):
     """Both rows (a list of dicts) and a note, or None."""
     rows = swing_up_rows(sx, iterations, repeats, array_path)
-    more, note = rollout_rows(sx, rollout_steps, repeats, mujoco)
+    more, note = rollout_rows(sx, rollout_steps, repeats, mujoco, loop)
     return rows + more, note
 
 

@@ -90,7 +90,7 @@ def test_program_memory_counts_arguments_and_outputs():
 def test_integrator_benchmark_smoke():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "integrators.py"), "--models", "chain7", "--batch", "4",
-         "--repeats", "1", "--no-diffrax", "--no-grad"],
+         "--repeats", "1", "--no-diffrax", "--no-grad", "--no-loop-options"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     rows = [line for line in out.splitlines() if line.startswith("| simbodyx") or line.startswith("| MuJoCo")]
@@ -153,7 +153,8 @@ def test_trajopt_rows_agree_with_their_peers():
         peers = True
     except ImportError:
         peers = False
-    rows, note = trajopt.trajopt_rows(sx, iterations=2, rollout_steps=20, repeats=1, mujoco=peers, array_path=False)
+    rows, note = trajopt.trajopt_rows(sx, iterations=2, rollout_steps=20, repeats=1, mujoco=peers, array_path=False,
+                                      loop=False)
     assert note is None
     assert [(r["engine"], r["op"]) for r in rows] == [
         ("closed_form", "swing_up_iteration"), ("simbodyx", "swing_up_iteration"),

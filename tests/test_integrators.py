@@ -2,7 +2,7 @@
 pendulum's period against the elliptic-integral closed form, conservation
 on a free-floating chain, a closed chain held on its manifold, every method
 converging at its order, the gradient against finite differences, a batch
-with its own step sizes, and the failure paths."""
+with its own step sizes, the loop compiler options, and the failure paths."""
 
 import functools
 
@@ -250,6 +250,9 @@ def test_fixed_step_interpolation_and_statistics():
     assert int(stats.num_steps_taken) == 50 == int(stats.num_steps_attempted)
     assert float(stats.actual_initial_step_size_taken) == pytest.approx(0.01)
     np.testing.assert_allclose(trajectory.q[0], state.q)  # a report time at state.t gives the start
+    looped = sx.simulate(model, state, fixed, jnp.array([0.0, 0.25, 0.5]),
+                         compiler_options=sx.xla_setup.loop_compiler_options())[1]
+    np.testing.assert_allclose(looped.q, trajectory.q, rtol=0, atol=1e-12)
     # stepping to each report time instead of interpolating gives the same samples to the accuracy
     accurate = sx.Integrator.RungeKuttaMerson(accuracy=1e-9)
     interpolated = sx.simulate(model, state, accurate, jnp.linspace(0.0, 1.0, 7))[1]

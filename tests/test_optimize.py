@@ -2,7 +2,7 @@
 mobility forces against the closed form of a pushed slider (RK4 is exact
 for piecewise-constant acceleration, so 1e-12), their gradient under each
 checkpoint setting, jax.test_util.check_grads on a pendulum, minimize
-batched over problems, multiple shooting joining into the single rollout,
+batched over problems (and with the loop compiler options), multiple shooting joining into the single rollout,
 the augmented Lagrangian against a problem's closed-form KKT point, and
 set_mass_properties. The examples' results: tests/test_examples.py."""
 
@@ -89,6 +89,9 @@ def test_minimize_is_one_program_batched_over_problems():
     x, losses = solve(targets)
     np.testing.assert_allclose(x, targets, atol=1e-3)
     np.testing.assert_allclose(losses[:, 0], jnp.sum(targets**2, axis=1), atol=1e-12)
+    looped = sx.optimize.minimize(loss, jnp.zeros(2), optimizer, 500, targets[0],
+                                  compiler_options=sx.xla_setup.loop_compiler_options())
+    np.testing.assert_allclose(looped[0], x[0], rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="num_steps must be a positive int"):
         sx.optimize.minimize(loss, jnp.zeros(2), optimizer, 0, targets[0])
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 from jaxlib.version import __version__ as JAXLIB
 
-from simbodyx.xla_setup import CPU_ISA_CAP, flags_with_cpu_options, release
+from simbodyx.xla_setup import CPU_ISA_CAP, flags_with_cpu_options, loop_options_for, release
 
 pytestmark = pytest.mark.smoke
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -40,6 +40,14 @@ OLD_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 ])
 def test_options_are_added_only_where_they_apply(flags, machine, jaxlib, expected):
     assert flags_with_cpu_options(flags, machine, jaxlib) == expected
+
+
+def test_loop_options_choose_the_earlier_runtime_only_where_it_exists():
+    earlier = {"xla_cpu_use_thunk_runtime": False}
+    assert loop_options_for("0.6.2", "--xla_cpu_max_isa=AVX2", "cpu") == earlier
+    assert loop_options_for("0.6.2", "--xla_cpu_use_thunk_runtime=true", "cpu") == {}  # the user's choice
+    assert loop_options_for("0.6.2", "", "gpu") == {}
+    assert loop_options_for("0.7.0", "", "cpu") == loop_options_for("0.12.0.1", "", "cpu") == {}
 
 
 def test_release_numbers():
