@@ -10,7 +10,9 @@ optax, each as one compiled program:
 
 Single shooting takes few iterations, each a 150-step sequential chain;
 multiple shooting takes many more, each a 15-step chain over a batch of 10
-segments, far cheaper on a CPU. The script prints both.
+segments, far cheaper on a CPU. The script prints both. Both loops compile
+with ``sx.xla_setup.loop_compiler_options()`` (XLA's earlier CPU runtime on
+jaxlib 0.6, nothing elsewhere).
 
     python examples/cartpole_swingup.py
 """
@@ -95,7 +97,8 @@ def swing_up(iterations=400, method="adam"):
         raise ValueError(f"swing_up: method must be one of {sorted(optimizers)}, got {method!r}")
     model, state = cartpole()
     optimizer = optimizers[method]()
-    forces, losses = sx.optimize.minimize(make_loss(model), jnp.full(NUM_STEPS, 0.1), optimizer, iterations, state)
+    forces, losses = sx.optimize.minimize(make_loss(model), jnp.full(NUM_STEPS, 0.1), optimizer, iterations, state,
+                                          compiler_options=sx.xla_setup.loop_compiler_options())
     return forces, losses, simulate(model, state, forces)
 
 
@@ -108,8 +111,9 @@ def swing_up_multiple_shooting(rounds=6, iterations=1000):
     along = jnp.linspace(0.0, 1.0, SEGMENTS + 1)[1:-1, None]
     x0 = (jnp.full((SEGMENTS, NUM_STEPS // SEGMENTS), 0.1), along * UPRIGHT)
     optimizer = optax.adam(optax.cosine_decay_schedule(0.05, iterations, alpha=0.001))
-    (forces, _), solution = sx.optimize.augmented_lagrangian(make_problem(model), x0, optimizer, iterations, rounds,
-                                                             state, penalty=10.0, penalty_growth=4.0)
+    (forces, _), solution = sx.optimize.augmented_lagrangian(
+        make_problem(model), x0, optimizer, iterations, rounds, state, penalty=10.0, penalty_growth=4.0,
+        compiler_options=sx.xla_setup.loop_compiler_options())
     return forces.ravel(), solution, simulate(model, state, forces.ravel())
 
 

@@ -1,12 +1,13 @@
 """simbodyx.linalg's minimum-norm solve against the pseudo-inverse: full rank,
 redundant rows (consistent and not), rows of very different scales, zero
-rows, float32, and the derivative at constant rank."""
+rows, float32, the derivative at constant rank, and the full-rank-first
+factorization (one W, and batches all of full rank or not)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.linalg import independent_rows, min_norm_solve
+from simbodyx.linalg import independent_rows, min_norm_solve, min_norm_solver
 
 N = 12
 
@@ -37,15 +38,21 @@ def test_min_norm_solve_is_the_pseudo_inverse_solution():
     W = jnp.asarray(np.stack([c[0] for c in cases]))
     b = jnp.asarray(np.stack([c[1] for c in cases]))
     x, kept = jax.jit(jax.vmap(lambda W, b: (min_norm_solve(W, b), independent_rows(W))))(W, b)
-    for i, (Wi, bi, null, rank) in enumerate(cases[:-1]):
+    _check_solutions(x, cases)
+    for i, (_, _, _, rank) in enumerate(cases):
+        assert int(kept[i].sum()) == rank, i
+    assert min_norm_solve(jnp.zeros((0, 0)), jnp.zeros(0)).shape == (0,)
+
+
+def _check_solutions(x, cases):
+    for i, (Wi, bi, null, rank) in enumerate(cases):
         xi, norm = np.asarray(x[i]), np.linalg.norm(Wi, 2)
+        if rank == 0:  # W = 0: nothing to solve
+            np.testing.assert_array_equal(xi, 0.0)
+            continue
         residual = np.linalg.norm(Wi @ (Wi @ xi - bi)) / (norm ** 2 * np.linalg.norm(xi) + norm * np.linalg.norm(bi))
         assert residual < 1e-15, (i, residual)  # observed <= 2e-17
         assert np.linalg.norm(null.T @ xi) <= 1e-11 * np.linalg.norm(xi), i  # observed <= 1.3e-13
-        assert int(kept[i].sum()) == rank, i
-    np.testing.assert_array_equal(x[-1], 0.0)  # W = 0: nothing to solve
-    assert int(kept[-1].sum()) == 0
-    assert min_norm_solve(jnp.zeros((0, 0)), jnp.zeros(0)).shape == (0,)
 
 
 def test_redundant_rows_are_dropped_in_order_and_float32_works():
@@ -76,3 +83,19 @@ def test_derivative_is_the_pseudo_inverse_derivative_at_constant_rank():
     ours = jax.grad(lambda s: loss(min_norm_solve, s))(0.3)
     theirs = jax.grad(lambda s: loss(lambda W, b: jnp.linalg.pinv(W, hermitian=True) @ b, s))(0.3)
     np.testing.assert_allclose(ours, theirs, rtol=1e-9)
+
+
+def test_full_rank_first_factors_give_the_pseudo_inverse_solution():
+    """``differentiable=False`` takes one Cholesky factorization of W where
+    every W of the call (one, or a vmapped batch) has full rank, and the
+    general factors otherwise: checked as above, on a batch all of full rank,
+    on the mixed batch, and one W at a time."""
+    rng = np.random.default_rng(0)
+    cases = _cases(rng)
+    W = jnp.asarray(np.stack([c[0] for c in cases]))
+    b = jnp.asarray(np.stack([c[1] for c in cases]))
+    solve = jax.jit(jax.vmap(lambda W, b: min_norm_solver(W, differentiable=False)(b)))
+    _check_solutions(solve(W[:2], b[:2]), cases[:2])  # cases 0, 1: full rank
+    _check_solutions(solve(W, b), cases)
+    one = jax.jit(lambda W, b: min_norm_solver(W, differentiable=False)(b))
+    _check_solutions(jnp.stack([one(W[i], b[i]) for i in range(len(cases))]), cases)

@@ -124,7 +124,7 @@ def min_norm_solve(W, b, rtol=None):
     return min_norm_solver(W, rtol)(b)
 
 
-def min_norm_solver(W, rtol=None):
+def min_norm_solver(W, rtol=None, *, differentiable=True):
     """b -> W^+ b for a symmetric positive semi-definite W (n, n), the rank
     decided by ``independent_rows``, factored once for any number of b.
 
@@ -136,19 +136,61 @@ def min_norm_solver(W, rtol=None):
     with every kind of constraint, 23 of its 39 rows redundant; refined,
     its residual is 1e-15 of W). At full rank V = I. The kept set is
     piecewise constant in W, so the derivative is that of the
-    pseudo-inverse at constant rank."""
+    pseudo-inverse at constant rank.
+
+    ``differentiable=False`` (W's factorization a constant of the caller's
+    own derivative rule, as in constrained dynamics): above ``UNROLLED_MAX``
+    rows a W of full rank takes V = I and one factorization of W, and under
+    ``jax.vmap`` a batch whose every W has full rank takes them together
+    (``jax.custom_batching.custom_vmap``: the choice is made once per batch,
+    not per W, which would compute both). JAX cannot differentiate through
+    that choice, hence the flag."""
     n = W.shape[-1]
     if n == 0:
         return lambda b: b
     W = 0.5 * (W + W.T)
-    kept = independent_rows(W, rtol).astype(W.dtype)
-    dropped = jnp.diag(1 - kept)
-    W_cc = _cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
-    V = _cho_solve(W_cc, (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
-    VWV = _cholesky(_mul(V.T, _mul(W, V)) + dropped)
+    if differentiable or n <= UNROLLED_MAX:
+        V, VWV = _factors(W, independent_rows(W, rtol))
+    else:
+        V, VWV = _factors_full_rank_first(W, rtol)
 
     def solve(b):
         x = _mul(V, _cho_solve(VWV, _mul(V.T, b)))
         return x + _mul(V, _cho_solve(VWV, _mul(V.T, b - _mul(W, x))))  # one step of refinement
 
     return solve
+
+
+def _factors(W, kept):
+    """(V, Cholesky factor of V^T W V) of ``min_norm_solver`` for the kept rows (n,) bool."""
+    kept = kept.astype(W.dtype)
+    dropped = jnp.diag(1 - kept)
+    W_cc = _cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
+    V = _cho_solve(W_cc, (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
+    return V, _cholesky(_mul(V.T, _mul(W, V)) + dropped)
+
+
+def _factors_full_rank(W):
+    """``_factors`` at full rank: V = I, V^T W V = W."""
+    return jnp.eye(W.shape[-1], dtype=W.dtype), _cholesky(W)
+
+
+def _factors_full_rank_first(W, rtol):
+    """``_factors``, through ``_factors_full_rank`` when every W (one, or a
+    batch under vmap) has full rank."""
+
+    @jax.custom_batching.custom_vmap
+    def factors(W):
+        kept = independent_rows(W, rtol)
+        return jax.lax.cond(jnp.all(kept), lambda W, kept: _factors_full_rank(W), _factors, W, kept)
+
+    @factors.def_vmap
+    def _batched(axis_size, in_batched, W):
+        if not in_batched[0]:
+            return factors(W), (False, False)
+        kept = jax.vmap(lambda W: independent_rows(W, rtol))(W)
+        out = jax.lax.cond(jnp.all(kept), lambda W, kept: jax.vmap(_factors_full_rank)(W), jax.vmap(_factors),
+                           W, kept)
+        return out, (True, True)
+
+    return factors(W)

@@ -84,7 +84,7 @@ def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, bod
         aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, q, u, udot0), udot0)
         aerr = layout.zero_disabled(aerr, disabled)
     with jax.named_scope("constraint_multipliers"):
-        pinv = min_norm_solver(W)
+        pinv = min_norm_solver(W, differentiable=False)  # the rule below differentiates, not JAX
         multipliers = pinv(aerr)
         d_udot, d_A = aba.respond(topology, art, aba.combine_innovations(multipliers, rows), dtype)
     return (udot0 - d_udot, A0 - d_A, multipliers), (eqs, art, rows, W, pinv, aerr)
