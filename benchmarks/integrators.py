@@ -30,6 +30,7 @@ computes simbodyx's accelerations. Every time is the minimum of several runs
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import jax
@@ -52,8 +53,9 @@ def simbodyx_rows(sx, model, states, accuracy, repeats, grad):
     integrator = sx.Integrator.RungeKuttaMerson(accuracy=accuracy)
     times = jnp.array([1.0], model.dtype)
 
-    def final(s):
-        _, trajectory, stats = sx.simulate(model, s, integrator, times, throw=False)
+    def final(s, compiler_options=None):
+        _, trajectory, stats = sx.simulate(model, s, integrator, times, throw=False,
+                                           compiler_options=compiler_options)
         return trajectory.q[-1], trajectory.u[-1], stats.num_steps_taken
 
     def loss(q, u, s):
@@ -167,18 +169,15 @@ def adaptive_rows(sx, system, matter, model, accuracy=1e-6, batch=64, repeats=5,
         matter, model.realize(one.with_q(q).with_u(u), sx.Stage.Position), order))
     reference_mj = to_mj(exact.q[-1], exact.u[-1])
     ours, final = simbodyx_rows(sx, model, states, accuracy, repeats, grad)
-    q, u, _ = final(one)
-    ours["error"] = float(np.abs(to_mj(q, u) - reference_mj).max())
+    error = lambda q, u, _: float(np.abs(to_mj(q, u) - reference_mj).max())  # noqa: E731
+    ours["error"] = error(*final(one))
     rows = [ours, mujoco_rows(sx, matter, model, states, ours["error"], reference_mj, repeats)]
     options = sx.xla_setup.loop_compiler_options() if loop else {}
     if options:  # sx.simulate compiles its stepping loop itself, with these options
-        integrator = sx.Integrator.RungeKuttaMerson(accuracy=accuracy)
-        looped = lambda s: sx.simulate(model, s, integrator, jnp.array([1.0], model.dtype),  # noqa: E731
-                                       throw=False, compiler_options=options)[1:]
-        compile_s, (trajectory, stats) = cold(looped, one)
-        rows.insert(1, {"engine": "simbodyx, loop options", "compile_s": compile_s, "steps": int(stats.num_steps_taken),
-                        "latency_ms": 1e3 * best_time(looped, one, repeats=repeats),
-                        "error": float(np.abs(to_mj(trajectory.q[-1], trajectory.u[-1]) - reference_mj).max())})
+        looped = functools.partial(final, compiler_options=options)
+        compile_s, out = cold(looped, one)
+        rows.insert(1, {"engine": "simbodyx, loop options", "compile_s": compile_s, "steps": int(out[2]),
+                        "latency_ms": 1e3 * best_time(looped, one, repeats=repeats), "error": error(*out)})
     if with_diffrax and not model.topology.quaternion_bodies:
         rows += diffrax_rows(sx, model, one, accuracy, repeats, jnp.concatenate([exact.q[-1], exact.u[-1]]), grad)
     return rows

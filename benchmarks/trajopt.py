@@ -162,9 +162,8 @@ def rollout_rows(sx, steps, repeats, mujoco=True, loop=True):
     model, _ = system.realize_topology()
     start = jax.tree.map(lambda x: x[0], random_states(model, 1))
     rows = []
-    programs = [("simbodyx", None)]
-    if loop and sx.xla_setup.loop_compiler_options():  # else a jaxlib without the earlier runtime
-        programs.append(("simbodyx_loop", sx.xla_setup.loop_compiler_options()))
+    options = sx.xla_setup.loop_compiler_options() if loop else {}
+    programs = [("simbodyx", None)] + ([("simbodyx_loop", options)] if options else [])  # {}: no earlier runtime
     for engine, options in programs:
         run = jax.jit(lambda s: sx.integrate.rollout(model, s, ROLLOUT_DT, steps, save_every=steps, energy=False)[0],
                       compiler_options=options)

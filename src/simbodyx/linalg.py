@@ -179,18 +179,16 @@ def _factors_full_rank_first(W, rtol):
     """``_factors``, through ``_factors_full_rank`` when every W (one, or a
     batch under vmap) has full rank."""
 
+    def choose(W, kept, full_rank, general):
+        return jax.lax.cond(jnp.all(kept), lambda W, kept: full_rank(W), general, W, kept)
+
     @jax.custom_batching.custom_vmap
     def factors(W):
-        kept = independent_rows(W, rtol)
-        return jax.lax.cond(jnp.all(kept), lambda W, kept: _factors_full_rank(W), _factors, W, kept)
+        return choose(W, independent_rows(W, rtol), _factors_full_rank, _factors)
 
     @factors.def_vmap
-    def _batched(axis_size, in_batched, W):
-        if not in_batched[0]:
-            return factors(W), (False, False)
+    def _batched(axis_size, in_batched, W):  # W, the one argument, is batched
         kept = jax.vmap(lambda W: independent_rows(W, rtol))(W)
-        out = jax.lax.cond(jnp.all(kept), lambda W, kept: jax.vmap(_factors_full_rank)(W), jax.vmap(_factors),
-                           W, kept)
-        return out, (True, True)
+        return choose(W, kept, jax.vmap(_factors_full_rank), jax.vmap(_factors)), (True, True)
 
     return factors(W)
