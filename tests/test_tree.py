@@ -183,3 +183,39 @@ def test_vectorized_steps_take_whole_levels(parent):
     assert seen[False] == {()}
     levels = {(seg.size,) for seg in s.segments}
     assert levels <= seen[True] <= levels | {(1,)}  # (1,): inward's shape probe
+
+
+def test_restricted_schedule_sweeps_only_the_paths():
+    """A schedule restricted to some bodies and their ancestors: pieces of
+    the full segments (split where the kept columns change, widths kept);
+    an inward sweep of data that is zero elsewhere gives the full sweep's
+    values on those bodies, and expand_levels puts them back with zeros."""
+    parent = (0, 0, 0, 1, 2, 3, 4, 5, 5)  # one segment 1,2 / 3,4 / 5,6, then 7 and 8 under 5
+    nu = (0, 1, 2, 3, 1, 2, 1, 1, 2)
+    start = tuple(int(x) for x in np.concatenate([[0], np.cumsum(nu)[:-1]]))
+    full = tree.TreeSchedule.from_parents(parent, nu, start)
+    assert tree.restricted(full, (6, 7, 8)) is full  # every body is on a path
+    sub = tree.restricted(full, (4, 5))
+    assert sub is tree.restricted(full, (4, 5))  # built once
+    assert [seg.bodies.tolist() for seg in sub.segments] == [[[1, 2], [3, 4]], [[5]]]
+    assert sub.sources == ((0, 0, (0, 1)), (0, 2, (0,)))
+    assert [seg.width for seg in sub.segments] == [full.segments[0].width] * 2
+
+    on_paths = np.isin(np.arange(len(parent)), [1, 2, 3, 4, 5])
+    values = jnp.asarray(np.where(on_paths, 2 ** np.arange(len(parent)), 0))
+    step = lambda own, children: (own + children, own + children)  # noqa: E731
+    whole, at_ground = tree.inward_levels(full, step, tree.to_levels(full, values), jnp.array(0), vectorized=True)
+    part, at_ground_sub = tree.inward_levels(sub, step, tree.to_levels(sub, values), jnp.array(0), vectorized=True)
+    assert int(at_ground_sub) == int(at_ground)
+    for a, b in zip(part, tree.restrict_levels(sub, whole)):
+        np.testing.assert_array_equal(a, b)
+    back = tree.expand_levels(sub, part, whole)
+    np.testing.assert_array_equal(tree.from_levels(full, back, 0), np.where(on_paths, tree.from_levels(full, whole, 0), 0))
+
+    u = jnp.arange(1.0, sum(nu) + 1)
+    per_mobility = tree.restrict_levels(sub, tree.mobilities_to_levels(full, u))
+    kept = np.concatenate([np.full(n, b in (1, 2, 3, 4, 5)) for b, n in enumerate(nu)])
+    np.testing.assert_array_equal(tree.mobilities_from_levels(sub, per_mobility, jnp.zeros(0)), np.where(kept, u, 0))
+    like = tree.mobilities_to_levels(full, u)
+    np.testing.assert_array_equal(tree.mobilities_from_levels(full, tree.expand_levels(sub, per_mobility, like),
+                                                              jnp.zeros(0)), np.where(kept, u, 0))

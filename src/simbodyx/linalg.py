@@ -4,8 +4,8 @@ constraint matrix W = G M^-1 G^T.
 At these sizes (a few to a few dozen rows, thousands of matrices) the
 choice of routine matters more than its operation count: on CPU a
 symmetric eigendecomposition per matrix (what ``jnp.linalg.pinv`` does)
-costs about 14 us for 12 x 12, three Cholesky factorizations and their
-solves together about 1 us.
+costs about 14 us for 12 x 12, one Cholesky factorization, the inverse
+of its factor and the products of a solve about 1.5 us.
 """
 
 from __future__ import annotations
@@ -90,6 +90,28 @@ def _diagonal(A):
     return jnp.sum(A * jnp.eye(A.shape[-1], dtype=A.dtype), axis=-1)
 
 
+def _scaled_factor(W, rtol, delta):
+    """(kept (n,) bool, C (n, n), d (n,)) for a symmetric positive
+    semi-definite W (n, n): D^-1 W D^-1 + delta I = L L^T with D = diag(d)
+    scaling W to a unit diagonal, C = L^-1, and the rows that pass
+    ``independent_rows``' test on this factor."""
+    n, dtype = W.shape[-1], W.dtype
+    eye = jnp.eye(n, dtype=dtype)
+    diagonal = _diagonal(W)
+    live = diagonal > rtol * jnp.max(diagonal)
+    d = jnp.sqrt(jnp.where(live, diagonal, 1.0))
+    scaled = jnp.where(live[:, None] & live[None, :], W / (d[:, None] * d[None, :]), eye)
+    L = _cholesky(scaled + delta * eye)
+    C = _triangular_solve(L, eye)
+    pivots = _diagonal(L) ** 2
+    growth = pivots * jnp.sum(C ** 2, axis=-1)
+    return (pivots > 2 * rtol * growth) & live, C, d
+
+
+def _rtol(W, rtol):
+    return RANK_RTOL.get(jnp.dtype(W.dtype), 1e-4) if rtol is None else rtol
+
+
 def independent_rows(W, rtol=None):
     """(n,) bool: a maximal set of linearly independent rows of a symmetric
     positive semi-definite W (n, n), chosen in order.
@@ -103,17 +125,8 @@ def independent_rows(W, rtol=None):
     below ``rtol`` times W's largest are dropped outright (disabled
     constraints: zero rows)."""
     W = jax.lax.stop_gradient(W)
-    n, dtype = W.shape[-1], W.dtype
-    rtol = RANK_RTOL.get(jnp.dtype(dtype), 1e-4) if rtol is None else rtol
-    eye = jnp.eye(n, dtype=dtype)
-    diagonal = _diagonal(W)
-    live = diagonal > rtol * jnp.max(diagonal)
-    d = jnp.sqrt(jnp.where(live, diagonal, 1.0))
-    scaled = jnp.where(live[:, None] & live[None, :], W / (d[:, None] * d[None, :]), eye)
-    L = _cholesky(scaled + rtol * eye)
-    pivots = _diagonal(L) ** 2
-    growth = pivots * jnp.sum(_triangular_solve(L, eye) ** 2, axis=-1)
-    return (pivots > 2 * rtol * growth) & live
+    rtol = _rtol(W, rtol)
+    return _scaled_factor(W, rtol, rtol)[0]
 
 
 def min_norm_solve(W, b, rtol=None):
@@ -126,69 +139,79 @@ def min_norm_solve(W, b, rtol=None):
 
 def min_norm_solver(W, rtol=None, *, differentiable=True):
     """b -> W^+ b for a symmetric positive semi-definite W (n, n), the rank
-    decided by ``independent_rows``, factored once for any number of b.
+    decided by ``independent_rows``, W^+ formed once for any number of b.
 
     With the kept rows c first, W = V W_cc V^T for V = [I; K] (K = W_rc W_cc^-1
     for the redundant rows r), and W^+ = V (V^T W V)^-1 V^T: two Cholesky
-    factorizations (of W_cc and of V^T W V) and their solves, then one step
+    factorizations (of W_cc and of V^T W V), the inverse of the second's
+    factor, and products; each solve is then a product with W^+ and one step
     of iterative refinement (the rows are kept in order, not pivoted, so
     W_cc can be far worse conditioned than W on its range: 1e10 on a tree
     with every kind of constraint, 23 of its 39 rows redundant; refined,
-    its residual is 1e-15 of W). At full rank V = I. The kept set is
-    piecewise constant in W, so the derivative is that of the
-    pseudo-inverse at constant rank.
+    its residual is 1e-15 of W). The kept set is piecewise constant in W,
+    so the derivative is that of the pseudo-inverse at constant rank.
 
-    ``differentiable=False`` (W's factorization a constant of the caller's
-    own derivative rule, as in constrained dynamics): above ``UNROLLED_MAX``
-    rows a W of full rank takes V = I and one factorization of W, and under
-    ``jax.vmap`` a batch whose every W has full rank takes them together
-    (``jax.custom_batching.custom_vmap``: the choice is made once per batch,
-    not per W, which would compute both). JAX cannot differentiate through
-    that choice, hence the flag."""
+    ``differentiable=False`` (W^+ a constant of the caller's own derivative
+    rule, as in constrained dynamics): above ``UNROLLED_MAX`` rows a W that
+    passes the full-rank test below takes W^-1 from the test's own
+    factorization, and under ``jax.vmap`` a batch whose every W passes takes
+    it together (``jax.custom_batching.custom_vmap``: the choice is made once
+    per batch, not per W, which would compute both). JAX cannot
+    differentiate through that choice, hence the flag."""
     n = W.shape[-1]
     if n == 0:
         return lambda b: b
     W = 0.5 * (W + W.T)
     if differentiable or n <= UNROLLED_MAX:
-        V, VWV = _factors(W, independent_rows(W, rtol))
+        W_plus = _pseudo_inverse(W, independent_rows(W, rtol))
     else:
-        V, VWV = _factors_full_rank_first(W, rtol)
+        W_plus = _pseudo_inverse_full_rank_first(W, _rtol(W, rtol))
 
     def solve(b):
-        x = _mul(V, _cho_solve(VWV, _mul(V.T, b)))
-        return x + _mul(V, _cho_solve(VWV, _mul(V.T, b - _mul(W, x))))  # one step of refinement
+        x = _mul(W_plus, b)
+        return x + _mul(W_plus, b - _mul(W, x))  # one step of refinement
 
     return solve
 
 
-def _factors(W, kept):
-    """(V, Cholesky factor of V^T W V) of ``min_norm_solver`` for the kept rows (n,) bool."""
+def _pseudo_inverse(W, kept):
+    """W^+ = V (V^T W V)^-1 V^T of ``min_norm_solver`` for the kept rows (n,) bool."""
     kept = kept.astype(W.dtype)
     dropped = jnp.diag(1 - kept)
     W_cc = _cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
     V = _cho_solve(W_cc, (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
-    return V, _cholesky(_mul(V.T, _mul(W, V)) + dropped)
+    C = _triangular_solve(_cholesky(_mul(V.T, _mul(W, V)) + dropped), jnp.eye(W.shape[-1], dtype=W.dtype))
+    P = _mul(V, C.T)  # V L^-T (V's columns r are zero, so the dropped rows' unit block drops out)
+    return _mul(P, P.T)
 
 
-def _factors_full_rank(W):
-    """``_factors`` at full rank: V = I, V^T W V = W."""
-    return jnp.eye(W.shape[-1], dtype=W.dtype), _cholesky(W)
+def _full_rank_inverse(W, rtol):
+    """(passes, W^-1): the full-rank test, ``independent_rows``' criterion on
+    the unregularized factor of W scaled to a unit diagonal (twice as strict
+    as the regularized one, so a W that passes keeps every row there too),
+    and W^-1 = D^-1 L^-T L^-1 D^-1 from that factor (NaN where it failed)."""
+    kept, C, d = _scaled_factor(W, rtol, 0.0)
+    S = C / d[None, :]
+    return jnp.all(kept), _mul(S.T, S)
 
 
-def _factors_full_rank_first(W, rtol):
-    """``_factors``, through ``_factors_full_rank`` when every W (one, or a
-    batch under vmap) has full rank."""
+def _pseudo_inverse_full_rank_first(W, rtol):
+    """``_pseudo_inverse``, from ``_full_rank_inverse`` when every W (one, or
+    a batch under vmap) passes its test."""
 
-    def choose(W, kept, full_rank, general):
-        return jax.lax.cond(jnp.all(kept), lambda W, kept: full_rank(W), general, W, kept)
+    def choose(W, passes, inverse, general):
+        return jax.lax.cond(jnp.all(passes), lambda W, inverse: inverse, general, W, inverse)
+
+    def general(W, inverse):
+        return _pseudo_inverse(W, independent_rows(W, rtol))
 
     @jax.custom_batching.custom_vmap
-    def factors(W):
-        return choose(W, independent_rows(W, rtol), _factors_full_rank, _factors)
+    def pseudo_inverse(W):
+        return choose(W, *_full_rank_inverse(W, rtol), general)
 
-    @factors.def_vmap
+    @pseudo_inverse.def_vmap
     def _batched(axis_size, in_batched, W):  # W, the one argument, is batched
-        kept = jax.vmap(lambda W: independent_rows(W, rtol))(W)
-        return choose(W, kept, jax.vmap(_factors_full_rank), jax.vmap(_factors)), (True, True)
+        passes, inverse = jax.vmap(lambda W: _full_rank_inverse(W, rtol))(W)
+        return choose(W, passes, inverse, jax.vmap(general)), True
 
-    return factors(W)
+    return pseudo_inverse(W)

@@ -174,6 +174,86 @@ class TreeSchedule:
         return tuple(where)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class SubSchedule(TreeSchedule):
+    """A schedule over some bodies and all their ancestors (``restricted``):
+    each of its segments is a run of levels of one of the full schedule's
+    segments, keeping some of its columns, with that segment's width, so
+    level data moves between the two layouts by row selection
+    (``restrict_levels``, ``expand_levels``). Body and mobility indices are
+    the full tree's."""
+
+    full: TreeSchedule = None
+    #: per segment: (the full segment it comes from, its first level there, its columns there)
+    sources: tuple = ()
+
+
+@functools.lru_cache(maxsize=None)
+def restricted(schedule: TreeSchedule, bodies: tuple) -> TreeSchedule:
+    """The schedule of ``bodies`` and their ancestors: an inward sweep of
+    data that is zero elsewhere runs over their paths to Ground only. The
+    full schedule itself when that is every body."""
+    support = set()
+    for b in bodies:
+        while b and b not in support:
+            support.add(b)
+            b = schedule.parent[b]
+    if len(support) == schedule.num_bodies - 1:
+        return schedule
+    segments, sources = [], []
+    for i, seg in enumerate(schedule.segments):
+        start = None
+        for l in range(seg.length + 1):  # a piece ends where the kept columns change
+            cols = [] if l == seg.length else [j for j in range(seg.size) if int(seg.bodies[l, j]) in support]
+            if start is not None and cols != start[1]:
+                (l0, kept) = start
+                segments.append(Segment(seg.bodies[l0:l][:, kept], seg.parents[l0:l][:, kept],
+                                        seg.u_index[l0:l][:, kept], seg.num_u))
+                sources.append((i, l0, tuple(kept)))
+                start = None
+            if start is None and cols:
+                start = (l, cols)
+    return SubSchedule(schedule.parent, tuple(segments), schedule, tuple(sources))
+
+
+def _columns(a, cols):
+    """a[:, cols] for a static column list, as slices."""
+    runs = _runs([(0, j) for j in cols])
+    pieces = [a[:, j:j + count] for _, j, count in runs]
+    return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis=1)
+
+
+def restrict_levels(sub: TreeSchedule, levels):
+    """Level data of the full schedule -> ``sub``'s layout (``restricted``)."""
+    if not isinstance(sub, SubSchedule):
+        return levels
+    return tuple(jax.tree.map(lambda a, seg=seg, l0=l0, cols=cols: _columns(a[l0:l0 + seg.length], cols), levels[i])
+                 for seg, (i, l0, cols) in zip(sub.segments, sub.sources))
+
+
+def expand_levels(sub: TreeSchedule, levels, like):
+    """``sub``'s level data -> the full schedule's layout (shaped like
+    ``like``, full-layout data of the same structure), zero for the bodies
+    outside ``sub``."""
+    if not isinstance(sub, SubSchedule):
+        return levels
+    out = []
+    for i, (seg, like_i) in enumerate(zip(sub.full.segments, like)):
+        pieces = [(p, l0, cols) for p, (k, l0, cols) in enumerate(sub.sources) if k == i]
+        if not pieces:
+            out.append(jax.tree.map(jnp.zeros_like, like_i))
+            continue
+        where = {}
+        for source, (p, l0, cols) in enumerate(pieces):
+            for l in range(sub.segments[p].length):
+                for c, j in enumerate(cols):
+                    where[(l0 + l, j)] = (source, l * len(cols) + c)
+        locations = [where.get((l, j)) for l in range(seg.length) for j in range(seg.size)]
+        out.append(jax.tree.map(lambda like_a, *a: _gather([_rows(x, 2) for x in a], locations).reshape(like_a.shape),
+                                like_i, *[levels[p] for p, _, _ in pieces]))
+    return tuple(out)
+
+
 def _gather(sources, locations, tail_like=None):
     """Rows ``sources[src][row]`` for each ``(src, row)`` of ``locations``
     (None: a zero row, shaped like the rows of ``tail_like`` or

@@ -117,7 +117,7 @@ def accelerate(topology: Topology, art: Articulated, dtype, with_coriolis=True):
     return tree.mobilities_from_levels(schedule, udot, jnp.zeros(0, dtype)), tree.from_levels(schedule, A, root)
 
 
-def innovations(topology: Topology, art: Articulated, v, F=None):
+def innovations(schedule: tree.TreeSchedule, art: Articulated, v, F=None):
     """The inward half of a solve with M, reusing ``art``: the innovations
     u_bar (level layout, per mobility slot) of the generalized forces
     v (nu,) plus J^T F for body forces F (nb, 6) at each Bo in G.
@@ -126,9 +126,10 @@ def innovations(topology: Topology, art: Articulated, v, F=None):
     factorization of Rodriguez, Jain and Kreutz-Delgado), u_bar = L (v + J^T F)
     being this pass, so ``innovation_product`` of two of them is
     (v + J^T F)^T M^-1 (w + J^T E) and ``respond`` to one is M^-1 (v + J^T F):
-    the outward pass alone. Only vector sweeps run (no 6x6 algebra)."""
-    schedule = topology.schedule
-
+    the outward pass alone. Only vector sweeps run (no 6x6 algebra).
+    ``schedule`` is the topology's, or one ``tree.restricted`` to the bodies
+    where v and F are nonzero, with ``art`` in its layout (``restrict``):
+    u_bar is then in that layout (``tree.expand_levels`` for ``respond``)."""
     def step(inputs, z_c):
         r_b, H_b, U_b, D_inv_b, v_b, *F_b = inputs
         z = z_c - F_b[0] if F_b else z_c  # z is b - F_applied, as in the articulation
@@ -142,6 +143,12 @@ def innovations(topology: Topology, art: Articulated, v, F=None):
     inputs = (art.r, art.H, art.U, art.D_inv, v_levels) + (() if F is None else (tree.to_levels(schedule, F),))
     u_bar, _ = tree.inward_levels(schedule, step, tuple(zip(*inputs)), jnp.zeros(6, v.dtype), vectorized=True)
     return u_bar
+
+
+def restrict(art: Articulated, schedule: tree.TreeSchedule) -> Articulated:
+    """``art`` in the layout of a ``tree.restricted`` schedule."""
+    return Articulated(*(None if f is None else tree.restrict_levels(schedule, f)
+                         for f in (art.r, art.H, art.c, art.P, art.z, art.U, art.D_inv, art.u_bar, art.free)))
 
 
 def innovation_product(art: Articulated, a, b):
@@ -169,7 +176,7 @@ def respond(topology: Topology, art: Articulated, u_bar, dtype):
 def solve(topology: Topology, art: Articulated, v):
     """M^-1 v (nu,) reusing the articulated quantities of ``art``: only the
     vector sweeps run (no 6x6 algebra)."""
-    return respond(topology, art, innovations(topology, art, v), v.dtype)[0]
+    return respond(topology, art, innovations(topology.schedule, art, v), v.dtype)[0]
 
 
 def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mobility_forces, body_forces,

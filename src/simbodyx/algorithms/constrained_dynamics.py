@@ -45,6 +45,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from simbodyx import tree
 from simbodyx.algorithms import aba, coordinates
 from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.rnea import residual_forces
@@ -79,26 +80,32 @@ def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, bod
                                                           mobility_forces, body_forces, prescribed)
     with jax.named_scope("constraint_matrix"):
         F, g = (layout.zero_disabled(x, disabled) for x in eqs.row_forces())  # each row's G^T e_i
-        rows = jax.vmap(lambda g, F: aba.innovations(topology, art, g, F))(g, F)  # L g_i
-        W = aba.innovation_product(art, rows, rows)
+        paths = tree.restricted(topology.schedule, eqs.swept_bodies())  # where the rows' sweeps are nonzero
+        art_paths = aba.restrict(art, paths)
+        rows = jax.vmap(lambda g, F: aba.innovations(paths, art_paths, g, F))(g, F)  # L g_i
+        W = aba.innovation_product(art_paths, rows, rows)
         aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, q, u, udot0), udot0)
         aerr = layout.zero_disabled(aerr, disabled)
     with jax.named_scope("constraint_multipliers"):
         pinv = min_norm_solver(W, differentiable=False)  # the rule below differentiates, not JAX
+
+        def combined(weights):  # sum_i weights_i L g_i, in the full layout
+            return tree.expand_levels(paths, aba.combine_innovations(weights, rows), art.u_bar)
+
         multipliers = pinv(aerr)
-        d_udot, d_A = aba.respond(topology, art, aba.combine_innovations(multipliers, rows), dtype)
-    return (udot0 - d_udot, A0 - d_A, multipliers), (eqs, art, rows, W, pinv, aerr)
+        d_udot, d_A = aba.respond(topology, art, combined(multipliers), dtype)
+    return (udot0 - d_udot, A0 - d_A, multipliers), (eqs, art, combined, W, pinv, aerr)
 
 
 @_constrained.defjvp
 def _constrained_jvp(topology, primals, tangents):
     """The rule of the module notes."""
     instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed, disabled = primals
-    (udot, A_GB, multipliers), (eqs, art, rows, W, pinv, aerr) = _solve(topology, *primals)
+    (udot, A_GB, multipliers), (eqs, art, combined, W, pinv, aerr) = _solve(topology, *primals)
     layout = eqs.layout
     free = None if prescribed is None else 1 - prescribed[0]
     udot_given = jnp.zeros_like(udot) if prescribed is None else prescribed[0] * tangents[8][1]
-    y = aba.respond(topology, art, aba.combine_innovations(pinv(multipliers), rows), udot.dtype)[0]
+    y = aba.respond(topology, art, combined(pinv(multipliers)), udot.dtype)[0]
     n = aerr - W @ multipliers
 
     def linear_parts(instance, t, q, u, position, velocity, mobility_forces, body_forces, udot):

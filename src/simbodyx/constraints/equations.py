@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx import tree
 from simbodyx.algorithms import coordinates, jacobians, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.constraints.kinematics import Kinematics
@@ -150,14 +151,21 @@ class Equations:
             return Kinematics(self.t, X_GB, self._q(c, self.q))
         return Kinematics(self.t, X_GB, self._q(c, self.q), V_GB, self._q(c, self.qdot), self._u(c, self.u))
 
-    def _acceleration_function(self, c):
-        """(A_GB (nb, 6), qdotdot (nq,), udot (nu,)) -> c's (paerr, vaerr, aerr)."""
-        k, idx, a = self.kinematics(c), self._bodies(c), c.ancestor
+    def _touched(self, c):
+        """Static: the bodies whose accelerations c's errors read, sorted (its
+        constrained bodies and its Ancestor), and where its bodies are among them."""
+        touched = sorted({*c.bodies, c.ancestor})
+        return touched, [touched.index(b) for b in c.bodies]
 
-        def f(A_GB, qdotdot, udot):
-            A_AB = A_GB[idx]
+    def _acceleration_function(self, c):
+        """(A_GB of c's touched bodies (t, 6), qdotdot (nq,), udot (nu,)) -> c's (paerr, vaerr, aerr)."""
+        k, idx, a = self.kinematics(c), self._bodies(c), c.ancestor
+        touched, rows = self._touched(c)
+
+        def f(A, qdotdot, udot):
+            A_AB = A if rows == list(range(len(touched))) else A[np.asarray(rows, np.int32)]
             if a != 0:
-                A_AB = _relative_acceleration(self.X_GB[a], self.V_GB[a], A_GB[a], self.X_GB[idx],
+                A_AB = _relative_acceleration(self.X_GB[a], self.V_GB[a], A[touched.index(a)], self.X_GB[idx],
                                               self.V_GB[idx], A_AB)
             return c.acceleration_level(k, A_AB, self._q(c, qdotdot), self._u(c, udot))
 
@@ -182,7 +190,8 @@ class Equations:
 
     def acceleration_errors(self, A_GB, qdotdot, udot):
         """[paerr; vaerr; aerr] (m,) for the given accelerations."""
-        per = [self._acceleration_function(c)(A_GB, qdotdot, udot) for c in self.constraints]
+        per = [self._acceleration_function(c)(tree.take_rows(A_GB, self._touched(c)[0]), qdotdot, udot)
+               for c in self.constraints]
         return self.layout.stack(per).astype(self.t.dtype) if per else jnp.zeros(0, self.t.dtype)
 
     # -- the operators G, b, G^T -----------------------------------------------------------
@@ -207,26 +216,31 @@ class Equations:
     def forces(self, multipliers):
         """G^T lambda as (body forces (nb, 6) at each Bo in G, q forces (nq,),
         mobility forces (nu,)), each constraint's share from its own rows."""
-        top = self.topology
-        dtype = self.X_GB.p.dtype
-        F, fq, fu = jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype)
-        for c, rows in zip(self.constraints, self.layout.rows):
-            lam = multipliers[rows]
-            if c.constraint_forces is None:
-                dF, dfq, dfu = self.transpose(c, lam)
-                F, fq, fu = F + dF, fq + dfq, fu + dfu
-            else:
-                F, fq, fu = self._add_override(c, lam, F, fq, fu)
-        return F, fq, fu
+        shares = [self.constraint_forces(c, multipliers[rows]) for c, rows in zip(self.constraints, self.layout.rows)]
+        if not shares:
+            top, dtype = self.topology, self.X_GB.p.dtype
+            return jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype)
+        return tuple(sum(parts[1:], parts[0]) for parts in zip(*shares))
+
+    def constraint_forces(self, c, lam):
+        """Constraint c's G^T lambda for its own multipliers ``lam``, as in ``forces``."""
+        if c.constraint_forces is None:
+            return self.transpose(c, lam)
+        top, dtype = self.topology, self.X_GB.p.dtype
+        zeros = jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype)
+        return self._add_override(c, lam, *zeros)
 
     def transpose(self, c, lam):
         """c's G^T lambda by differentiation: (F (nb, 6), f_q (nq,), f_u (nu,)) from a
         vector-Jacobian product of its acceleration-level errors (affine, so
-        taken at zero)."""
+        taken at zero) with respect to its touched bodies' accelerations."""
         top, dtype = self.topology, self.X_GB.p.dtype
-        zeros = (jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype))
+        touched, _ = self._touched(c)
+        zeros = (jnp.zeros((len(touched), 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype))
         f = self._acceleration_function(c)
-        return jax.vjp(lambda *x: jnp.concatenate(f(*x)), *zeros)[1](lam)
+        F, fq, fu = jax.vjp(lambda *x: jnp.concatenate(f(*x)), *zeros)[1](lam)
+        place = [touched.index(b) if b in touched else len(touched) for b in range(top.num_bodies)]
+        return tree.take_rows(F, place), fq, fu
 
     def _add_override(self, c, lam, F, fq, fu):
         """Add a hand-written constraint_forces: its A-frame body forces turned to G,
@@ -259,11 +273,29 @@ class Equations:
         constrained bodies and the non-Ground Ancestors (static, sorted)."""
         return sorted({b for c in self.constraints for b in (*c.bodies, c.ancestor)} - {0})
 
+    def swept_bodies(self):
+        """The bodies at which some row's G^T e_i has body or mobility forces
+        (``force_bodies`` and the constrained mobilizers), static and sorted."""
+        return tuple(sorted(set(self.force_bodies()) | {b for c in self.constraints for b in c.mobilizers} - {0}))
+
     def row_forces(self):
         """Each row's forces G^T e_i, no sweep: body forces (m, nb, 6) at each
-        Bo in G and generalized mobility forces (m, nu) (N^T f_q + f_u)."""
-        F, fq, fu = jax.vmap(self.forces)(jnp.eye(self.layout.m, dtype=self.X_GB.p.dtype))
-        return F, fu + jax.vmap(lambda f: coordinates.multiply_by_n(self.topology, self.q, f, True))(fq)
+        Bo in G and generalized mobility forces (m, nu) (N^T f_q + f_u). Each
+        constraint is transposed for its own rows only, and only constraints
+        with constrained mobilizers have q or u forces."""
+        top, dtype = self.topology, self.X_GB.p.dtype
+        F, G = [], []
+        for c, rows in zip(self.constraints, self.layout.rows):
+            F_c, fq, fu = jax.vmap(lambda lam, c=c: self.constraint_forces(c, lam))(jnp.eye(len(rows), dtype=dtype))
+            F.append(F_c)
+            if c.mobilizers:
+                G.append(fu + jax.vmap(lambda f: coordinates.multiply_by_n(top, self.q, f, True))(fq))
+            else:  # its errors read no qdotdot or udot
+                G.append(jnp.zeros((len(rows), top.nu), dtype))
+        if not F:
+            return jnp.zeros((0, top.num_bodies, 6), dtype), jnp.zeros((0, top.nu), dtype)
+        order = np.argsort(np.concatenate(self.layout.rows))  # constraint by constraint -> [P; V; A]
+        return tuple(tree.take_rows(jnp.concatenate(x), order) for x in (F, G))
 
     def g_matrix(self, position):
         """G (m, nu): the rows' forces G^T e_i (``row_forces``) applied through
