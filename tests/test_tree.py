@@ -206,11 +206,15 @@ def test_restricted_schedule_sweeps_only_the_paths():
     step = lambda own, children: (own + children, own + children)  # noqa: E731
     whole, at_ground = tree.inward_levels(full, step, tree.to_levels(full, values), jnp.array(0), vectorized=True)
     part, at_ground_sub = tree.inward_levels(sub, step, tree.to_levels(sub, values), jnp.array(0), vectorized=True)
+    compact = tree.to_levels(sub, values[np.array([2, 5])], bodies=(2, 5))  # rows of bodies 2 and 5 only
+    for a, b in zip(compact, tree.to_levels(sub, jnp.where(np.isin(np.arange(len(parent)), [2, 5]), values, 0))):
+        np.testing.assert_array_equal(a, b)
     assert int(at_ground_sub) == int(at_ground)
     for a, b in zip(part, tree.restrict_levels(sub, whole)):
         np.testing.assert_array_equal(a, b)
     back = tree.expand_levels(sub, part, whole)
-    np.testing.assert_array_equal(tree.from_levels(full, back, 0), np.where(on_paths, tree.from_levels(full, whole, 0), 0))
+    expect = np.where(on_paths, tree.from_levels(full, whole, 0), 0)
+    np.testing.assert_array_equal(tree.from_levels(full, back, 0), expect)
 
     u = jnp.arange(1.0, sum(nu) + 1)
     per_mobility = tree.restrict_levels(sub, tree.mobilities_to_levels(full, u))

@@ -360,9 +360,15 @@ def _stack(rows):
     return jax.tree.map(lambda *r: jnp.stack(r), *rows)
 
 
-def to_levels(schedule: TreeSchedule, tree):
-    """Body-indexed pytree -> level layout (one (L, n, ...) pytree per segment)."""
-    return tuple(jax.tree.map(lambda a, s=s: take_rows(a, s.bodies), tree) for s in schedule.segments)
+def to_levels(schedule: TreeSchedule, tree, bodies=None):
+    """Body-indexed pytree -> level layout (one (L, n, ...) pytree per segment).
+    With ``bodies`` (static) the pytree's rows are those bodies' only, and
+    the other bodies get zeros."""
+    if bodies is None:
+        return tuple(jax.tree.map(lambda a, s=s: take_rows(a, s.bodies), tree) for s in schedule.segments)
+    row = {b: i for i, b in enumerate(bodies)}
+    return tuple(jax.tree.map(lambda a, s=s: take_rows(a, np.vectorize(lambda b: row.get(int(b), len(row)))(s.bodies)),
+                              tree) for s in schedule.segments)
 
 
 def from_levels(schedule: TreeSchedule, levels, ground):

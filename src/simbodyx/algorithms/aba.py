@@ -117,10 +117,11 @@ def accelerate(topology: Topology, art: Articulated, dtype, with_coriolis=True):
     return tree.mobilities_from_levels(schedule, udot, jnp.zeros(0, dtype)), tree.from_levels(schedule, A, root)
 
 
-def innovations(schedule: tree.TreeSchedule, art: Articulated, v, F=None):
+def innovations(schedule: tree.TreeSchedule, art: Articulated, v, F=None, F_bodies=None):
     """The inward half of a solve with M, reusing ``art``: the innovations
     u_bar (level layout, per mobility slot) of the generalized forces
-    v (nu,) plus J^T F for body forces F (nb, 6) at each Bo in G.
+    v (nu,) plus J^T F for body forces F (nb, 6) at each Bo in G (or
+    (len(F_bodies), 6) at the static ``F_bodies`` only).
 
     The articulated-body method factors M^-1 = L^T D^-1 L (the innovations
     factorization of Rodriguez, Jain and Kreutz-Delgado), u_bar = L (v + J^T F)
@@ -140,7 +141,8 @@ def innovations(schedule: tree.TreeSchedule, art: Articulated, v, F=None):
     v_levels = tree.mobilities_to_levels(schedule, v)
     if art.free is not None:  # prescribed (locked) udot stay zero
         v_levels = tuple(x * f for x, f in zip(v_levels, art.free))
-    inputs = (art.r, art.H, art.U, art.D_inv, v_levels) + (() if F is None else (tree.to_levels(schedule, F),))
+    F_levels = () if F is None else (tree.to_levels(schedule, F, F_bodies),)
+    inputs = (art.r, art.H, art.U, art.D_inv, v_levels) + F_levels
     u_bar, _ = tree.inward_levels(schedule, step, tuple(zip(*inputs)), jnp.zeros(6, v.dtype), vectorized=True)
     return u_bar
 

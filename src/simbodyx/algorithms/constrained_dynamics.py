@@ -82,7 +82,8 @@ def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, bod
         F, g = (layout.zero_disabled(x, disabled) for x in eqs.row_forces())  # each row's G^T e_i
         paths = tree.restricted(topology.schedule, eqs.swept_bodies())  # where the rows' sweeps are nonzero
         art_paths = aba.restrict(art, paths)
-        rows = jax.vmap(lambda g, F: aba.innovations(paths, art_paths, g, F))(g, F)  # L g_i
+        bodies = eqs.force_bodies()
+        rows = jax.vmap(lambda g, F: aba.innovations(paths, art_paths, g, F, bodies))(g, F)  # L g_i
         W = aba.innovation_product(art_paths, rows, rows)
         aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, q, u, udot0), udot0)
         aerr = layout.zero_disabled(aerr, disabled)

@@ -222,25 +222,30 @@ class Equations:
             return jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype)
         return tuple(sum(parts[1:], parts[0]) for parts in zip(*shares))
 
-    def constraint_forces(self, c, lam):
-        """Constraint c's G^T lambda for its own multipliers ``lam``, as in ``forces``."""
-        if c.constraint_forces is None:
-            return self.transpose(c, lam)
+    def constraint_forces(self, c, lam, bodies=None):
+        """Constraint c's G^T lambda for its own multipliers ``lam``, as in
+        ``forces``, with the body forces at ``bodies`` only (static; default:
+        every body, (nb, 6))."""
         top, dtype = self.topology, self.X_GB.p.dtype
+        bodies = list(range(top.num_bodies) if bodies is None else bodies)
+        if c.constraint_forces is None:
+            return self.transpose(c, lam, bodies)
         zeros = jnp.zeros((top.num_bodies, 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype)
-        return self._add_override(c, lam, *zeros)
+        F, fq, fu = self._add_override(c, lam, *zeros)
+        return tree.take_rows(F, bodies), fq, fu
 
-    def transpose(self, c, lam):
+    def transpose(self, c, lam, bodies=None):
         """c's G^T lambda by differentiation: (F (nb, 6), f_q (nq,), f_u (nu,)) from a
         vector-Jacobian product of its acceleration-level errors (affine, so
-        taken at zero) with respect to its touched bodies' accelerations."""
+        taken at zero) with respect to its touched bodies' accelerations; F
+        at ``bodies`` only when given."""
         top, dtype = self.topology, self.X_GB.p.dtype
         touched, _ = self._touched(c)
         zeros = (jnp.zeros((len(touched), 6), dtype), jnp.zeros(top.nq, dtype), jnp.zeros(top.nu, dtype))
         f = self._acceleration_function(c)
         F, fq, fu = jax.vjp(lambda *x: jnp.concatenate(f(*x)), *zeros)[1](lam)
-        place = [touched.index(b) if b in touched else len(touched) for b in range(top.num_bodies)]
-        return tree.take_rows(F, place), fq, fu
+        bodies = range(top.num_bodies) if bodies is None else bodies
+        return tree.take_rows(F, [touched.index(b) if b in touched else len(touched) for b in bodies]), fq, fu
 
     def _add_override(self, c, lam, F, fq, fu):
         """Add a hand-written constraint_forces: its A-frame body forces turned to G,
@@ -279,21 +284,24 @@ class Equations:
         return tuple(sorted(set(self.force_bodies()) | {b for c in self.constraints for b in c.mobilizers} - {0}))
 
     def row_forces(self):
-        """Each row's forces G^T e_i, no sweep: body forces (m, nb, 6) at each
-        Bo in G and generalized mobility forces (m, nu) (N^T f_q + f_u). Each
+        """Each row's forces G^T e_i, no sweep: body forces (m, s, 6) at the
+        Bo in G of the s ``force_bodies`` (none act elsewhere but on Ground)
+        and generalized mobility forces (m, nu) (N^T f_q + f_u). Each
         constraint is transposed for its own rows only, and only constraints
         with constrained mobilizers have q or u forces."""
         top, dtype = self.topology, self.X_GB.p.dtype
+        bodies = self.force_bodies()
         F, G = [], []
         for c, rows in zip(self.constraints, self.layout.rows):
-            F_c, fq, fu = jax.vmap(lambda lam, c=c: self.constraint_forces(c, lam))(jnp.eye(len(rows), dtype=dtype))
+            F_c, fq, fu = jax.vmap(lambda lam, c=c: self.constraint_forces(c, lam, bodies))(
+                jnp.eye(len(rows), dtype=dtype))
             F.append(F_c)
             if c.mobilizers:
                 G.append(fu + jax.vmap(lambda f: coordinates.multiply_by_n(top, self.q, f, True))(fq))
             else:  # its errors read no qdotdot or udot
                 G.append(jnp.zeros((len(rows), top.nu), dtype))
         if not F:
-            return jnp.zeros((0, top.num_bodies, 6), dtype), jnp.zeros((0, top.nu), dtype)
+            return jnp.zeros((0, len(bodies), 6), dtype), jnp.zeros((0, top.nu), dtype)
         order = np.argsort(np.concatenate(self.layout.rows))  # constraint by constraint -> [P; V; A]
         return tuple(tree.take_rows(jnp.concatenate(x), order) for x in (F, G))
 
@@ -305,8 +313,7 @@ class Equations:
         bodies = self.force_bodies()
         if bodies:
             J = jacobians.body_jacobians(top, position, bodies)  # (s, nu, 6)
-            F_s = jnp.stack([F[:, b] for b in bodies], axis=1)  # (m, s, 6)
-            G = G + jnp.sum(F_s[:, :, None, :] * J[None], axis=(1, 3))  # a product and a sum, which XLA fuses
+            G = G + jnp.sum(F[:, :, None, :] * J[None], axis=(1, 3))  # a product and a sum, which XLA fuses
         return G
 
 
