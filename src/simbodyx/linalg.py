@@ -4,8 +4,8 @@ constraint matrix W = G M^-1 G^T.
 At these sizes (a few to a few dozen rows, thousands of matrices) the
 choice of routine matters more than its operation count: on CPU a
 symmetric eigendecomposition per matrix (what ``jnp.linalg.pinv`` does)
-costs about 14 us for 12 x 12, one Cholesky factorization, the inverse
-of its factor and the products of a solve about 1.5 us.
+costs about 14 us for 12 x 12, the Cholesky factorizations of a
+least-squares solve 2-5 us.
 """
 
 from __future__ import annotations
@@ -139,23 +139,24 @@ def min_norm_solve(W, b, rtol=None):
 
 def min_norm_solver(W, rtol=None, *, differentiable=True):
     """b -> W^+ b for a symmetric positive semi-definite W (n, n), the rank
-    decided by ``independent_rows``, W^+ formed once for any number of b.
+    decided by ``independent_rows``, factored once for any number of b.
 
     With the kept rows c first, W = V W_cc V^T for V = [I; K] (K = W_rc W_cc^-1
     for the redundant rows r), and W^+ = V (V^T W V)^-1 V^T: two Cholesky
-    factorizations (of W_cc and of V^T W V), the inverse of the second's
-    factor, and products; each solve is then a product with W^+ and one step
+    factorizations (of W_cc and of V^T W V) and their solves, then one step
     of iterative refinement (the rows are kept in order, not pivoted, so
     W_cc can be far worse conditioned than W on its range: 1e10 on a tree
     with every kind of constraint, 23 of its 39 rows redundant; refined,
-    its residual is 1e-15 of W). The kept set is piecewise constant in W,
-    so the derivative is that of the pseudo-inverse at constant rank.
+    its residual is 1e-15 of W). At full rank V = I. The kept set is
+    piecewise constant in W, so the derivative is that of the
+    pseudo-inverse at constant rank.
 
-    ``differentiable=False`` (W^+ a constant of the caller's own derivative
-    rule, as in constrained dynamics): above ``UNROLLED_MAX`` rows a W that
+    ``differentiable=False`` (W's factorization a constant of the caller's
+    own derivative rule, as in constrained dynamics): above ``UNROLLED_MAX``
+    rows W^+ is formed once, so that each solve is a product, and a W that
     passes the full-rank test below takes W^-1 from the test's own
-    factorization, and under ``jax.vmap`` a batch whose every W passes takes
-    it together (``jax.custom_batching.custom_vmap``: the choice is made once
+    factorization; under ``jax.vmap`` a batch whose every W passes takes it
+    together (``jax.custom_batching.custom_vmap``: the choice is made once
     per batch, not per W, which would compute both). JAX cannot
     differentiate through that choice, hence the flag."""
     n = W.shape[-1]
@@ -163,25 +164,37 @@ def min_norm_solver(W, rtol=None, *, differentiable=True):
         return lambda b: b
     W = 0.5 * (W + W.T)
     if differentiable or n <= UNROLLED_MAX:
-        W_plus = _pseudo_inverse(W, independent_rows(W, rtol))
+        V, VWV = _factors(W, independent_rows(W, rtol))
+
+        def apply(b):
+            return _mul(V, _cho_solve(VWV, _mul(V.T, b)))
     else:
         W_plus = _pseudo_inverse_full_rank_first(W, _rtol(W, rtol))
 
+        def apply(b):
+            return _mul(W_plus, b)
+
     def solve(b):
-        x = _mul(W_plus, b)
-        return x + _mul(W_plus, b - _mul(W, x))  # one step of refinement
+        x = apply(b)
+        return x + apply(b - _mul(W, x))  # one step of refinement
 
     return solve
 
 
-def _pseudo_inverse(W, kept):
-    """W^+ = V (V^T W V)^-1 V^T of ``min_norm_solver`` for the kept rows (n,) bool."""
+def _factors(W, kept):
+    """(V, Cholesky factor of V^T W V) of ``min_norm_solver`` for the kept rows (n,) bool."""
     kept = kept.astype(W.dtype)
     dropped = jnp.diag(1 - kept)
     W_cc = _cholesky(W * (kept[:, None] * kept[None, :]) + dropped)
     V = _cho_solve(W_cc, (W * kept[None, :]).T).T  # W_:c W_cc^-1: [I; K], zero in columns r
-    C = _triangular_solve(_cholesky(_mul(V.T, _mul(W, V)) + dropped), jnp.eye(W.shape[-1], dtype=W.dtype))
-    P = _mul(V, C.T)  # V L^-T (V's columns r are zero, so the dropped rows' unit block drops out)
+    return V, _cholesky(_mul(V.T, _mul(W, V)) + dropped)
+
+
+def _pseudo_inverse(W, kept):
+    """W^+ = V (V^T W V)^-1 V^T from ``_factors`` (V's columns r are zero, so
+    the unit block of the dropped rows in V^T W V drops out)."""
+    V, VWV = _factors(W, kept)
+    P = _mul(V, _triangular_solve(VWV, jnp.eye(W.shape[-1], dtype=W.dtype)).T)  # V L^-T
     return _mul(P, P.T)
 
 

@@ -25,6 +25,10 @@ Two data layouts:
   it directly, so a recursion that passes results from one sweep to the next
   (the articulated-body method) never pads to six mobilities nor goes back
   to the body-indexed layout in between.
+
+A schedule restricted to some bodies and their ancestors (:func:`restricted`)
+sweeps data that is zero elsewhere (a constraint row's forces act on a few
+bodies) over their paths to Ground only.
 """
 
 from __future__ import annotations

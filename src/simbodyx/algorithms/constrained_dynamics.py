@@ -14,8 +14,10 @@ udot0 is the tree's forward dynamics (the articulated-body method), whose
 articulation factors M^-1 = L^T D^-1 L (``aba.innovations``). Each row g_i
 of G enters as the forces G^T e_i of its constraint (body forces and
 mobility forces, no Jacobian formed), and only the inward vector sweep
-runs for it: W_ij = (L g_i)^T D^-1 (L g_j). The correction M^-1 G^T lambda is
-then one outward sweep of sum_i lambda_i L g_i. Nothing nu x nu is formed.
+runs for it, over the paths from the constrained bodies to Ground alone
+(``tree.restricted``: L g_i is zero elsewhere): W_ij = (L g_i)^T D^-1 (L g_j).
+The correction M^-1 G^T lambda is then one outward sweep of
+sum_i lambda_i L g_i over the whole tree. Nothing nu x nu is formed.
 Locked mobilities keep their prescribed udot: M^-1 acts on the free ones
 (M_ff^-1), so the lock forces absorb the constraint forces there. Disabled
 constraints' rows are zeroed, which gives them lambda = 0.
