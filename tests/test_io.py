@@ -328,13 +328,13 @@ def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
 
 
 def test_mjcf_reports_what_it_drops_and_bad_sources():
-    with pytest.warns(UserWarning, match=r"actuators \(1\); equality constraints equality0 \(weld\); joint "
+    with pytest.warns(UserWarning, match=r"actuators \(1\); equality constraints equality0 \(inactive\); joint "
                                          r"limits on a; armature on a; friction loss on a; damping on b"):
         sx.io.load_mjcf("""<mujoco><worldbody><body name="x">
             <joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
-            <actuator><motor joint="a"/></actuator><equality><weld body1="x"/></equality></mujoco>""")
+            <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality></mujoco>""")
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
     with pytest.raises(ValueError, match=r"MuJoCo could not compile .*invalid keyword: 'hinje'\nElement 'joint'"):
@@ -345,7 +345,7 @@ def test_mjcf_equalities_become_constraints():
     """connect -> Ball, joint (quadratic and single-joint lock) ->
     CoordinateCoupler, their position errors equal MuJoCo's equality rows
     (efc_pos; the Ball's with the opposite sign: anchor 2 - anchor 1) at
-    random poses; a weld is reported, not mapped."""
+    random poses; a weld becomes a Weld (``test_mjcf_welds_and_sites``)."""
     xml = """<mujoco><compiler angle="radian"/><option><flag contact="disable"/></option><worldbody>
       <body name="a" pos="0 0 1"><joint name="j1" axis="0 1 0"/><geom size="0.1" mass="1"/>
         <body name="b" pos="0.5 0 0"><joint name="j2" axis="0 1 0"/><geom size="0.1" mass="1"/></body></body>
@@ -355,16 +355,82 @@ def test_mjcf_equalities_become_constraints():
     </worldbody><equality><connect name="loop" body1="b" body2="c" anchor="0.5 0 0"/>
       <joint name="gear" joint1="j4" joint2="j1" polycoef="0.1 2 0.5 0 0"/><joint name="lock" joint1="j5"/>
       <weld body1="e"/></equality></mujoco>"""
-    with pytest.warns(UserWarning, match=r"equality constraints equality3 \(weld\)"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # everything is mapped
         system, _, _, robot = sx.io.load_mjcf(xml)
-    assert list(robot.couplers) == ["loop", "gear", "lock"]
+    assert list(robot.couplers) == ["loop", "gear", "lock", "equality3"]
+    assert type(robot.couplers["equality3"]).__name__ == "Weld"
     model, state = system.realize_topology()
     m = mujoco.MjModel.from_xml_string(xml)
-    m.eq_active0[3] = 0  # the weld, which simbodyx does not map
     d = mujoco.MjData(m)
     for q in np.random.default_rng(5).uniform(-0.5, 0.5, size=(3, 5)):
         d.qpos[:] = q
         mujoco.mj_forward(m, d)
         s = model.realize(state.with_q(jnp.asarray(q)), sx.Stage.Position)
-        ours = np.concatenate([c.get_position_errors_as_vector(s) for c in robot.couplers.values()])
-        np.testing.assert_allclose(ours, np.concatenate([-d.efc_pos[:3], d.efc_pos[3:d.ne]]), atol=1e-14)
+        ours = np.concatenate([c.get_position_errors_as_vector(s) for c in list(robot.couplers.values())[:3]])
+        np.testing.assert_allclose(ours, np.concatenate([-d.efc_pos[:3], d.efc_pos[3:5]]), atol=1e-14)
+
+
+def test_mjcf_welds_and_sites():
+    """weld between bodies (relpose from the file's pose or given, an
+    anchor, to the world) -> Weld, with torquescale 0 -> Ball; connect and
+    weld between sites -> Ball and Weld. At random poses each constraint's
+    two frames are those MuJoCo's equality rows make coincide (1e-14), its
+    translational errors are minus MuJoCo's (efc_pos), and at the file's
+    pose the body welds without a given relpose hold."""
+    xml = """<mujoco><option><flag contact="disable"/></option><worldbody>
+      <body name="a" pos="0 0 1"><joint type="ball"/><geom size="0.1" mass="1"/>
+        <site name="sa" pos="0.2 0 0" euler="10 20 30"/>
+        <body name="b" pos="0.5 0 0" euler="0 0 30"><joint axis="0 1 0"/><geom size="0.1" mass="1"/>
+          <site name="sb" pos="0 0.1 0" euler="0 45 0"/></body></body>
+      <body name="c" pos="1 0 1"><freejoint/><geom size="0.1" mass="1"/><site name="sc" pos="0 0 0.3"/></body>
+    </worldbody><equality>
+      <weld name="bodies" body1="a" body2="c" anchor="0.1 0.2 0.3"/>
+      <weld name="given" body1="b" body2="c" relpose="0.3 0 0.1 0.9 0.1 0.2 0.3" anchor="0 0 0.2"/>
+      <weld name="world" body1="b"/>
+      <weld name="no_torque" body1="c" body2="b" anchor="0.1 0 0" torquescale="0"/>
+      <connect name="c_sites" site1="sa" site2="sc"/>
+      <weld name="w_sites" site1="sb" site2="sc" torquescale="2"/>
+    </equality></mujoco>"""
+    system, matter, _, robot = sx.io.load_mjcf(xml)
+    kinds = {label: type(c).__name__ for label, c in robot.couplers.items()}
+    assert kinds == {"bodies": "Weld", "given": "Weld", "world": "Weld", "no_torque": "Ball", "c_sites": "Ball",
+                     "w_sites": "Weld"}
+    model, state = system.realize_topology()
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    s0 = model.realize(state, sx.Stage.Position)
+    for label in ("bodies", "world", "no_torque"):  # relpose from the file's pose
+        np.testing.assert_allclose(robot.couplers[label].get_position_errors_as_vector(s0), 0, atol=1e-14)
+
+    def mujoco_frames(e):  # the two frames (R, p) in the world that MuJoCo's equality e makes coincide
+        one, two = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+        if m.eq_objtype[e] == mujoco.mjtObj.mjOBJ_SITE:
+            return [(d.site_xmat[k].reshape(3, 3), d.site_xpos[k]) for k in (one, two)]
+        data = m.eq_data[e]
+        rel = np.zeros(9)
+        mujoco.mju_quat2Mat(rel, data[6:10] / np.linalg.norm(data[6:10]))
+        R1, R2 = d.xmat[one].reshape(3, 3), d.xmat[two].reshape(3, 3)
+        second = data[3:6] if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT else data[:3]
+        first = data[:3] if m.eq_type[e] == mujoco.mjtEq.mjEQ_CONNECT else data[3:6]
+        return [(R1 @ rel.reshape(3, 3), d.xpos[one] + R1 @ first), (R2, d.xpos[two] + R2 @ second)]
+
+    order = [b.index for b in robot.joint_bodies.values()]
+    for q in m.qpos0 + np.random.default_rng(6).uniform(-0.6, 0.6, size=(3, m.nq)):
+        q[0:4] /= np.linalg.norm(q[0:4])  # the ball's and the free joint's quaternions
+        q[8:12] /= np.linalg.norm(q[8:12])
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        s = mj_state_from(model, matter, state, q, np.zeros(m.nv), order)
+        row = 0
+        for e, (label, c) in enumerate(robot.couplers.items()):
+            X_GB = [s.position.X_GB[b] for b in c.bodies]
+            frames = ([c.get_default_frame_on_body1(), c.get_default_frame_on_body2()] if kinds[label] == "Weld"
+                      else [sx.Transform(p=c.get_default_point_on_body1()),
+                            sx.Transform(p=c.get_default_point_on_body2())])
+            for X, F, (R, p) in zip(X_GB, frames, mujoco_frames(e)):
+                np.testing.assert_allclose(X.apply(F.p), p, atol=1e-14)
+                if kinds[label] == "Weld":
+                    np.testing.assert_allclose(X.R @ F.R, R, atol=1e-14)
+            np.testing.assert_allclose(c.get_position_errors_as_vector(s)[-3:], -d.efc_pos[row:row + 3], atol=1e-14)
+            row += 6 if m.eq_type[e] == mujoco.mjtEq.mjEQ_WELD else 3

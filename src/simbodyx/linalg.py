@@ -200,7 +200,7 @@ def _pseudo_inverse(W, kept):
 
 def _full_rank_inverse(W, rtol):
     """(passes, W^-1): the full-rank test, ``independent_rows``' criterion on
-    the unregularized factor of W scaled to a unit diagonal (twice as strict
+    the unregularized factor of W scaled to a unit diagonal (about twice as strict
     as the regularized one, so a W that passes keeps every row there too),
     and W^-1 = D^-1 L^-T L^-1 D^-1 from that factor (NaN where it failed)."""
     kept, C, d = _scaled_factor(W, rtol, 0.0)

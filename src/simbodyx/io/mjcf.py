@@ -67,11 +67,11 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     (``springs``) a MobilityLinearSpring. The free joint's default q is the
     body's pose in the file, a hinge's or slide's its ``ref``. What Simbody
     does not model (contacts, actuators, tendons, equality constraints
-    other than the two below, joint limits, armature, friction loss,
+    other than those below, joint limits, armature, friction loss,
     damping or stiffness of ball and free joints) is reported in one
     warning listing it; ``robot.joints`` keeps the numbers. The equality
     constraints Simbody has are mapped, exact where MuJoCo's are soft:
-    ``connect`` between bodies to Ball, ``joint`` to CoordinateCoupler.
+    ``connect`` to Ball, ``weld`` to Weld, ``joint`` to CoordinateCoupler.
     """
     try:
         import mujoco
@@ -205,12 +205,24 @@ def _body_part(mujoco, m, b, X_B=np.eye(4)):
 
 def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name):
     """({equality name: Constraint}, [unmapped equalities]): an active
-    ``connect`` between bodies becomes a Ball constraint at its two anchors
-    (MuJoCo's compiler places the second where the first is in the file's
-    pose), a ``joint`` equality a CoordinateCoupler q1 - q1_0 = poly(q2 -
-    q2_0) (q_0 the file's pose). The rest are listed as unmapped."""
+    ``connect`` becomes a Ball constraint at its two points (between bodies
+    MuJoCo's compiler places the second where the first is in the file's
+    pose; between sites, the sites), a ``weld`` a Weld of the frames MuJoCo
+    makes coincide (between bodies: body 1's at ``relpose`` and body 2's at
+    ``anchor``, unrotated; between sites, the sites'; a Ball at their
+    origins when ``torquescale`` is 0), a ``joint`` equality a
+    CoordinateCoupler q1 - q1_0 = poly(q2 - q2_0) (q_0 the file's pose). The
+    rest are listed as unmapped."""
     couplers, unmapped = {}, []
     one_coordinate = ("hinge", "slide")
+
+    def frame(obj, by_body, X_OF):  # (MobilizedBody, X_BF): the frame at X_OF on a body, or a site's
+        if by_body:
+            body, X = placed[body_names[obj]]
+            return body, X @ X_OF
+        body, X = placed[body_names[m.site_bodyid[obj]]]
+        return body, X @ _pose(mujoco, m.site_pos[obj], m.site_quat[obj])
+
     for e in range(m.neq):
         label = name(mujoco.mjtObj.mjOBJ_EQUALITY, e)
         kind, data = mujoco.mjtEq(m.eq_type[e]), np.asarray(m.eq_data[e], float)
@@ -218,10 +230,17 @@ def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
         by_body = int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_BODY)
         if not m.eq_active0[e]:
             unmapped.append(f"{label} (inactive)")
-        elif kind == mujoco.mjtEq.mjEQ_CONNECT and by_body:
-            (body1, X1), (body2, X2) = placed[body_names[first]], placed[body_names[second]]
-            couplers[label] = Constraint.Ball(body1, X1[:3, :3] @ data[:3] + X1[:3, 3],
-                                              body2, X2[:3, :3] @ data[3:6] + X2[:3, 3], name=label)
+        elif kind == mujoco.mjtEq.mjEQ_CONNECT:
+            (body1, X1), (body2, X2) = (frame(first, by_body, pose(p=data[:3])),
+                                        frame(second, by_body, pose(p=data[3:6])))
+            couplers[label] = Constraint.Ball(body1, X1[:3, 3], body2, X2[:3, 3], name=label)
+        elif kind == mujoco.mjtEq.mjEQ_WELD:
+            relpose = _pose(mujoco, data[3:6], data[6:10] / np.linalg.norm(data[6:10])) if by_body else np.eye(4)
+            (body1, X1), (body2, X2) = frame(first, by_body, relpose), frame(second, by_body, pose(p=data[:3]))
+            if data[10] == 0:  # no torque: the frames' origins only
+                couplers[label] = Constraint.Ball(body1, X1[:3, 3], body2, X2[:3, 3], name=label)
+            else:
+                couplers[label] = Constraint.Weld(body1, transform(X1), body2, transform(X2), name=label)
         elif kind == mujoco.mjtEq.mjEQ_JOINT and all(
                 TYPE_NAMES[int(m.jnt_type[j])] in one_coordinate for j in (first, second) if j >= 0):
             q1_0 = float(m.qpos0[m.jnt_qposadr[first]])
