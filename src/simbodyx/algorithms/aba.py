@@ -131,6 +131,7 @@ def innovations(schedule: tree.TreeSchedule, art: Articulated, v, F=None, F_bodi
     ``schedule`` is the topology's, or one ``tree.restricted`` to the bodies
     where v and F are nonzero, with ``art`` in its layout (``restrict``):
     u_bar is then in that layout (``tree.expand_levels`` for ``respond``)."""
+
     def step(inputs, z_c):
         r_b, H_b, U_b, D_inv_b, v_b, *F_b = inputs
         z = z_c - F_b[0] if F_b else z_c  # z is b - F_applied, as in the articulation
