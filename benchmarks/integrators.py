@@ -169,7 +169,9 @@ def adaptive_rows(sx, system, matter, model, accuracy=1e-6, batch=64, repeats=5,
         matter, model.realize(one.with_q(q).with_u(u), sx.Stage.Position), order))
     reference_mj = to_mj(exact.q[-1], exact.u[-1])
     ours, final = simbodyx_rows(sx, model, states, accuracy, repeats, grad)
-    error = lambda q, u, _: float(np.abs(to_mj(q, u) - reference_mj).max())  # noqa: E731
+    def error(q, u, _):
+        return float(np.abs(to_mj(q, u) - reference_mj).max())
+
     ours["error"] = error(*final(one))
     rows = [ours, mujoco_rows(sx, matter, model, states, ours["error"], reference_mj, repeats)]
     options = sx.xla_setup.loop_compiler_options() if loop else {}

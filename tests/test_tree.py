@@ -203,7 +203,10 @@ def test_restricted_schedule_sweeps_only_the_paths():
 
     on_paths = np.isin(np.arange(len(parent)), [1, 2, 3, 4, 5])
     values = jnp.asarray(np.where(on_paths, 2 ** np.arange(len(parent)), 0))
-    step = lambda own, children: (own + children, own + children)  # noqa: E731
+
+    def step(own, children):
+        return own + children, own + children
+
     whole, at_ground = tree.inward_levels(full, step, tree.to_levels(full, values), jnp.array(0), vectorized=True)
     part, at_ground_sub = tree.inward_levels(sub, step, tree.to_levels(sub, values), jnp.array(0), vectorized=True)
     compact = tree.to_levels(sub, values[np.array([2, 5])], bodies=(2, 5))  # rows of bodies 2 and 5 only
