@@ -237,7 +237,8 @@ def _against_mujoco(path_or_xml, seed, count, **options):
     m = mujoco.MjModel.from_xml_string(text) if text.lstrip().startswith("<") else mujoco.MjModel.from_xml_path(text)
     for flag in UNMODELLED:
         m.opt.disableflags |= int(getattr(mujoco.mjtDisableBit, flag))
-    m.dof_armature[:] = 0
+    if not options.get("armature", True):
+        m.dof_armature[:] = 0
     d = mujoco.MjData(m)
     assert (model.topology.nq, model.topology.nu) == (m.nq, m.nv)
     order = [b.index for b in robot.joint_bodies.values()]
@@ -295,24 +296,25 @@ def test_arms_compiled_by_mujoco_from_urdf(name):
 
 
 LEG = """<mujoco><compiler angle="radian"/><option gravity="0 0 -9.81"><flag contact="disable"/></option><worldbody>
-  <body name="pelvis" pos="0 0 1"><freejoint name="root"/><geom type="box" size="0.1 0.1 0.1" mass="5"/>
+  <body name="pelvis" pos="0 0 1"><joint name="root" type="free" armature="0.3"/><geom type="box" size="0.1 0.1 0.1" mass="5"/>
     <body name="thigh" pos="0.1 0 -0.1" euler="0.2 0 0">
       <joint name="hip_x" type="hinge" axis="1 0 0" pos="0 0 0.05" damping="0.3"/>
       <joint name="hip_y" type="hinge" axis="0 1 1" ref="0.4" stiffness="2" springref="0.1"/>
       <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.04" mass="2"/>
-      <body name="shin" pos="0 0 -0.4"><joint name="knee" type="slide" axis="0 0.6 -0.8" ref="0.05"/>
+      <body name="shin" pos="0 0 -0.4"><joint name="knee" type="slide" axis="0 0.6 -0.8" ref="0.05" armature="0.1"/>
         <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"/>
         <body name="foot" pos="0 0.05 -0.42" quat="0.9 0.1 0.3 0"><geom type="box" size="0.1 0.05 0.02" mass="0.5"/>
         </body></body></body>
-    <body name="arm" pos="0 0.2 0.1"><joint name="shoulder" type="ball" pos="0 0 0.05"/>
+    <body name="arm" pos="0 0.2 0.1"><joint name="shoulder" type="ball" pos="0 0 0.05" armature="0.02"/>
       <geom type="capsule" fromto="0 0 0 0 0.3 0" size="0.03" mass="1"/></body>
   </body></worldbody></mujoco>"""
 
 
 def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
     """An inline leg with every joint kind, two hinges in one body (a chain
-    through a massless body), refs, a damper, a spring and a jointless
-    foot: merged (default) and welded, both equal to MuJoCo."""
+    through a massless body), refs, a damper, a spring, armature on the
+    free, ball and slide joints and a jointless foot: merged (default) and
+    welded, both equal to MuJoCo."""
     robot, model, state, _ = _against_mujoco(LEG, seed=3, count=5, warns=False)
     assert robot["foot"] is robot["shin"] is robot["knee"] and robot["world"].is_ground()
     assert robot["hip_x"].name == "thigh.hip_x" and robot["hip_y"].name == "thigh"
@@ -334,7 +336,8 @@ def test_mjcf_reports_what_it_drops_and_bad_sources():
             <joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
-            <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality></mujoco>""")
+            <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality></mujoco>""",
+            armature=False)
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
     with pytest.raises(ValueError, match=r"MuJoCo could not compile .*invalid keyword: 'hinje'\nElement 'joint'"):

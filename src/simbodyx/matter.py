@@ -367,7 +367,7 @@ class Matter:
     @compiled
     def calc_kinetic_energy(self, state: State):
         s = self._at(state, Stage.Velocity)
-        return energy.kinetic_energy(s.instance, s.position, s.velocity)
+        return energy.kinetic_energy(s.instance, s.position, s.velocity, s.u)
 
     @compiled
     def calc_system_mass(self, state: State):

@@ -20,6 +20,8 @@ class Parameters(Module):
     X_PF: Transform  #: (nb) inboard frames F on the parent
     X_BM: Transform  #: (nb) outboard frames M on the body
     joint_params: tuple  #: per kind group, (n_in_group, num_params)
+    #: (nu,) rotor inertia on each u, added to M's diagonal (None: none anywhere)
+    armature: jnp.ndarray | None = None
     #: the constraints (simbodyx.constraints), their numbers as leaves
     constraints: tuple = ()
     #: the Motions (simbodyx.motion), their numbers as leaves

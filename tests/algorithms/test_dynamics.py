@@ -1,5 +1,6 @@
 """Tree dynamics: closed forms and cross-method identities on random trees
-mixing every mobilizer kind."""
+mixing every mobilizer kind (the identities with armature on half the
+mobilizers)."""
 
 import functools
 
@@ -21,6 +22,9 @@ def mixed():
     sx.Force.ConstantForce(forces, bodies[5], [0.1, 0.2, 0.3], [1.0, -2.0, 0.5])
     sx.Force.MobilityConstantForce(forces, bodies[7], 1, 0.9)
     sx.Force.TwoPointLinearSpring(forces, bodies[3], [0.1, 0, 0], bodies[9], [0, 0.2, 0], 30.0, 0.5)
+    rng = np.random.default_rng(13)
+    for b in bodies[1::2]:  # rotor inertia on every other mobilizer: each identity holds with M + diag(armature)
+        b.set_armature(rng.uniform(0.0, 0.3, size=b.num_u))
     model, _ = system.realize_topology()
     realize = jax.jit(lambda m, s: m.realize(s, sx.Stage.Acceleration))
     return model, bodies, realize
@@ -147,14 +151,33 @@ def test_reaction_methods_agree_and_balance():
     a = model.matter.calc_mobilizer_reaction_forces(s)
     b = model.matter.calc_mobilizer_reaction_forces_using_free_body_method(s)
     np.testing.assert_allclose(a, b, atol=1e-10)
-    # Mobility forces are included: H_FM^T (reaction at Mo, in F) = applied T for free mobilities.
+    # Mobility forces are included: H_FM^T (reaction at Mo, in F) = applied T for free
+    # mobilities, less what accelerates the rotors (the armature is not a body).
+    armature = model.params.armature
     for body in bodies[1:]:
         F_M = body.find_mobilizer_reaction_on_body_at_m_in_ground(s)
         X_GF = body.parent.get_body_transform(s) @ body.get_inboard_frame(s)
         F_F = np.concatenate([X_GF.R.T @ F_M[:3], X_GF.R.T @ F_M[3:]])
         for k in range(body.num_u):
             u_index = body.first_u_index + k
-            np.testing.assert_allclose(body.get_h_fm_col(s, k) @ F_F, s.dynamics.mobility_forces[u_index], atol=1e-10)
+            rotor = armature[u_index] * s.acceleration.udot[u_index]
+            np.testing.assert_allclose(body.get_h_fm_col(s, k) @ F_F, s.dynamics.mobility_forces[u_index] - rotor,
+                                       atol=1e-10)
+
+
+def test_armature_is_checked_when_set():
+    system, matter, forces, bodies = with_forces(("Pin", "Ball"), seed=1)
+    with pytest.raises(ValueError, match=r"Ball 'body2'.*armature must have shape \(3,\)"):
+        bodies[2].set_armature([0.1])
+    with pytest.raises(ValueError, match=r"Pin 'body1'.*armature must be >= 0"):
+        bodies[1].set_armature([-0.1])
+    with pytest.raises(ValueError, match=r"armature contains NaN"):
+        bodies[1].set_armature([np.nan])
+    np.testing.assert_array_equal(bodies[2].set_armature([0.1, 0.2, 0.3]).get_armature(), [0.1, 0.2, 0.3])
+    model, _ = system.realize_topology()
+    np.testing.assert_array_equal(model.params.armature, [0, 0.1, 0.2, 0.3])
+    with pytest.raises(RuntimeError, match="frozen"):
+        bodies[1].set_armature([0.1])
 
 
 def test_power_balance():

@@ -1,7 +1,8 @@
 """Gradients of forward and inverse dynamics (jax.test_util.check_grads,
-forward and reverse mode), including the identity quaternion and zero
-velocity, no NaN over 10,000 random states, and the Euler-angle
-singularities: where they are and what stays finite."""
+forward and reverse mode; armature on a third of the joints), including
+the identity quaternion and zero velocity, no NaN over 10,000 random
+states, and the Euler-angle singularities: where they are and what stays
+finite."""
 
 import functools
 
@@ -21,6 +22,8 @@ KINDS = ("Free", "Ball", "Pin", "Gimbal", "Slider", "Universal", "Screw", "Cylin
 def setup():
     system, matter, forces, bodies = with_forces(KINDS, seed=17)
     sx.Force.GlobalDamper(forces, matter, 0.1)
+    for b in bodies[2::3]:
+        b.set_armature(np.full(b.num_u, 0.2))
     model, state = system.realize_topology()
     return model, state
 
@@ -67,6 +70,10 @@ def test_gradient_wrt_model_parameters_matches_finite_differences():
         bump = lambda d: eqx.tree_at(lambda m: m.params.mass, model, model.params.mass.at[b].add(d))
         fd = (loss(bump(h)) - loss(bump(-h))) / (2 * h)
         np.testing.assert_allclose(g.params.mass[b], fd, rtol=1e-6)
+    for k in (0, 7):  # a zero armature, a set one
+        bump = lambda d: eqx.tree_at(lambda m: m.params.armature, model, model.params.armature.at[k].add(d))
+        fd = (loss(bump(h)) - loss(bump(-h))) / (2 * h)
+        np.testing.assert_allclose(g.params.armature[k], fd, rtol=1e-6)
 
 
 def test_no_nan_over_10000_random_states():

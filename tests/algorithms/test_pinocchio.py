@@ -1,7 +1,7 @@
 """Against Pinocchio (an independent C++ engine) on random trees of Pin,
 Slider, Ball and Free joints, float64: forward kinematics and frame/station
-Jacobians to 1e-12; mass matrix, forward and inverse dynamics to 1e-9
-relative. The model and state mapping is simbodyx.interop.pinocchio."""
+Jacobians to 1e-12; mass matrix, forward and inverse dynamics (with and
+without armature) to 1e-9 relative. The model and state mapping is simbodyx.interop.pinocchio."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -41,10 +41,21 @@ def test_forward_kinematics_matches_pinocchio(seed):
         np.testing.assert_allclose(b.get_body_origin_velocity(state), V.linear, atol=1e-12)
 
 
-@pytest.mark.parametrize("seed", [3, 4])
-def test_dynamics_matches_pinocchio(seed):
+def set_random_armature(bodies, rng):
+    """Armature on every mobility Pinocchio's can match: Ball and Free
+    rotations equal per axis, Free translations none (interop.pinocchio)."""
+    for b in bodies[1:]:
+        a = rng.uniform(0.05, 0.5)
+        b.set_armature({"Ball": [a] * 3, "Free": [a] * 3 + [0.0] * 3}.get(type(b).__name__, [a]))
+
+
+@pytest.mark.parametrize("seed, armature", [(3, False), (4, True)])
+def test_dynamics_matches_pinocchio(seed, armature):
+    """seed 4 with armature on every joint: M + diag(armature) in all three."""
     rng = np.random.default_rng(seed)
     system, matter, forces, bodies = with_forces(random_kinds(seed, 10), seed=seed, depth_first=True)
+    if armature:
+        set_random_armature(bodies, rng)
     model, _ = system.realize_topology()
     state = model.matter.normalize_quaternions(random_state(model, seed=seed))
     state = model.realize(state, sx.Stage.Acceleration)

@@ -150,6 +150,8 @@ def _build_mixed():
     b4 = sx.MobilizedBody.Slider(b3, sx.Transform([0, -0.2, 0]), _body(), sx.Transform())
     b5 = sx.MobilizedBody.Universal(G, sx.Transform([-1, 0, 0]), _body(), sx.Transform([0, 0.2, 0.1]))
     b6 = sx.MobilizedBody.Planar(G, sx.Transform([0, 0, 1]), _body(), sx.Transform())
+    b2.set_armature([0.2])  # rotors on two joints: the constrained solve works with M + diag(armature)
+    b3.set_armature([0.1, 0.3, 0.05])
     constraints = [
         C.Rod(b2, [0.1, 0, 0], b4, [0, 0.1, 0], 1.2),
         C.Ball(b1, [0.2, 0, 0], b5, [0, 0, 0.1]),

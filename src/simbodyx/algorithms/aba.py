@@ -4,7 +4,7 @@ RBDA Table 7.1; Jain 2011), all spatial quantities about Bo in G.
 Inward, per body with H rows (k, 6) (k: the widest mobilizer of the body's
 tree segment; a body's unused rows are zero and marked by ``used``):
   P = M + sum Phi^T Pa_c Phi,  z = b - F_applied + sum Phi^T za_c
-  U = P H^T,  D = H U + diag(1 - used),  u_bar = T - H z
+  U = P H^T,  D = H U + diag(armature + 1 - used),  u_bar = T - H z
   Pa = P - U D^-1 U^T,  za = z + Pa a_c + U D^-1 u_bar
 Outward: A' = Phi A_P + a_c,  udot = D^-1 (u_bar - U^T A'),  A = A' + H^T udot.
 Unused slots carry D = 1, u_bar = 0 and so produce udot = 0.
@@ -76,15 +76,18 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
     if free is not None:
         free_levels = tuple(u * f for u, f in zip(used, tree.mobilities_to_levels(schedule, free)))
         used = free_levels
+    added = tuple(1 - u for u in used)  # D's own diagonal: 1 on unused slots, the armature on used ones
+    if instance.armature is not None:
+        rotors = tree.mobilities_to_levels(schedule, instance.armature)
+        added = tuple(d + a * u for d, a, u in zip(added, rotors, used))
 
     def step(inputs, children):
-        (r_b, M_b, c_b, bias_b), H_b, used_b, T_b = inputs
+        (r_b, M_b, c_b, bias_b), H_b, used_b, added_b, T_b = inputs
         P_c, z_c = children
         P = M_b + P_c
         z = bias_b + z_c
         U = mat_mul(P, H_b, transpose_b=True)
-        unused = (1 - used_b)[..., None] * jnp.eye(used_b.shape[-1], dtype=U.dtype)  # 1 on unused diagonal slots
-        D_inv = spd_inverse(mat_mul(H_b, U) + unused)
+        D_inv = spd_inverse(mat_mul(H_b, U) + added_b[..., None] * jnp.eye(added_b.shape[-1], dtype=U.dtype))
         u_bar = (T_b - mat_vec(H_b, z)) * used_b
         UD = mat_mul(U, D_inv)
         Pa = P - mat_mul(UD, U, transpose_b=True)
@@ -94,7 +97,7 @@ def articulate(topology: Topology, instance, position, coriolis, bias_forces, mo
 
     dtype = bias_forces.dtype
     zero = (jnp.zeros((6, 6), dtype), jnp.zeros(6, dtype))
-    out, _ = tree.inward_levels(schedule, step, tuple(zip(bodies, H, used, T)), zero, vectorized=True)
+    out, _ = tree.inward_levels(schedule, step, tuple(zip(bodies, H, used, added, T)), zero, vectorized=True)
     P, z, U, D_inv, u_bar = (tuple(o[i] for o in out) for i in range(5))
     return Articulated(tuple(b[0] for b in bodies), H, tuple(b[2] for b in bodies), P, z, U, D_inv, u_bar,
                        free_levels)

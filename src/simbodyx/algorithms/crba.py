@@ -9,7 +9,8 @@ p_AoBo = p_GB - p_GA, with no recursion:
     M[i, j] = H_i . shift(F_j, Bo -> Ao)   for body(i) an ancestor of, or, body(j),
 
 and M[j, i] = M[i, j]; every other entry is zero (Featherstone's CRBA, with
-the upward walk replaced by a static ancestor mask).
+the upward walk replaced by a static ancestor mask). The armature adds to
+the diagonal.
 """
 
 from __future__ import annotations
@@ -65,4 +66,5 @@ def mass_matrix(topology: Topology, instance, position):
     full = jnp.sum(H[:, None, :3] * torque, -1) + jnp.sum(H[:, None, 3:] * F[None, :, 3:], -1)
     below, same = ancestry(topology)
     upper = jnp.where(below, full, 0)
-    return upper + upper.T + jnp.where(same, (full + full.T) / 2, 0)  # exactly symmetric
+    M = upper + upper.T + jnp.where(same, (full + full.T) / 2, 0)  # exactly symmetric
+    return M if instance.armature is None else M + jnp.diag(instance.armature)

@@ -9,11 +9,12 @@ from simbodyx.spatial.inertia import point_inertia
 from simbodyx.spatial.vectors import cross, spatial_vec
 
 
-def kinetic_energy(instance, position, velocity):
-    """sum over bodies of 1/2 V^T M V (J)."""
+def kinetic_energy(instance, position, velocity, u):
+    """1/2 u^T M u (J): over bodies 1/2 V^T M V, plus the rotors' 1/2 u^T diag(armature) u."""
     M = spatial_inertias_in_ground(instance, position.X_GB)
     V = velocity.V_GB
-    return 0.5 * jnp.einsum("bi,bij,bj->", V, M, V)
+    bodies = 0.5 * jnp.einsum("bi,bij,bj->", V, M, V)
+    return bodies if instance.armature is None else bodies + 0.5 * jnp.sum(instance.armature * u * u)
 
 
 def mass_centers_in_ground(instance, position):

@@ -2,8 +2,8 @@
 
 Outward: A_GB from udot (accelerations.py). Inward, per body about Bo in G:
 F_B = M_B A_B + b_B - F_applied_B + sum over children of Phi(r_c)^T F_c,
-then the residual f = H_PB_G F - T (spec/conventions.md:
-f_res = M udot + f_inertial - f_applied). The same inward sweep, with
+then the residual f = H_PB_G F + diag(armature) udot - T (spec/conventions.md:
+f_res = M udot + f_inertial - f_applied; the armature is M's mobility-space part). The same inward sweep, with
 only applied forces, is J^T F.
 """
 
@@ -53,14 +53,20 @@ def body_inertial_forces(instance, position, A_GB, gyroscopic=None):
     return F if gyroscopic is None else F + gyroscopic
 
 
+def with_rotors(instance, f, udot):
+    """f + diag(armature) udot (nu,): the rotors' share of M udot, none without armature."""
+    return f if instance.armature is None else f + instance.armature * udot
+
+
 def residual_forces(topology: Topology, instance, position, velocity, udot, mobility_forces, body_forces):
     """f_res = M udot + f_inertial - J^T F - T (nu,); also returns A_GB."""
     A = body_accelerations(topology, position, udot, velocity.mobilizer_coriolis)
     F_own = body_inertial_forces(instance, position, A, velocity.gyroscopic) - body_forces
-    return jacobian_transpose_times(topology, position, F_own) - mobility_forces, A
+    return with_rotors(instance, jacobian_transpose_times(topology, position, F_own), udot) - mobility_forces, A
 
 
 def multiply_by_m(topology: Topology, instance, position, v):
     """M v (nu,), O(n): inverse dynamics with zero velocities and forces."""
     A = body_accelerations(topology, position, v)
-    return jacobian_transpose_times(topology, position, body_inertial_forces(instance, position, A))
+    F = body_inertial_forces(instance, position, A)
+    return with_rotors(instance, jacobian_transpose_times(topology, position, F), v)

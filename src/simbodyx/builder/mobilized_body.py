@@ -110,6 +110,7 @@ class MobilizedBody:
             self._kind = mobilizers.Reversed(self._kind)
         self._default_q = tuple(float(x) for x in self._kind.default_q())
         self._default_u = (0.0,) * self._kind.nu
+        self._armature = (0.0,) * self._kind.nu
         self._lock_level = Level.NoLevel
         self._index = matter._add(self)
         self._label = f"{type(self).__name__} {self._name!r} (body {self._index})"
@@ -244,6 +245,22 @@ class MobilizedBody:
     def get_default_mass_properties(self) -> MassProperties:
         return self._mass_properties
 
+    def set_armature(self, armature) -> MobilizedBody:
+        """Rotor inertia reflected onto each of this mobilizer's u (kg m^2 for
+        a rotational rate, kg for a translational one; >= 0), as MuJoCo's
+        and Pinocchio's ``armature``: it adds ``diag(armature)`` to M, so
+        forward and inverse dynamics, the mass-matrix operators and the
+        kinetic energy carry it; body momenta and reaction forces do not (the
+        rotor is not a body). A simbodyx extension; Simbody has none."""
+        a = _concrete(armature, "armature", self._label, (len(self._default_u),))
+        if np.any(a < 0):
+            raise ValueError(f"{self._label}: armature must be >= 0, got {a.tolist()}")
+        return self._set("_armature", tuple(float(x) for x in a))
+
+    def get_armature(self) -> np.ndarray:
+        """(nu,) the rotor inertia on each u (zeros unless set)."""
+        return np.array(self._armature)
+
     def set_default_mass_properties(self, mass_properties: MassProperties) -> MobilizedBody:
         return self._set("_mass_properties", self._checked_mass_properties(mass_properties))
 
@@ -267,6 +284,7 @@ class MobilizedBody:
         clone = type(self)(parent, self._X_PF, Body.Rigid(self._mass_properties), self._X_BM, *self._kind_arguments,
                            name=name, direction=self._direction)
         clone._default_q, clone._default_u, clone._lock_level = self._default_q, self._default_u, self._lock_level
+        clone._armature = self._armature
         clone._joint_params = self._joint_params
         return clone
 
@@ -1064,6 +1082,7 @@ class Ground(MobilizedBody):
         g._X_PF = g._X_BM = Transform(np.eye(3), np.zeros(3))
         g._mass_properties = MassProperties(0.0)
         g._kind, g._default_q, g._default_u, g._joint_params = mobilizers.Ground(), (), (), ()
+        g._armature = ()
         g._direction, g._lock_level = Direction.Forward, Level.NoLevel
         g._index = matter._add(g)
         return g

@@ -214,6 +214,7 @@ class SimbodyMatterSubsystem:
             )
             for group in self.topology().groups
         )
+        armature = [a for b in bodies for a in b._armature]
         return Parameters(
             mass=stack([m.mass for m in mp]),
             com=stack([m.com for m in mp]),
@@ -221,6 +222,7 @@ class SimbodyMatterSubsystem:
             X_PF=frames([b._X_PF for b in bodies]),
             X_BM=frames([b._X_BM for b in bodies]),
             joint_params=joint_params,
+            armature=stack(armature) if any(armature) else None,
             constraints=jax.tree.map(
                 lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
                 tuple(self._constraints)),

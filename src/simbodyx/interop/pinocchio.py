@@ -27,12 +27,13 @@ def _se3(pin, X):
 
 
 def to_pinocchio(matter, gravity=(0.0, -9.81, 0.0)):
-    """(pinocchio.Model, {body index: frame id of B}) for a built matter subsystem."""
+    """(pinocchio.Model, {body index: frame id of B}) for a built matter
+    subsystem, its armature included."""
     import pinocchio as pin
 
     model = pin.Model()
     model.gravity = pin.Motion(np.asarray(gravity, dtype=float), np.zeros(3))
-    frames = {}
+    frames, armature = {}, []
     for i in range(1, matter.get_num_bodies()):
         b = matter.get_mobilized_body(i)
         kind = type(b).__name__
@@ -51,7 +52,23 @@ def to_pinocchio(matter, gravity=(0.0, -9.81, 0.0)):
         I_c = R_MB @ np.asarray(mp.calc_central_inertia().matrix) @ R_MB.T
         model.appendBodyToJoint(jid, pin.Inertia(float(mp.mass), np.asarray(X_MB @ mp.com), I_c), pin.SE3.Identity())
         frames[i] = model.addFrame(pin.Frame(b.name + "_B", jid, _se3(pin, X_MB), pin.FrameType.OP_FRAME))
+        armature.extend(_armature(b, kind))
+    model.armature = np.array(armature)
     return model, frames
+
+
+def _armature(b, kind):
+    """Pinocchio's armature of one joint (its v order). A Ball's or Free's
+    angular velocity is ours rotated, so equal values on its three axes map;
+    a Free's linear velocity is Pinocchio's in the moving M frame (its rate
+    carries w x v), so only zero maps there."""
+    a = b.get_armature()
+    if kind in ("Pin", "Slider"):
+        return a
+    if np.ptp(a[:3]) != 0 or (kind == "Free" and np.any(a[3:] != 0)):
+        raise ValueError(f"{b._label}: no Pinocchio armature for {a.tolist()} (a Ball's or Free's "
+                         f"three rotations need equal values, a Free's translations none)")
+    return a if kind == "Ball" else np.concatenate([a[3:], a[:3]])
 
 
 def velocity_map(matter, state):

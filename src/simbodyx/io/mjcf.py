@@ -55,7 +55,8 @@ class MjcfJoint:
     spring_ref: float
 
 
-def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True):
+def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True,
+              armature: bool = True):
     """(system, matter, forces, robot) built from an MJCF file path or XML
     string through MuJoCo's compiler.
 
@@ -64,10 +65,11 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     the frames of ball and free velocities: ``simbodyx.interop.mujoco``).
     MuJoCo's gravity becomes a UniformGravity element; joint damping
     (``damping``) a MobilityLinearDamper per hinge or slide, joint stiffness
-    (``springs``) a MobilityLinearSpring. The free joint's default q is the
+    (``springs``) a MobilityLinearSpring, joint armature (``armature``) the
+    mobilizer's (``MobilizedBody.set_armature``). The free joint's default q is the
     body's pose in the file, a hinge's or slide's its ``ref``. What Simbody
     does not model (contacts, actuators, tendons, equality constraints
-    other than those below, joint limits, armature, friction loss,
+    other than those below, joint limits, friction loss,
     damping or stiffness of ball and free joints) is reported in one
     warning listing it; ``robot.joints`` keeps the numbers. The equality
     constraints Simbody has are mapped, exact where MuJoCo's are soft:
@@ -141,6 +143,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                                                   name=body_names[b] if last else f"{body_names[b]}.{joint.name}")
             moved[joint.name] = handle
             X_PF_base = np.eye(4)
+            if armature and any(joint.armature):  # a ball's or free's is one number per joint, so rotations map
+                handle.set_armature(joint.armature[3:] + joint.armature[:3] if kind == "Free" else joint.armature)
             if kind == "Free":
                 handle.set_default_q(np.asarray(m.qpos0[m.jnt_qposadr[first + k]:][:7])[[3, 4, 5, 6, 0, 1, 2]])
             elif kind in ("Pin", "Slider"):
@@ -157,7 +161,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
             handle.set_default_mass_properties(combined_mass_properties(parts))
 
     couplers, unmapped = _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
-    _report_dropped(mujoco, m, joints, damping, springs, unmapped)
+    _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped)
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
@@ -262,7 +266,7 @@ def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
     return couplers, unmapped
 
 
-def _report_dropped(mujoco, m, joints, damping, springs, unmapped):
+def _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped):
     """One warning naming what the loaded system does not model."""
     dropped = []
     flags = int(m.opt.disableflags)
@@ -276,7 +280,7 @@ def _report_dropped(mujoco, m, joints, damping, springs, unmapped):
         dropped.append(f"equality constraints {', '.join(unmapped)}")
     by_kind = {
         "joint limits": [j.name for j in joints.values() if j.range is not None],
-        "armature": [j.name for j in joints.values() if any(j.armature)],
+        "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
         "friction loss": [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.dof_jntid[d])) or f"dof {d}"
                           for d in range(m.nv) if m.dof_frictionloss[d] > 0],
         "damping": [j.name for j in joints.values() if any(j.damping) and (not damping or j.type in ("ball", "free"))],
