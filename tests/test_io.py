@@ -331,12 +331,14 @@ def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
 
 def test_mjcf_reports_what_it_drops_and_bad_sources():
     with pytest.warns(UserWarning, match=r"actuators \(1\); equality constraints equality0 \(inactive\); joint "
-                                         r"limits on a; armature on a; friction loss on a; damping on b"):
+                                         r"limits on a; armature on a; friction loss on a; damping on b; "
+                                         r"tendon forces or limits on tt"):
         sx.io.load_mjcf("""<mujoco><worldbody><body name="x">
             <joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
-            <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality></mujoco>""",
+            <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality>
+            <tendon><fixed name="tt" stiffness="1"><joint joint="a" coef="1"/></fixed></tendon></mujoco>""",
             armature=False)
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
@@ -345,10 +347,11 @@ def test_mjcf_reports_what_it_drops_and_bad_sources():
 
 
 def test_mjcf_equalities_become_constraints():
-    """connect -> Ball, joint (quadratic and single-joint lock) ->
-    CoordinateCoupler, their position errors equal MuJoCo's equality rows
-    (efc_pos; the Ball's with the opposite sign: anchor 2 - anchor 1) at
-    random poses; a weld becomes a Weld (``test_mjcf_welds_and_sites``)."""
+    """connect -> Ball, joint (quadratic and single-joint lock) and fixed
+    tendon (linear, cubic, one tendon held) -> CoordinateCoupler, their
+    position errors equal MuJoCo's equality rows (efc_pos; the Ball's with
+    the opposite sign: anchor 2 - anchor 1) at random poses; a weld becomes
+    a Weld (``test_mjcf_welds_and_sites``)."""
     xml = """<mujoco><compiler angle="radian"/><option><flag contact="disable"/></option><worldbody>
       <body name="a" pos="0 0 1"><joint name="j1" axis="0 1 0"/><geom size="0.1" mass="1"/>
         <body name="b" pos="0.5 0 0"><joint name="j2" axis="0 1 0"/><geom size="0.1" mass="1"/></body></body>
@@ -357,12 +360,16 @@ def test_mjcf_equalities_become_constraints():
       <body name="e" pos="3 0 1"><joint name="j5" axis="0 0 1"/><geom size="0.1" mass="1"/></body>
     </worldbody><equality><connect name="loop" body1="b" body2="c" anchor="0.5 0 0"/>
       <joint name="gear" joint1="j4" joint2="j1" polycoef="0.1 2 0.5 0 0"/><joint name="lock" joint1="j5"/>
-      <weld body1="e"/></equality></mujoco>"""
+      <tendon name="tie" tendon1="t1" tendon2="t2" polycoef="0.05 0.7 0 0 0"/>
+      <tendon name="cubic" tendon1="t2" tendon2="t3" polycoef="-0.1 0.3 0 0.4 0"/><tendon name="hold" tendon1="t3"/>
+      <weld body1="e"/></equality><tendon><fixed name="t1"><joint joint="j1" coef="1"/><joint joint="j3" coef="0.5"/>
+      </fixed><fixed name="t2"><joint joint="j4" coef="2"/><joint joint="j2" coef="-1"/><joint joint="j1" coef="0.3"/>
+      </fixed><fixed name="t3"><joint joint="j5" coef="1.5"/></fixed></tendon></mujoco>"""
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # everything is mapped
         system, _, _, robot = sx.io.load_mjcf(xml)
-    assert list(robot.couplers) == ["loop", "gear", "lock", "equality3"]
-    assert type(robot.couplers["equality3"]).__name__ == "Weld"
+    assert list(robot.couplers) == ["loop", "gear", "lock", "tie", "cubic", "hold", "equality6"]
+    assert type(robot.couplers["equality6"]).__name__ == "Weld"
     model, state = system.realize_topology()
     m = mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
@@ -370,8 +377,8 @@ def test_mjcf_equalities_become_constraints():
         d.qpos[:] = q
         mujoco.mj_forward(m, d)
         s = model.realize(state.with_q(jnp.asarray(q)), sx.Stage.Position)
-        ours = np.concatenate([c.get_position_errors_as_vector(s) for c in list(robot.couplers.values())[:3]])
-        np.testing.assert_allclose(ours, np.concatenate([-d.efc_pos[:3], d.efc_pos[3:5]]), atol=1e-14)
+        ours = np.concatenate([c.get_position_errors_as_vector(s) for c in list(robot.couplers.values())[:6]])
+        np.testing.assert_allclose(ours, np.concatenate([-d.efc_pos[:3], d.efc_pos[3:8]]), atol=1e-14)
 
 
 def test_mjcf_welds_and_sites():

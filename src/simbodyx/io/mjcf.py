@@ -66,14 +66,15 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     MuJoCo's gravity becomes a UniformGravity element; joint damping
     (``damping``) a MobilityLinearDamper per hinge or slide, joint stiffness
     (``springs``) a MobilityLinearSpring, joint armature (``armature``) the
-    mobilizer's (``MobilizedBody.set_armature``). The free joint's default q is the
-    body's pose in the file, a hinge's or slide's its ``ref``. What Simbody
-    does not model (contacts, actuators, tendons, equality constraints
-    other than those below, joint limits, friction loss,
-    damping or stiffness of ball and free joints) is reported in one
-    warning listing it; ``robot.joints`` keeps the numbers. The equality
-    constraints Simbody has are mapped, exact where MuJoCo's are soft:
-    ``connect`` to Ball, ``weld`` to Weld, ``joint`` to CoordinateCoupler.
+    mobilizer's (``MobilizedBody.set_armature``). The free joint's default
+    q is the body's pose in the file, a hinge's or slide's its ``ref``.
+    What Simbody does not model (contacts, actuators, tendons' own forces
+    and limits, equality constraints other than those below, joint limits,
+    friction loss, damping or stiffness of ball and free joints) is
+    reported in one warning listing it; ``robot.joints`` keeps the numbers.
+    The equality constraints Simbody has are mapped, exact where MuJoCo's
+    are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
+    ``tendon`` (fixed tendons) to CoordinateCoupler.
     """
     try:
         import mujoco
@@ -214,11 +215,11 @@ def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
     pose; between sites, the sites), a ``weld`` a Weld of the frames MuJoCo
     makes coincide (between bodies: body 1's at ``relpose`` and body 2's at
     ``anchor``, unrotated; between sites, the sites'; a Ball at their
-    origins when ``torquescale`` is 0), a ``joint`` equality a
-    CoordinateCoupler q1 - q1_0 = poly(q2 - q2_0) (q_0 the file's pose). The
-    rest are listed as unmapped."""
+    origins when ``torquescale`` is 0), a ``joint`` equality of hinges or
+    slides a CoordinateCoupler q1 - q1_0 = poly(q2 - q2_0) (q_0 the file's
+    pose), a ``tendon`` equality of fixed tendons the same of their lengths
+    (sums of coef q over their joints). The rest are listed as unmapped."""
     couplers, unmapped = {}, []
-    one_coordinate = ("hinge", "slide")
 
     def frame(obj, by_body, X_OF):  # (MobilizedBody, X_BF): the frame at X_OF on a body, or a site's
         if by_body:
@@ -245,25 +246,39 @@ def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
                 couplers[label] = Constraint.Ball(body1, X1[:3, 3], body2, X2[:3, 3], name=label)
             else:
                 couplers[label] = Constraint.Weld(body1, transform(X1), body2, transform(X2), name=label)
-        elif kind == mujoco.mjtEq.mjEQ_JOINT and all(
-                TYPE_NAMES[int(m.jnt_type[j])] in one_coordinate for j in (first, second) if j >= 0):
-            q1_0 = float(m.qpos0[m.jnt_qposadr[first]])
-            c = data[:5]
-            if second < 0:  # q1 held at q1_0 + c0
-                function, bodies = functions.Linear((1.0, -(q1_0 + c[0]))), [moved[joint_names[first]]]
+        elif kind in (mujoco.mjtEq.mjEQ_JOINT, mujoco.mjtEq.mjEQ_TENDON) and all(
+                _as_coordinates(mujoco, m, kind, j) is not None for j in (first, second) if j >= 0):
+            (w1, l1_0), c = _as_coordinates(mujoco, m, kind, first), data[:5]
+            w2, l2_0 = _as_coordinates(mujoco, m, kind, second) if second >= 0 else ({}, 0.0)
+            used = sorted(set(w1) | set(w2))  # MuJoCo joint ids
+            a1, a2 = (np.array([w.get(j, 0.0) for j in used]) for w in (w1, w2))
+            if second < 0 or not np.any(c[2:]):  # linear: its numbers stay Model leaves
+                function = functions.Linear((*(a1 - c[1] * a2), c[1] * l2_0 - l1_0 - c[0]))
             else:
-                q2_0 = float(m.qpos0[m.jnt_qposadr[second]])
-                bodies = [moved[joint_names[first]], moved[joint_names[second]]]
-                if not np.any(c[2:]):  # linear: its numbers stay Model leaves
-                    function = functions.Linear((1.0, -c[1], c[1] * q2_0 - q1_0 - c[0]))
-                else:
-                    function = functions.FromCallable(
-                        lambda x, c=c, q1_0=q1_0, q2_0=q2_0: x[0] - q1_0 - sum(
-                            c[k] * (x[1] - q2_0) ** k for k in range(5)), 2)
+                function = functions.FromCallable(
+                    lambda x, a1=a1, a2=a2, c=c, l1_0=l1_0, l2_0=l2_0: a1 @ x - l1_0 - sum(
+                        c[k] * (a2 @ x - l2_0) ** k for k in range(5)), len(used))
+            bodies = [moved[joint_names[j]] for j in used]
             couplers[label] = Constraint.CoordinateCoupler(matter, function, bodies, [0] * len(bodies), name=label)
         else:
             unmapped.append(f"{label} ({kind.name.removeprefix('mjEQ_').lower()})")
     return couplers, unmapped
+
+
+def _as_coordinates(mujoco, m, kind, obj):
+    """A hinge's or slide's q, or a fixed tendon's length, as ({joint id:
+    weight}, value at qpos0); None for other joints and spatial tendons."""
+    if kind == mujoco.mjtEq.mjEQ_JOINT:
+        if TYPE_NAMES[int(m.jnt_type[obj])] not in ("hinge", "slide"):
+            return None
+        return {obj: 1.0}, float(m.qpos0[m.jnt_qposadr[obj]])
+    wraps = range(m.tendon_adr[obj], m.tendon_adr[obj] + m.tendon_num[obj])
+    if any(m.wrap_type[w] != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
+        return None
+    weights = {}
+    for w in wraps:  # MuJoCo's compiler allows only hinges and slides here
+        weights[int(m.wrap_objid[w])] = weights.get(int(m.wrap_objid[w]), 0.0) + float(m.wrap_prm[w])
+    return weights, float(m.tendon_length0[obj])
 
 
 def _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped):
@@ -273,9 +288,8 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped):
     contacting = [g for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]]
     if contacting and not flags & mujoco.mjtDisableBit.mjDSBL_CONTACT:
         dropped.append(f"contacts ({len(contacting)} colliding geoms)")
-    for what, count in (("actuators", m.nu), ("tendons", m.ntendon)):
-        if count:
-            dropped.append(f"{what} ({count})")
+    if m.nu:
+        dropped.append(f"actuators ({m.nu})")
     if unmapped:
         dropped.append(f"equality constraints {', '.join(unmapped)}")
     by_kind = {
@@ -285,6 +299,11 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped):
                           for d in range(m.nv) if m.dof_frictionloss[d] > 0],
         "damping": [j.name for j in joints.values() if any(j.damping) and (not damping or j.type in ("ball", "free"))],
         "stiffness": [j.name for j in joints.values() if j.stiffness and (not springs or j.type in ("ball", "free"))],
+        "tendon forces or limits": [  # a tendon with none of these acts only through equalities
+            mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in range(m.ntendon)
+            if m.tendon_limited[t] or any(np.any(getattr(m, f"tendon_{what}", np.zeros((m.ntendon, 1)))[t])
+                                          for what in ("stiffness", "stiffnesspoly", "damping", "dampingpoly",
+                                                       "frictionloss", "armature"))],  # some newer than 3.3
     }
     for what, names in by_kind.items():
         if names:
