@@ -147,6 +147,25 @@ def test_take_rows_derivatives_are_a_gather_and_a_scatter_add():
     assert "stablehlo.scatter" in hlo and "stablehlo.pad" not in hlo
 
 
+def test_injective_take_rows_transposes_to_a_concatenation():
+    # No row taken twice: the source is split at the runs' ends, so the
+    # reverse pass splits the cotangent and concatenates it, zeros for the
+    # rows not taken (rows 2 and 6 here): no scatter-add, no pads.
+    a = jnp.arange(16.0).reshape(8, 2)
+    index = np.array([3, 4, 8, 0, 1, 7, 5])
+    f = lambda a: tree.take_rows(a, index)
+    expected = np.concatenate([np.asarray(a), np.zeros((1, 2))])[index]
+    np.testing.assert_array_equal(f(a), expected)
+    np.testing.assert_array_equal(jax.jvp(f, (a,), (a,))[1], expected)
+    w = jnp.arange(14.0).reshape(7, 2)
+    (grad,) = jax.vjp(f, a)[1](w)
+    expect_grad = np.zeros((9, 2))
+    np.add.at(expect_grad, index, np.asarray(w))
+    np.testing.assert_array_equal(grad, expect_grad[:8])
+    hlo = jax.jit(lambda a, w: jax.vjp(f, a)[1](w)).lower(a, w).as_text()
+    assert "scatter" not in hlo and "stablehlo.pad" not in hlo and "concatenate" in hlo
+
+
 @pytest.mark.parametrize("parent", [
     PARENT,
     (0,) + tuple(range(3 * tree.UNROLL_MAX_LEVELS)),  # one scanned segment

@@ -265,11 +265,59 @@ def _gather(sources, locations, tail_like=None):
 
     Computed as slices: consecutive rows of one source become one slice and
     the result a concatenation, which XLA's CPU backend fuses (a gather on
-    batched data forces layout copies). Differentiated as one gather from
-    the stacked sources, whose transpose is a scatter-add; transposing the
-    slices instead would pad every piece to full size (quadratic)."""
+    batched data forces layout copies). How it is differentiated:
+
+    - a gather that takes no source row twice, and is more than whole
+      sources concatenated, is written as each source split at its runs'
+      ends and differentiated as written: the transpose splits the
+      cotangent and concatenates its pieces, zeros for the rows not taken;
+    - the others are differentiated as one gather from the stacked
+      sources, whose transpose is a scatter-add. Transposing plain slices
+      would pad every piece to full size (quadratic), and whole sources
+      concatenated measured faster this way.
+
+    benchmarks/README.md ("Why the code is as it is") has the figures."""
     like = sources[0] if tail_like is None else tail_like
-    return _gather_rows(tuple(sources), tuple(locations), tuple(like.shape[1:]), np.dtype(like.dtype))
+    sources, locations, tail, dtype = tuple(sources), tuple(locations), tuple(like.shape[1:]), np.dtype(like.dtype)
+    runs = _runs(locations)
+    if len(runs) <= MAX_SLICES and _injective(runs) and not _whole_sources(sources, runs):
+        return _split_gather(sources, runs, tail, dtype)
+    return _gather_rows(sources, locations, tail, dtype)
+
+
+def _injective(runs):
+    """Whether no source row is taken twice."""
+    taken = sorted((src, row, count) for src, row, count in runs if src is not None)
+    return all(a[0] != b[0] or a[1] + a[2] <= b[1] for a, b in zip(taken, taken[1:]))
+
+
+def _whole_sources(sources, runs):
+    """Whether every run is a whole source or zeros (a concatenation)."""
+    return all(src is None or (row == 0 and count == sources[src].shape[0]) for src, row, count in runs)
+
+
+def _split_gather(sources, runs, tail, dtype):
+    """An injective gather as its sources split at the runs' ends, the
+    pieces concatenated."""
+    pieces = {}
+    for i, src in enumerate(sources):
+        at, sizes, keys = 0, [], []
+        for _, row, count in sorted(r for r in runs if r[0] == i):
+            if row > at:
+                sizes.append(row - at)
+                keys.append(None)
+            sizes.append(count)
+            keys.append((i, row, count))
+            at = row + count
+        if at < src.shape[0]:
+            sizes.append(src.shape[0] - at)
+            keys.append(None)
+        parts = jax.lax.split(src, sizes) if len(sizes) > 1 else [src]
+        pieces.update((key, part) for key, part in zip(keys, parts) if key is not None)
+    out = [jnp.zeros((count,) + tail, dtype) if src is None else pieces[(src, row, count)] for src, row, count in runs]
+    if not out:
+        return jnp.zeros((0,) + tail, dtype)
+    return out[0] if len(out) == 1 else jnp.concatenate(out)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
