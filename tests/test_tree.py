@@ -129,21 +129,28 @@ def test_inward_pytree_and_vmap():
     np.testing.assert_allclose(totals[1], 2 * np.array([0, 1 + 3 + 4 + 5, 2 + 6, 3 + 4 + 5, 4, 5, 6]))
 
 
-def test_take_rows_derivatives_are_a_gather_and_a_scatter_add():
-    # Rows repeat (7 -> 2 twice) and zero rows appear: forward and reverse mode
-    # agree with numpy's gather and its transpose, and the reverse pass has no
-    # pads (the transpose of slices would pad every piece to full size).
+def _take_rows_reverse_pass(index):
+    """take_rows of 8 rows by ``index`` (8: a zero row): its value, forward
+    and reverse mode against numpy's gather and its transpose; returns the
+    reverse pass's HLO."""
     a = jnp.arange(16.0).reshape(8, 2)
-    index = np.array([8, 0, 1, 7, 7, 3, 8])
     f = lambda a: tree.take_rows(a, index)
     expected = np.concatenate([np.asarray(a), np.zeros((1, 2))])[index]
+    np.testing.assert_array_equal(f(a), expected)
     np.testing.assert_array_equal(jax.jvp(f, (a,), (a,))[1], expected)
-    w = jnp.arange(14.0).reshape(7, 2)
+    w = jnp.arange(2.0 * len(index)).reshape(-1, 2)
     (grad,) = jax.vjp(f, a)[1](w)
     expect_grad = np.zeros((9, 2))
     np.add.at(expect_grad, index, np.asarray(w))
     np.testing.assert_array_equal(grad, expect_grad[:8])
-    hlo = jax.jit(lambda a, w: jax.vjp(f, a)[1](w)).lower(a, w).as_text()
+    return jax.jit(lambda a, w: jax.vjp(f, a)[1](w)).lower(a, w).as_text()
+
+
+def test_take_rows_derivatives_are_a_gather_and_a_scatter_add():
+    # Rows repeat (7 -> 2 twice) and zero rows appear: the reverse pass is a
+    # scatter-add, with no pads (the transpose of slices would pad every
+    # piece to full size).
+    hlo = _take_rows_reverse_pass(np.array([8, 0, 1, 7, 7, 3, 8]))
     assert "stablehlo.scatter" in hlo and "stablehlo.pad" not in hlo
 
 
@@ -151,18 +158,7 @@ def test_injective_take_rows_transposes_to_a_concatenation():
     # No row taken twice: the source is split at the runs' ends, so the
     # reverse pass splits the cotangent and concatenates it, zeros for the
     # rows not taken (rows 2 and 6 here): no scatter-add, no pads.
-    a = jnp.arange(16.0).reshape(8, 2)
-    index = np.array([3, 4, 8, 0, 1, 7, 5])
-    f = lambda a: tree.take_rows(a, index)
-    expected = np.concatenate([np.asarray(a), np.zeros((1, 2))])[index]
-    np.testing.assert_array_equal(f(a), expected)
-    np.testing.assert_array_equal(jax.jvp(f, (a,), (a,))[1], expected)
-    w = jnp.arange(14.0).reshape(7, 2)
-    (grad,) = jax.vjp(f, a)[1](w)
-    expect_grad = np.zeros((9, 2))
-    np.add.at(expect_grad, index, np.asarray(w))
-    np.testing.assert_array_equal(grad, expect_grad[:8])
-    hlo = jax.jit(lambda a, w: jax.vjp(f, a)[1](w)).lower(a, w).as_text()
+    hlo = _take_rows_reverse_pass(np.array([3, 4, 8, 0, 1, 7, 5]))
     assert "scatter" not in hlo and "stablehlo.pad" not in hlo and "concatenate" in hlo
 
 

@@ -2,9 +2,10 @@
 
 Outward: A_GB from udot (accelerations.py). Inward, per body about Bo in G:
 F_B = M_B A_B + b_B - F_applied_B + sum over children of Phi(r_c)^T F_c,
-then the residual f = H_PB_G F + diag(armature) udot - T (spec/conventions.md:
-f_res = M udot + f_inertial - f_applied; the armature is M's mobility-space part). The same inward sweep, with
-only applied forces, is J^T F.
+then the residual f = H_PB_G F + diag(armature) udot - T
+(spec/conventions.md: f_res = M udot + f_inertial - f_applied; the
+armature is M's mobility-space part). The same inward sweep, with only
+applied forces, is J^T F.
 """
 
 from __future__ import annotations
