@@ -13,8 +13,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from simbodyx.spatial.vectors import mat_vec
+from simbodyx.spatial.vectors import mat_vec, small_sum
 from simbodyx.topology import Topology
 from simbodyx.tree import take_rows
 
@@ -84,12 +85,19 @@ def calc_qdotdot(topology: Topology, q, u, udot):
 
 @_jit
 def normalize_quaternions(topology: Topology, q):
-    """q with every quaternion in use scaled to unit length."""
+    """q with every quaternion in use scaled to unit length (q's other
+    entries and the scaled quaternions put together by one static row
+    selection, no scatter)."""
+    where, unit = [], []
     for group in topology.groups:
         at = group.kind.quaternion_at
-        if at is None:
-            continue
-        idx = group.q_array[:, at:at + 4]
-        quat = q[idx]
-        q = q.at[idx].set(quat / jnp.linalg.norm(quat, axis=-1, keepdims=True))
-    return q
+        if at is not None:
+            idx = group.q_array[:, at:at + 4]
+            quat = take_rows(q, idx)
+            unit.append((quat / jnp.sqrt(small_sum(quat * quat, -1))[:, None]).reshape(-1))
+            where.append(idx.reshape(-1))
+    if not where:
+        return q
+    index = np.arange(q.shape[0])
+    index[np.concatenate(where)] = q.shape[0] + np.arange(sum(w.size for w in where))
+    return take_rows(jnp.concatenate([q, *unit]), index)
