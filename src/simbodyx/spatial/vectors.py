@@ -55,7 +55,18 @@ def _small_sum(p, *, axis, reduction):
     at = axis % p.ndim
     if p.shape[at] == 0:
         return jnp.zeros(p.shape[:at] + p.shape[at + 1:], p.dtype)
-    return functools.reduce(lax.add, [lax.index_in_dim(p, k, at, keepdims=False) for k in range(p.shape[at])])
+    return _halves_added(p, at).reshape(p.shape[:at] + p.shape[at + 1:])
+
+
+def _halves_added(p, at):
+    """p's entries along ``at`` added pairwise, halves first (9 operations
+    for 6 entries, against 17 for slices added in a row), kept as a width-1 axis."""
+    n = p.shape[at]
+    if n == 1:
+        return p
+    half = n // 2
+    total = _halves_added(lax.slice_in_dim(p, 0, half, axis=at) + lax.slice_in_dim(p, half, 2 * half, axis=at), at)
+    return total + lax.slice_in_dim(p, 2 * half, n, axis=at) if n % 2 else total
 
 
 def _small_sum_shape(p, *, axis, reduction):
