@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.spatial.vectors import mat_vec, small_sum
+from simbodyx.spatial.vectors import mat_vec
 from simbodyx.topology import Topology
 from simbodyx.tree import take_rows
 
@@ -94,7 +94,7 @@ def normalize_quaternions(topology: Topology, q):
         if at is not None:
             idx = group.q_array[:, at:at + 4]
             quat = take_rows(q, idx)
-            unit.append((quat / jnp.sqrt(small_sum(quat * quat, -1))[:, None]).reshape(-1))
+            unit.append((quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)).reshape(-1))
             where.append(idx.reshape(-1))
     if not where:
         return q
