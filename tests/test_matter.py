@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ALL_KINDS, FD_STEP, FD_TOL, random_state, random_tree, tol
+from conftest import ALL_KINDS, FD_STEP, FD_TOL, primitive_names, random_state, random_tree, tol
 
 import simbodyx as sx
 
@@ -92,6 +92,14 @@ def test_normalize_quaternions():
         np.testing.assert_allclose(np.linalg.norm(unit.q[i:i + 4]), 1.0, rtol=1e-15)
         np.testing.assert_allclose(unit.q[i:i + 4] / state.q[i:i + 4], np.linalg.norm(state.q[i:i + 4]) ** -1, rtol=1e-14)
     assert unit.stage == sx.Stage.Model
+    quaternion_entries = [model.topology.q_start[b] + k for b in model.topology.quaternion_bodies for k in range(4)]
+    others = np.setdiff1d(np.arange(state.q.shape[0]), quaternion_entries)
+    np.testing.assert_array_equal(unit.q[others], state.q[others])
+    # q is put together by a static row selection: no scatter forward or in reverse
+    def total(q):
+        return jnp.sum(jnp.sin(model.matter.normalize_quaternions(state.with_q(q)).q))
+    for fn in (total, jax.grad(total)):
+        assert not primitive_names(jax.make_jaxpr(fn)(state.q).jaxpr) & {"scatter", "scatter-add"}
 
 
 def test_conversion_keeps_u_and_round_trips():
