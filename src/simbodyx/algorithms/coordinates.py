@@ -98,6 +98,7 @@ def normalize_quaternions(topology: Topology, q):
             where.append(idx.reshape(-1))
     if not where:
         return q
+    rows = np.concatenate(where)
     index = np.arange(q.shape[0])
-    index[np.concatenate(where)] = q.shape[0] + np.arange(sum(w.size for w in where))
+    index[rows] = q.shape[0] + np.arange(rows.size)
     return take_rows(jnp.concatenate([q, *unit]), index)
