@@ -40,6 +40,9 @@ from functools import cached_property
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxlib.version import __version__ as jaxlib_version
+
+from simbodyx.xla_setup import release
 
 #: Segments with at most this many levels are unrolled rather than scanned.
 UNROLL_MAX_LEVELS = 8
@@ -47,6 +50,13 @@ UNROLL_MAX_LEVELS = 8
 MAX_SLICES = 16
 #: Children summed by elementwise adds up to this many per body; a reduction above.
 MAX_ADDED_CHILDREN = 8
+#: Whether the derivatives of the row gathers that ``_gather`` does not split
+#: are transposed as splits of the cotangent (summed, one per occurrence of
+#: a row, then materialized) rather than as one scatter-add. XLA's newer
+#: fusion emitters, the only ones from jaxlib 0.11, run the splits faster
+#: on every model; with the older ones chain7's gradient is faster with the
+#: scatter-adds (benchmarks/README.md, "Why the code is as it is").
+SPLIT_TRANSPOSES = release(jaxlib_version) >= (0, 11, 0)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -267,19 +277,28 @@ def _gather(sources, locations, tail_like=None):
     the result a concatenation, which XLA's CPU backend fuses (a gather on
     batched data forces layout copies). How it is differentiated:
 
+    - one whole source is that source, and each of a few rows repeated
+      alike (a binary tree's parents) a broadcast;
     - a gather that takes no source row twice, and is more than whole
       sources concatenated, is written as each source split at its runs'
       ends and differentiated as written: the transpose splits the
       cotangent and concatenates its pieces, zeros for the rows not taken;
-    - the others are differentiated as one gather from the stacked
-      sources, whose transpose is a scatter-add. Transposing plain slices
-      would pad every piece to full size (quadratic), and whole sources
-      concatenated measured faster this way.
+    - the others have a custom derivative: with ``SPLIT_TRANSPOSES``, a sum
+      of such split gathers, each taking one occurrence of every row taken,
+      whose transpose is split cotangents summed; otherwise one gather from
+      the stacked sources, whose transpose is a scatter-add. Transposing
+      plain slices would pad every piece to full size (quadratic).
 
     benchmarks/README.md ("Why the code is as it is") has the figures."""
     like = sources[0] if tail_like is None else tail_like
     sources, locations, tail, dtype = tuple(sources), tuple(locations), tuple(like.shape[1:]), np.dtype(like.dtype)
     runs = _runs(locations)
+    if len(runs) == 1 and _whole_sources(sources, runs):
+        return jnp.zeros((len(locations),) + tail, dtype) if runs[0][0] is None else sources[runs[0][0]]
+    repeats = _uniform_repeats(locations)
+    if repeats > 1:  # e.g. a binary tree's parents: each row twice
+        rows = _gather(sources, locations[::repeats], tail_like)
+        return jnp.broadcast_to(rows[:, None], (rows.shape[0], repeats) + tail).reshape((-1,) + tail)
     if len(runs) <= MAX_SLICES and _injective(runs) and not _whole_sources(sources, runs):
         return _split_gather(sources, runs, tail, dtype)
     return _gather_rows(sources, locations, tail, dtype)
@@ -322,10 +341,6 @@ def _split_gather(sources, runs, tail, dtype):
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
 def _gather_rows(sources, locations, tail, dtype):
-    repeats = _uniform_repeats(locations)
-    if repeats > 1:  # e.g. a binary tree's parents: each row twice
-        rows = _gather_rows(sources, locations[::repeats], tail, dtype)
-        return jnp.broadcast_to(rows[:, None], (rows.shape[0], repeats) + tail).reshape((-1,) + tail)
     runs = _runs(locations)
     if len(runs) > MAX_SLICES:  # one gather compiles faster than hundreds of slices
         return _stacked(sources, tail, dtype)[_flat_index(sources, locations)]
@@ -347,6 +362,20 @@ def _runs(locations):
         else:
             runs.append([src, row, 1])
     return [tuple(r) for r in runs]
+
+
+def _injective_parts(locations):
+    """``locations`` as injective location lists whose sum it is: part r
+    keeps each row's (r+1)-th occurrence, None elsewhere."""
+    seen, parts = {}, []
+    for i, loc in enumerate(locations):
+        if loc is None:
+            continue
+        r = seen[loc] = seen.get(loc, -1) + 1
+        if r == len(parts):
+            parts.append([None] * len(locations))
+        parts[r][i] = loc
+    return parts
 
 
 def _uniform_repeats(locations):
@@ -378,7 +407,11 @@ def _flat_index(sources, locations):
 def _gather_rows_jvp(locations, tail, dtype, primals, tangents):
     (sources,), (d_sources,) = primals, tangents
     rows = _gather_rows(sources, locations, tail, dtype)
-    d_rows = _stacked(d_sources, tail, dtype)[_flat_index(sources, locations)]
+    if SPLIT_TRANSPOSES and len(_runs(locations)) <= 4 * MAX_SLICES:
+        parts = _injective_parts(locations)
+        d_rows = jax.lax.optimization_barrier(sum(_split_gather(d_sources, _runs(p), tail, dtype) for p in parts))
+    else:
+        d_rows = _stacked(d_sources, tail, dtype)[_flat_index(sources, locations)]
     # + zeros_like(rows): the tangent takes the primal's type. A batch placed
     # by shard_batch carries its mesh in the primals' types but not in their
     # tangents', and JAX refuses a rule whose two outputs' types differ.
