@@ -48,6 +48,9 @@ from simbodyx.xla_setup import release
 UNROLL_MAX_LEVELS = 8
 #: A static row gather made of more slices than this is one gather instead.
 MAX_SLICES = 16
+#: With ``SPLIT_TRANSPOSES``, a gather's derivative of more slices than this
+#: is still one gather (a scatter-add transposed): it compiles faster.
+MAX_SPLIT_TRANSPOSE_SLICES = 64
 #: Children summed by elementwise adds up to this many per body; a reduction above.
 MAX_ADDED_CHILDREN = 8
 #: Whether the derivatives of the row gathers that ``_gather`` does not split
@@ -407,7 +410,7 @@ def _flat_index(sources, locations):
 def _gather_rows_jvp(locations, tail, dtype, primals, tangents):
     (sources,), (d_sources,) = primals, tangents
     rows = _gather_rows(sources, locations, tail, dtype)
-    if SPLIT_TRANSPOSES and len(_runs(locations)) <= 4 * MAX_SLICES:
+    if SPLIT_TRANSPOSES and len(_runs(locations)) <= MAX_SPLIT_TRANSPOSE_SLICES:
         parts = _injective_parts(locations)
         d_rows = jax.lax.optimization_barrier(sum(_split_gather(d_sources, _runs(p), tail, dtype) for p in parts))
     else:

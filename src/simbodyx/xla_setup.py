@@ -26,7 +26,10 @@
   (811 and 816 mappings per program): there ``jax.clear_caches()``
   releases them.
 
-Figures per release: benchmarks/README.md, "Across JAX releases".
+Figures per release: benchmarks/README.md, "Across JAX releases". One
+choice in simbodyx's own code also follows the release:
+``simbodyx.tree.SPLIT_TRANSPOSES`` (how gradients transpose the tree's row
+selections: splits of the cotangent from jaxlib 0.11, scatter-adds before).
 
 One more option is per program, not per process: :func:`loop_compiler_options`
 (XLA's earlier CPU runtime, jaxlib 0.6 only) for programs that loop over
