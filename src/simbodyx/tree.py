@@ -48,8 +48,9 @@ from simbodyx.xla_setup import release
 UNROLL_MAX_LEVELS = 8
 #: A static row gather made of more slices than this is one gather instead.
 MAX_SLICES = 16
-#: With ``SPLIT_TRANSPOSES``, a gather's derivative of more slices than this
-#: is still one gather (a scatter-add transposed): it compiles faster.
+#: With ``SPLIT_TRANSPOSES``, the derivative of a gather of more pieces than
+#: this stays one gather (transposed: a scatter-add), bounding the slices a
+#: gradient has to compile.
 MAX_SPLIT_TRANSPOSE_SLICES = 64
 #: Children summed by elementwise adds up to this many per body; a reduction above.
 MAX_ADDED_CHILDREN = 8
@@ -280,8 +281,9 @@ def _gather(sources, locations, tail_like=None):
     the result a concatenation, which XLA's CPU backend fuses (a gather on
     batched data forces layout copies). How it is differentiated:
 
-    - one whole source is that source, and each of a few rows repeated
-      alike (a binary tree's parents) a broadcast;
+    - a selection of one whole source is that source, and one that takes
+      each of its rows k times in a row (a binary tree's parents) is a
+      broadcast of those rows;
     - a gather that takes no source row twice, and is more than whole
       sources concatenated, is written as each source split at its runs'
       ends and differentiated as written: the transpose splits the
