@@ -298,13 +298,14 @@ def _gather(sources, locations, tail_like=None):
     like = sources[0] if tail_like is None else tail_like
     sources, locations, tail, dtype = tuple(sources), tuple(locations), tuple(like.shape[1:]), np.dtype(like.dtype)
     runs = _runs(locations)
-    if len(runs) == 1 and _whole_sources(sources, runs):
+    whole = _whole_sources(sources, runs)
+    if len(runs) == 1 and whole:
         return jnp.zeros((len(locations),) + tail, dtype) if runs[0][0] is None else sources[runs[0][0]]
     repeats = _uniform_repeats(locations)
     if repeats > 1:  # e.g. a binary tree's parents: each row twice
         rows = _gather(sources, locations[::repeats], tail_like)
         return jnp.broadcast_to(rows[:, None], (rows.shape[0], repeats) + tail).reshape((-1,) + tail)
-    if len(runs) <= MAX_SLICES and _injective(runs) and not _whole_sources(sources, runs):
+    if len(runs) <= MAX_SLICES and _injective(runs) and not whole:
         return _split_gather(sources, runs, tail, dtype)
     return _gather_rows(sources, locations, tail, dtype)
 
