@@ -30,9 +30,10 @@ from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.spatial.vectors import mat_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
+from simbodyx.trace_context import per_context_jit
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _call(method, model, args, kwargs):
     return method(Matter(model), *args, **kwargs)
 
@@ -57,7 +58,7 @@ def _columns(state: State, linear_map, axis: int):
     return jax.vmap(linear_map, out_axes=axis)(eye)
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def motion_forces(s: State):
     """(nu,) tau of an Acceleration-stage State: minus the inverse-dynamics
     residual at the prescribed mobilities (constraint forces counted as

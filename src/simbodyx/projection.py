@@ -30,7 +30,6 @@ velocity level's single linear step is differentiated as it stands.
 from __future__ import annotations
 
 import enum
-import functools
 import math
 
 import equinox as eqx
@@ -45,6 +44,7 @@ from simbodyx.motion import Level, model_prescription, prescribe_q, prescribe_u
 from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.state import State
+from simbodyx import trace_context
 
 
 class ProjectStatus(enum.IntEnum):
@@ -208,7 +208,7 @@ def _newton_q(model, state: State, Tp, scale, options: ProjectOptions):
     return q, aux
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+@trace_context.custom_jvp(nondiff_argnums=(0,))
 def _newton_q_implicit(options, model, state, Tp, scale):
     return _newton_q(model, state, Tp, scale, options)
 

@@ -328,6 +328,7 @@ STRUCTURAL = {
     "pad": _pad,
     "iota": _iota,
     "reduce_sum": _reducer(_sum),
+    "small_sum": lambda x, axis, **_: _reducer(_sum)(x, (axis % x.ndim,)),  # simbodyx.spatial.vectors
     "reduce_max": _reducer(lambda terms: functools.reduce(ELEMENTWISE["max"], terms)),
     "reduce_min": _reducer(lambda terms: functools.reduce(ELEMENTWISE["min"], terms)),
     "dot_general": _dot_general,
@@ -354,7 +355,8 @@ class _Budget:
 
 
 #: The primitives whose results are emitted arithmetic (the rest move entries around).
-_ARITHMETIC = set(ELEMENTWISE) | {"select_n", "integer_pow", "reduce_sum", "dot_general", "convert_element_type"}
+_ARITHMETIC = set(ELEMENTWISE) | {"select_n", "integer_pow", "reduce_sum", "small_sum", "dot_general",
+                                  "convert_element_type"}
 
 
 def _eval(jaxpr, consts, args, budget):

@@ -26,6 +26,7 @@ from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.motion import prescription
 from simbodyx.stage import Stage
 from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
+from simbodyx.trace_context import per_context_jit
 
 
 def realize(model, state: State, stage: Stage = Stage.Position) -> State:
@@ -47,7 +48,7 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
     return _realize(model, state, stage)
 
 
-@functools.partial(jax.jit, static_argnames="stage")
+@per_context_jit(functools.partial(jax.jit, static_argnames="stage"))
 def _realize(model, state: State, stage: Stage) -> State:
     topology, params = model.topology, model.params
     prescribed = prescription(params.motions, state)

@@ -1,4 +1,7 @@
-"""The small fixed-size products of spatial/vectors.py against jnp.einsum."""
+"""The small fixed-size products of spatial/vectors.py against jnp.einsum,
+and small_sum (their sum over the inner index) against jnp.sum: adds in a
+program of one state, a reduction across a wide batch, jnp.sum's
+derivatives (1e-14: the two differ only in the order of at most six adds)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +10,9 @@ import pytest
 from conftest import primitive_names
 
 from simbodyx.spatial.rotation import skew
-from simbodyx.spatial.vectors import cross, force_cross, mat_mul, mat_vec, motion_cross, skew_times, times_skew
+from simbodyx.scalarize import scalarize
+from simbodyx.spatial.vectors import (SMALL_SUM_ADDS_MAX_BATCH, cross, force_cross, mat_mul, mat_vec, motion_cross,
+                                      skew_times, small_sum, times_skew)
 
 PRODUCTS = {
     "a b": (lambda a, b: mat_mul(a, b), "...ij,...jk->...ik"),
@@ -93,3 +98,63 @@ def test_products_and_their_gradients_fuse():
     for jaxpr in (jax.make_jaxpr(everything)(a, x), jax.make_jaxpr(jax.grad(everything, (0, 1)))(a, x)):
         found = primitive_names(jaxpr.jaxpr)
         assert not found & {"gather", "scatter", "scatter-add", "dot_general", "pad", "slice"}, found
+
+
+def _close(a, b, tol=1e-14):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("axis", [-1, -2, 1])
+@pytest.mark.parametrize("shape", [(4, 6, 3), (4, 0, 0)])  # a Weld's mobilities: none
+def test_small_sum_is_jnp_sum_for_one_state_and_batches(axis, shape):
+    rng = np.random.default_rng(5)
+    p = jnp.asarray(rng.normal(size=shape))
+    _close(small_sum(p, axis), jnp.sum(p, axis=axis))
+    _close(jax.jit(small_sum, static_argnums=1)(p, axis), jnp.sum(p, axis=axis))
+    for batch in (3, 4 * SMALL_SUM_ADDS_MAX_BATCH):  # adds, then a reduction
+        stack = jnp.asarray(rng.normal(size=(2, batch) + p.shape))
+        batched = jax.vmap(jax.vmap(lambda p: small_sum(p, axis)), in_axes=1, out_axes=1)
+        _close(batched(stack), jnp.sum(stack, axis=axis if axis < 0 else axis + 2))
+
+
+def test_small_sum_has_jnp_sums_derivatives():
+    weights = jnp.arange(1.0, 7.0)
+
+    def loss(total):
+        return lambda p: jnp.sum(jnp.sin(total(p * p)) * weights)
+
+    ours, ref = loss(lambda p: small_sum(p, -1)), loss(lambda p: jnp.sum(p, axis=-1))
+    p = jnp.asarray(np.random.default_rng(6).normal(size=(4, 6, 3)))
+    _close(jax.grad(ours)(p), jax.grad(ref)(p))
+    _close(jax.jvp(ours, (p,), (p[::-1],))[1], jax.jvp(ref, (p,), (p[::-1],))[1])
+    _close(jax.hessian(ours)(p[0]), jax.hessian(ref)(p[0]), 1e-13)
+    _close(jax.vmap(jax.grad(ours))(p[:, None]), jax.vmap(jax.grad(ref))(p[:, None]))
+
+
+def test_products_are_adds_for_one_state_and_reductions_across_a_batch():
+    """XLA's CPU backend pays per reduction on every call (about 0.4 us at
+    batch 1), so one state's product is adds; a wide batch's is a reduction
+    (the adds recompute across it); either way the reverse pass is a
+    broadcast product, no pad."""
+    rng = np.random.default_rng(7)
+    a, x = jnp.asarray(rng.normal(size=(6, 6))), jnp.asarray(rng.normal(size=6))
+    xs = jnp.asarray(rng.normal(size=(4 * SMALL_SUM_ADDS_MAX_BATCH, 6)))
+
+    def hlo(fn, *args):
+        return jax.jit(fn).lower(*args).compile().as_text()
+
+    def loss(a, x):
+        return jnp.sum(mat_mul(a, mat_vec(a, x)[:, None]) ** 2)
+
+    assert " reduce(" not in hlo(lambda a, x: mat_mul(a, mat_vec(a, x)[:, None]), a, x)
+    assert " reduce(" not in hlo(jax.vmap(lambda x: mat_vec(a, x)), xs[:SMALL_SUM_ADDS_MAX_BATCH])
+    assert " reduce(" in hlo(jax.vmap(lambda x: mat_vec(a, x)), xs)
+    assert "pad" not in primitive_names(jax.make_jaxpr(jax.grad(loss))(a, x).jaxpr)
+    _close(jax.vmap(lambda x: mat_vec(a, x, transpose=True))(xs), xs @ a)
+
+
+def test_scalar_path_evaluates_small_sum():
+    rng = np.random.default_rng(8)
+    a, x = jnp.asarray(rng.normal(size=(3, 3))), jnp.asarray(rng.normal(size=3))
+    _close(scalarize(lambda x: mat_vec(a, x))(x), a @ x)
+    _close(jax.grad(scalarize(lambda x: jnp.sum(mat_vec(a, x) ** 2)))(x), 2 * a.T @ (a @ x), 1e-13)

@@ -21,8 +21,6 @@ the derivative of forward dynamics uses that.
 
 from __future__ import annotations
 
-import functools
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -42,6 +40,7 @@ from simbodyx.linalg import spd_inverse
 from simbodyx.module import Module
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
+from simbodyx import trace_context
 
 
 class Articulated(Module):
@@ -227,7 +226,7 @@ def articulate_with_locks(topology: Topology, instance, position, velocity, mobi
     return articulate(topology, instance, position, coriolis, bias, mobility_forces, free)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+@trace_context.custom_jvp(nondiff_argnums=(0,))
 def _forward_dynamics(topology, instance, q, u, position, velocity, mobility_forces, body_forces, prescribed):
     return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)[:2]
 
@@ -243,7 +242,7 @@ def forward_dynamics_articulated(topology: Topology, instance, q, u, position, v
                                          body_forces, prescribed)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+@trace_context.custom_jvp(nondiff_argnums=(0,))
 def _forward_dynamics_articulated(topology, instance, q, u, position, velocity, mobility_forces, body_forces,
                                   prescribed):
     return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)

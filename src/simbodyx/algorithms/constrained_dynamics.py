@@ -42,8 +42,6 @@ articulation or of the factorizations is differentiated.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 
@@ -53,6 +51,7 @@ from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.rnea import residual_forces
 from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solver
+from simbodyx import trace_context
 
 
 def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces,
@@ -66,7 +65,7 @@ def _equations(topology, instance, t, q, u, position, velocity):
     return Equations(topology, instance.constraints, t, q, position.X_GB, velocity.V_GB, velocity.qdot, u)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+@trace_context.custom_jvp(nondiff_argnums=(0,))
 def _constrained(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,
                  disabled):
     return _solve(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,

@@ -15,9 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.spatial.vectors import mat_vec
+from simbodyx.spatial.vectors import mat_vec, small_sum
 from simbodyx.topology import Topology
 from simbodyx.tree import take_rows
+from simbodyx.trace_context import per_context_jit
 
 
 def _apply_blocks(topology: Topology, q, x, block, rows_are_q: bool, transpose: bool, qdot=None):
@@ -42,8 +43,8 @@ def _apply_blocks(topology: Topology, q, x, block, rows_are_q: bool, transpose: 
     return topology.from_groups("q" if rows_q else "u", per_group, jnp.zeros((), x.dtype))
 
 
-_jit = functools.partial(jax.jit, static_argnames="topology")
-_jit_t = functools.partial(jax.jit, static_argnames=("topology", "transpose"))
+_jit = per_context_jit(functools.partial(jax.jit, static_argnames="topology"))
+_jit_t = per_context_jit(functools.partial(jax.jit, static_argnames=("topology", "transpose")))
 
 
 def _n(kind, q, _):
@@ -94,7 +95,7 @@ def normalize_quaternions(topology: Topology, q):
         if at is not None:
             idx = group.q_array[:, at:at + 4]
             quat = take_rows(q, idx)
-            unit.append((quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)).reshape(-1))
+            unit.append((quat / jnp.sqrt(small_sum(quat * quat, -1))[:, None]).reshape(-1))
             where.append(idx.reshape(-1))
     if not where:
         return q

@@ -15,7 +15,7 @@ from simbodyx.algorithms.coordinates import multiply_by_n
 from simbodyx.algorithms.per_body import parent_offsets
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, rotate_spatial, shift_velocity, spatial_vec
+from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, rotate_spatial, shift_velocity, small_sum, spatial_vec
 from simbodyx.state import PositionCache, VelocityCache
 from simbodyx.topology import Topology
 
@@ -53,7 +53,7 @@ def realize_position(topology: Topology, params: Parameters, q) -> PositionCache
 
 def sum_per_body(topology: Topology, rows, u):
     """(nb, 6): sum over each body's mobilities of rows[k] * u[k]."""
-    return jnp.sum(tree.take_rows(rows * u[:, None], topology.body_u_index), axis=1)
+    return small_sum(tree.take_rows(rows * u[:, None], topology.body_u_index), 1)
 
 
 def _hdot_fm_u(topology: Topology, params: Parameters, q, qdot, u):

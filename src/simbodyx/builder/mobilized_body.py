@@ -30,6 +30,7 @@ from simbodyx.spatial.vectors import cross, safe_norm, shift_force, spatial_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
 from simbodyx.topology import BodySpec
+from simbodyx.trace_context import per_context_jit
 
 _FRAME_TOL = 1e-6
 
@@ -1055,7 +1056,7 @@ class MobilizedBody:
         return kind.N(self.get_q_as_vector(state)).T @ fq
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _all_reactions(s: State):
     """Every mobilizer's reaction at Mo in G, from an Acceleration-stage State
     (constraint forces act on the bodies like applied ones)."""

@@ -48,6 +48,7 @@ import jax.numpy as jnp
 from simbodyx.constraints.kinematics import Kinematics, transform_rate
 from simbodyx.module import Module
 from simbodyx.stage import Stage
+from simbodyx.trace_context import per_context_jit
 
 
 def _rates(k: Kinematics, A_AB, qdotdot, udot) -> Kinematics:
@@ -329,23 +330,23 @@ def _equations(c: Constraint, state, velocity: bool = True):
     return Equations.of_state(state, (c,), velocity)
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _position_errors(c, state):
     return _equations(c, state, velocity=False).position_errors()
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _velocity_errors(c, state):
     return _equations(c, state).velocity_errors()
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _acceleration_errors(c, state):
     return _equations(c, state).acceleration_errors(state.acceleration.A_GB, state.acceleration.qdotdot,
                                                     state.acceleration.udot)
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _forces(c, state, multipliers):
     from simbodyx.algorithms import coordinates
 

@@ -38,6 +38,7 @@ from simbodyx.constraints.geometric import (
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm
 from simbodyx.stage import Stage
+from simbodyx.trace_context import per_context_jit
 
 
 def _slip(X_AB: Transform, V_AB, X_AC: Transform):
@@ -77,7 +78,7 @@ class Contact(Constraint):
         return _contact_frame(self._in(state, Stage.Position, "find_contact_frame"), state)
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _contact_frame(c: Contact, state) -> Transform:
     from simbodyx.constraints.equations import Equations
 

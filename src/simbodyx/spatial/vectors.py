@@ -7,28 +7,101 @@ origin named by the variable (``V_GB``: velocity of B's origin in G).
 
 from __future__ import annotations
 
+
+import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from simbodyx.trace_context import traced_in_loop_body
 
 
 def mat_mul(a, b, transpose_b=False):
     """a @ b (or a @ b^T) for small matrices (..., m, k) and (..., k, n), as a
-    broadcast product summed over the inner index. XLA fuses the product into
-    the sum, and both transpose to the same two operations, so a gradient's
-    backward pass fuses as well as the forward one. A batched ``dot`` per 3x3
-    or 6x6 product is far slower on XLA's CPU backend; a sum of width-1 slices
-    fuses forward but its slices transpose to full-size pads, which made reverse mode memory-bound
-    (benchmarks/README.md, "Why the code is as it is")."""
+    broadcast product summed over the inner index (:func:`small_sum`). XLA
+    fuses the product into the sum, and the reverse pass is a broadcast
+    product again, which fuses as well. A batched ``dot`` per 3x3 or 6x6
+    product is far slower on XLA's CPU backend (benchmarks/README.md, "Why
+    the code is as it is")."""
     if transpose_b:
         b = jnp.swapaxes(b, -1, -2)
-    return jnp.sum(jnp.expand_dims(a, -1) * jnp.expand_dims(b, -3), axis=-2)
+    return small_sum(jnp.expand_dims(a, -1) * jnp.expand_dims(b, -3), -2)
 
 
 def mat_vec(a, x, transpose=False):
     """a @ x (or a^T @ x) for (..., m, k) x (..., k), formed like :func:`mat_mul`."""
     if transpose:
-        return jnp.sum(a * jnp.expand_dims(x, -1), axis=-2)
-    return jnp.sum(a * jnp.expand_dims(x, -2), axis=-1)
+        return small_sum(a * jnp.expand_dims(x, -1), -2)
+    return small_sum(a * jnp.expand_dims(x, -2), -1)
+
+
+def small_sum(p, axis):
+    """The sum of ``p`` over a short ``axis`` (a 3x3 or 6x6 product's inner
+    index): adds of its entries in a program of one state that runs once
+    per call, a reduction in a loop body (:mod:`simbodyx.trace_context`) or
+    once ``jax.vmap`` batches it; linear, so its reverse pass is a broadcast.
+
+    XLA's CPU runtime pays for each reduction on every call of a program,
+    about 0.3-0.5 us at batch 1 (chain7's forward dynamics held 63 and took
+    42-66 us a call against 8-9 us with adds); in a loop body it pays that
+    once, and the adds ran chain7's RK4 rollout at half the speed. Across a
+    batch the reductions vectorize and the adds, fused into long chains,
+    recompute (the humanoid's forward dynamics at 1,024 states ran at 40%
+    of the speed). Slices of the entries would transpose to full-size pads."""
+    return small_sum_p.bind(p, axis=axis % p.ndim - p.ndim, reduction=traced_in_loop_body())
+
+
+def _small_sum(p, *, axis, reduction):
+    if reduction:
+        return jnp.sum(p, axis=axis)
+    at = axis % p.ndim
+    if p.shape[at] == 0:
+        return jnp.zeros(p.shape[:at] + p.shape[at + 1:], p.dtype)
+    return _halves_added(p, at).reshape(p.shape[:at] + p.shape[at + 1:])
+
+
+def _halves_added(p, at):
+    """p's entries along ``at`` added pairwise, halves first (9 operations
+    for 6 entries, against 17 for slices added in a row), kept as a width-1 axis."""
+    n = p.shape[at]
+    if n == 1:
+        return p
+    half = n // 2
+    total = _halves_added(lax.slice_in_dim(p, 0, half, axis=at) + lax.slice_in_dim(p, half, 2 * half, axis=at), at)
+    return total + lax.slice_in_dim(p, 2 * half, n, axis=at) if n % 2 else total
+
+
+def _small_sum_shape(p, *, axis, reduction):
+    return jax.core.ShapedArray(p.shape[:axis % p.ndim] + p.shape[axis % p.ndim + 1:], p.dtype, weak_type=p.weak_type)
+
+
+def _small_sum_transpose(ct, p, *, axis, reduction):
+    return [jnp.broadcast_to(jnp.expand_dims(ct, axis), p.aval.shape)]
+
+
+def _small_sum_batch(args, dims, *, axis, reduction):
+    (p,), (dim,) = args, dims
+    reduction = reduction or p.shape[dim] > SMALL_SUM_ADDS_MAX_BATCH
+    return small_sum_p.bind(jnp.moveaxis(p, dim, 0), axis=axis, reduction=reduction), 0
+
+
+#: Batches of up to this many keep :func:`small_sum`'s adds: at batch 4 the
+#: adds ran chain7's forward dynamics in 4.0-4.4 us per state against 11-15
+#: with reductions (the humanoid 22-24 against 26-37); at 16 the humanoid's
+#: reductions won (9.5-12 against 16 us) and chain7's lost (4.2-4.4 against
+#: 3.3); from 64 the reductions won on both.
+SMALL_SUM_ADDS_MAX_BATCH = 8
+
+#: :func:`small_sum` as a primitive: ``axis`` counted from the end (a batch
+#: axis in front leaves it valid), ``reduction`` chosen where it is traced
+#: and by the batching rule.
+small_sum_p = Primitive("small_sum")
+small_sum_p.def_impl(_small_sum)
+small_sum_p.def_abstract_eval(_small_sum_shape)
+mlir.register_lowering(small_sum_p, mlir.lower_fun(_small_sum, multiple_results=False))
+ad.deflinear2(small_sum_p, _small_sum_transpose)
+batching.primitive_batchers[small_sum_p] = _small_sum_batch
 
 
 def _slice(a, k, axis):

@@ -1,0 +1,116 @@
+"""Where the program being traced will run: once per call, or in a loop body.
+
+XLA's CPU runtime handles every reduction of a program on every call of
+it (the runtime allocates per call the scalars of each reduction's adding
+computation), so a call of one state's forward dynamics with its products'
+sums as reductions costs several times the dispatch floor, and with the
+sums written as adds it runs near the floor. Inside a loop body the runtime
+pays that once per program, and the adds' kernels, run one after another
+many times, are slower. :func:`simbodyx.spatial.vectors.small_sum` asks
+:func:`traced_in_loop_body` which one to emit (benchmarks/README.md, "Why
+the code is as it is").
+
+A jitted function of simbodyx caches its traced program, so one traced
+outside a loop would be reused inside one: :func:`per_context_jit` keeps one
+cache for each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+
+import jax
+
+try:
+    from jax._src.core import EvalTrace, trace_ctx
+except ImportError:  # a JAX release without them: reductions everywhere
+    EvalTrace = trace_ctx = None
+
+#: What JAX's trace of a loop body says it is traced for (``lax.scan``,
+#: ``lax.map``; ``lax.while_loop``; ``lax.fori_loop``, as a scan or a while).
+LOOP_BODIES = frozenset({"scan", "while_body", "fori_loop"})
+
+#: True while tracing a custom derivative's function or rule whose caller
+#: was traced in a loop body: JAX traces those apart from their caller.
+_CALLER_IN_LOOP_BODY = contextvars.ContextVar("simbodyx_caller_in_loop_body", default=False)
+
+
+def traced_in_loop_body() -> bool:
+    """True while JAX traces the body of a loop (a scan, a while loop, a
+    fori_loop), however deep inside it (jit, vmap, grad, checkpoint, the
+    custom derivatives of :func:`custom_jvp`); False when evaluating
+    eagerly or tracing a program that runs once per call. Reads JAX's
+    current trace and its parents; where a JAX release has no such chain,
+    True (reductions: batched programs do not depend on it)."""
+    if _CALLER_IN_LOOP_BODY.get() or trace_ctx is None:
+        return True
+    trace = trace_ctx.trace
+    if isinstance(trace, EvalTrace):
+        return False
+    if not hasattr(trace, "parent_trace"):
+        return True
+    while trace is not None:
+        debug_info = getattr(getattr(trace, "frame", None), "debug_info", None)
+        if getattr(debug_info, "traced_for", None) in LOOP_BODIES:
+            return True
+        trace = getattr(trace, "parent_trace", None)
+    return False
+
+
+@contextlib.contextmanager
+def _caller_in_loop_body(in_loop: bool):
+    token = _CALLER_IN_LOOP_BODY.set(in_loop)
+    try:
+        yield
+    finally:
+        _CALLER_IN_LOOP_BODY.reset(token)
+
+
+def per_context_jit(jit):
+    """Decorator: ``jit`` (``eqx.filter_jit``, ``functools.partial(jax.jit,
+    static_argnames=...)``) applied twice to the function, one cache for
+    calls outside loop bodies and one for calls traced inside a loop body."""
+
+    def decorate(fn):
+        outside = jit(fn)
+        inside = jit(functools.wraps(fn)(lambda *args, **kwargs: fn(*args, **kwargs)))
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            return (inside if traced_in_loop_body() else outside)(*args, **kwargs)
+
+        return call
+
+    return decorate
+
+
+def custom_jvp(nondiff_argnums=()):
+    """Decorator: ``jax.custom_jvp(fn, nondiff_argnums)`` whose function and
+    rule (``fn.defjvp(rule, **options)``, called as JAX calls it) are traced
+    knowing whether the call was in a loop body: JAX traces them apart from
+    the caller, the rule possibly later (when a scan is differentiated)."""
+
+    def decorate(fn):
+        @functools.partial(jax.custom_jvp, nondiff_argnums=(0,) + tuple(i + 1 for i in nondiff_argnums))
+        def with_context(in_loop, *args):
+            with _caller_in_loop_body(in_loop):
+                return fn(*args)
+
+        @functools.wraps(fn)
+        def call(*args):
+            return with_context(traced_in_loop_body(), *args)
+
+        def defjvp(rule, **options):
+            def rule_with_context(in_loop, *args):
+                with _caller_in_loop_body(in_loop):
+                    return rule(*args)
+
+            with_context.defjvp(rule_with_context, **options)
+            return rule
+
+        call.defjvp = defjvp
+        return call
+
+    return decorate

@@ -1,0 +1,118 @@
+"""Where the products' sums are adds and where reductions
+(simbodyx.trace_context): a program that runs once per call sums with adds,
+a loop body with reductions, also through simbodyx's jitted functions
+traced first outside a loop, its custom derivatives (their functions and
+rules, JAX traces both apart from the caller) and a model's rollout. The
+values are the same either way (1e-14: at most six adds in another order)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import with_forces
+
+import simbodyx as sx
+from simbodyx import trace_context
+from simbodyx.spatial.vectors import mat_vec
+from simbodyx.trace_context import per_context_jit, traced_in_loop_body
+
+A = jnp.asarray(np.random.default_rng(3).normal(size=(6, 6)))
+
+
+def _reductions(fn, *args):
+    return jax.jit(fn).lower(*args).compile().as_text().count(" reduce(")
+
+
+def _seen(where):
+    def probe(x):
+        where.append(traced_in_loop_body())
+        return x
+
+    return probe
+
+
+@pytest.mark.parametrize("loop", [
+    lambda f, x: jax.lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0],
+    lambda f, x: jax.lax.fori_loop(0, 2, lambda i, c: f(c), x),
+    lambda f, x: jax.lax.fori_loop(0, x.astype(int), lambda i, c: f(c), x),
+    lambda f, x: jax.lax.while_loop(lambda c: c < 3.0, lambda c: f(c) + 1.0, x),
+    lambda f, x: jax.lax.map(f, x[None]),
+    lambda f, x: jax.lax.scan(lambda c, _: (jax.jit(jax.checkpoint(jax.vmap(f)))(c[None])[0], None), x, None,
+                              length=2)[0],
+], ids=["scan", "fori_loop", "fori_loop_dynamic", "while_loop", "map", "jit_checkpoint_vmap_in_scan"])
+def test_loop_bodies_are_seen(loop):
+    where = []
+    jax.jit(lambda x: loop(_seen(where), x))(1.0)
+    assert where and all(where)
+
+
+def test_programs_that_run_once_are_seen():
+    where = []
+    probe = _seen(where)
+    probe(1.0)
+    jax.jit(probe)(1.0)
+    jax.vmap(probe)(jnp.ones(2))
+    jax.grad(probe)(1.0)
+    jax.jit(lambda x: jax.lax.cond(x > 0, probe, probe, x))(1.0)
+    assert where and not any(where)
+
+
+def test_a_jitted_function_keeps_one_program_per_context():
+    """Traced first outside a loop, then inside one: each has its own cache."""
+    f = per_context_jit(jax.jit)(lambda x: mat_vec(A, x))
+    x = jnp.arange(6.0)
+    looped = lambda x: jax.lax.scan(lambda c, _: (f(c), None), x, None, length=3)[0]  # noqa: E731
+    assert _reductions(f, x) == 0
+    assert _reductions(looped, x) > 0
+    assert _reductions(f, x) == 0
+    np.testing.assert_allclose(looped(x), A @ (A @ (A @ x)), rtol=1e-13)
+
+
+def test_custom_jvp_function_and_rule_know_their_callers_loop():
+    @trace_context.custom_jvp(nondiff_argnums=(0,))
+    def f(scale, x):
+        return scale * mat_vec(A, x)
+
+    @f.defjvp
+    def f_jvp(scale, primals, tangents):
+        return f(scale, *primals), scale * mat_vec(A, tangents[0])
+
+    x, t = jnp.arange(6.0), jnp.ones(6)
+
+    def once(x):
+        return jnp.sin(f(2.0, x))
+
+    def looped(x):
+        return jax.lax.scan(lambda c, _: (jnp.sin(f(0.5, c)), None), x, None, length=2)[0]
+
+    def tangent(fn):
+        return lambda x: jax.jvp(fn, (x,), (t,))[1]
+
+    assert _reductions(once, x) == _reductions(tangent(once), x) == 0
+    assert _reductions(tangent(looped), x) > _reductions(looped, x) > 0  # the rule too
+    np.testing.assert_allclose(tangent(once)(x), 2.0 * jnp.cos(2.0 * A @ x) * (A @ t), rtol=1e-13)
+    reference = lambda x: jax.lax.scan(lambda c, _: (jnp.sin(0.5 * A @ c), None), x, None, length=2)[0]  # noqa: E731
+    np.testing.assert_allclose(jax.grad(lambda x: jnp.sum(looped(x)))(x),
+                               jax.grad(lambda x: jnp.sum(reference(x)))(x), rtol=1e-13, atol=1e-14)
+
+
+def test_a_models_call_sums_with_adds_and_its_rollout_with_reductions():
+    """A two-body tree: forward dynamics at one state has no reduction; the
+    same operators in a rollout's loop body (traced after the single call)
+    do, and one RK4 step agrees with the single-call derivatives."""
+    system, matter, _, _ = with_forces(["Pin", "Ball"], seed=4)
+    model, state = system.realize_topology()
+
+    def forward_dynamics(s):
+        return model.realize(s, sx.Stage.Acceleration).acceleration.udot
+
+    def rollout(s):
+        return sx.integrate.rollout(model, s, 1e-3, 2, save_every=2, energy=False)[0].u
+
+    assert _reductions(forward_dynamics, state) == 0
+    assert _reductions(rollout, state) > 0
+    dt, udot = 1e-3, forward_dynamics(state)
+    step = jax.jit(lambda s: sx.integrate.rk4_step(model, s, dt))(state)
+    looped = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, 1, save_every=1, energy=False)[0])(state)
+    np.testing.assert_allclose(looped.u, step.u, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose((step.u - state.u) / dt, udot, rtol=1e-2, atol=1e-6)
