@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx import trace_context
 from simbodyx.algorithms import coordinates
 from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solve
@@ -44,7 +45,6 @@ from simbodyx.motion import Level, model_prescription, prescribe_q, prescribe_u
 from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.state import State
-from simbodyx import trace_context
 
 
 class ProjectStatus(enum.IntEnum):

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 
-from simbodyx import tree
+from simbodyx import trace_context, tree
 from simbodyx.algorithms import residual_tangent
 from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity, sum_per_body
@@ -40,7 +40,6 @@ from simbodyx.linalg import spd_inverse
 from simbodyx.module import Module
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
-from simbodyx import trace_context
 
 
 class Articulated(Module):

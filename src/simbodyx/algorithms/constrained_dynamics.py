@@ -45,13 +45,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from simbodyx import tree
+from simbodyx import trace_context, tree
 from simbodyx.algorithms import aba, coordinates
 from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.rnea import residual_forces
 from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solver
-from simbodyx import trace_context
 
 
 def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces,

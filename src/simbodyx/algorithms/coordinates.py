@@ -17,8 +17,8 @@ import numpy as np
 
 from simbodyx.spatial.vectors import mat_vec, small_sum
 from simbodyx.topology import Topology
-from simbodyx.tree import take_rows
 from simbodyx.trace_context import per_context_jit
+from simbodyx.tree import take_rows
 
 
 def _apply_blocks(topology: Topology, q, x, block, rows_are_q: bool, transpose: bool, qdot=None):

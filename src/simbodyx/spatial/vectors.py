@@ -7,7 +7,6 @@ origin named by the variable (``V_GB``: velocity of B's origin in G).
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -44,7 +43,7 @@ def small_sum(p, axis):
 
     XLA's CPU runtime pays for each reduction on every call of a program,
     about 0.3-0.5 us at batch 1 (chain7's forward dynamics held 63 and took
-    42-66 us a call against 8-9 us with adds); in a loop body it pays that
+    43-175 us a call against 8-17 us with adds); in a loop body it pays that
     once, and the adds ran chain7's RK4 rollout at half the speed. Across a
     batch the reductions vectorize and the adds, fused into long chains,
     recompute (the humanoid's forward dynamics at 1,024 states ran at 40%
