@@ -10,6 +10,12 @@ import numpy as np
 import pytest
 
 jax.config.update("jax_enable_x64", True)
+#: The suite is bound by compiling: XLA's LLVM optimization passes took a
+#: quarter of its compile time and change no result at the suite's
+#: tolerances, so tests (and the notebooks' kernels and the scripts they
+#: start, through the environment) compile without them. Benchmarks do not.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
+jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] == "1")
 #: The persistent compilation cache (SIMBODYX_JAX_CACHE: its folder, or "off").
 JAX_CACHE = os.environ.get("SIMBODYX_JAX_CACHE", str(pathlib.Path(__file__).resolve().parents[1] / ".jax_cache"))
 if JAX_CACHE != "off":

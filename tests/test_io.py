@@ -185,6 +185,31 @@ def test_bad_sources():
         sx.io.load_urdf("<sdf/>")
 
 
+def test_hostile_urdf_files_are_refused(tmp_path):
+    """A "billion laughs" entity expansion, an external entity reading a
+    local file and an oversized file: each refused before any expansion or
+    read, in bounded time and memory (each took seconds and gigabytes, or
+    read the file, through the standard library's parser)."""
+    laughs = '<?xml version="1.0"?>\n<!DOCTYPE robot [\n<!ENTITY lol0 "lol">\n' + "".join(
+        f'<!ENTITY lol{k} "{"&lol%d;" % (k - 1) * 10}">\n' for k in range(1, 10)) + ']>\n<robot name="&lol9;"/>'
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for robots")
+    external = (f'<?xml version="1.0"?>\n<!DOCTYPE robot [<!ENTITY leak SYSTEM "file://{secret}">]>\n'
+                '<robot name="r"><link name="&leak;"/></robot>')
+    for text in (laughs, external):
+        with pytest.raises(ValueError, match="URDF string: refused .*no document type declaration"):
+            sx.io.load_urdf(text)
+        path = tmp_path / "hostile.urdf"
+        path.write_text(text)
+        with pytest.raises(ValueError, match="hostile.urdf: refused"):
+            sx.io.load_urdf(str(path))
+    big = tmp_path / "big.urdf"
+    with big.open("wb") as f:
+        f.truncate(sx.io.urdf.MAX_URDF_BYTES + 1)  # sparse: nothing is written
+    with pytest.raises(ValueError, match=r"big.urdf: 16,777,217 bytes, over load_urdf's limit"):
+        sx.io.load_urdf(str(big))
+
+
 def test_planar_and_floating_joints():
     """A planar joint (normal x) keeps its link in the y-z plane turning
     about x; a floating joint adds a Free mobilizer (quaternion, then

@@ -45,6 +45,7 @@ from simbodyx.assembly import (
 )
 from simbodyx.builder import (
     Body as Body,
+    GeneralForceSubsystem as GeneralForceSubsystem,
     MobilizedBody as MobilizedBody,
     Mobod as Mobod,
     MultibodySystem as MultibodySystem,
@@ -52,7 +53,7 @@ from simbodyx.builder import (
 )
 from simbodyx.constraints import Constraint as Constraint
 from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent
-from simbodyx.forces import Force as Force, GeneralForceSubsystem as GeneralForceSubsystem
+from simbodyx.forces import Force as Force
 from simbodyx.integrators import (
     Integrator as Integrator,
     IntegratorStats as IntegratorStats,

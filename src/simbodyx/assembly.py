@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.algorithms import coordinates
+from simbodyx.builder.mobilized_body import MobilizedBody
 from simbodyx.module import Module
 from simbodyx.projection import ProjectStatus, enabled_position_errors
 from simbodyx.stage import Stage
@@ -47,8 +48,6 @@ _MERIT_PENALTY = 1e6
 
 
 def _body_index(body, what: str) -> int:
-    from simbodyx.builder.mobilized_body import MobilizedBody
-
     if isinstance(body, MobilizedBody):
         return body.index
     if isinstance(body, (int, np.integer)):

@@ -18,14 +18,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.motion import model_prescription, prescribed_udot
 from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
-from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
-from simbodyx.linalg import min_norm_solve
-from simbodyx.projection import enabled_position_errors
-from simbodyx.constraints.equations import Equations, Layout, constraint_forces_of, net_applied_forces
 from simbodyx.algorithms.per_body import spatial_inertias_in_ground
+from simbodyx.constraints.dynamics import constrained_forward_dynamics
+from simbodyx.constraints.equations import Equations, Layout, constraint_forces_of, net_applied_forces
+from simbodyx.linalg import min_norm_solve
+from simbodyx.motion import model_prescription, prescribed_udot
+from simbodyx.projection import enabled_position_errors
 from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.spatial.vectors import mat_vec
 from simbodyx.stage import Stage
@@ -76,11 +76,7 @@ class Matter:
         self.model = model
 
     def _check(self, state: State) -> State:
-        if state.topology != self.model.topology:
-            raise ValueError(
-                "this State belongs to a different model (or the other rotation representation)"
-            )
-        return state
+        return state.check_model(self.model)
 
     # -- counts and modelling options -------------------------------------------------
     def get_num_bodies(self) -> int:
@@ -559,12 +555,12 @@ class Matter:
         return len(self.model.constraints)
 
     def get_constraint(self, index: int):
-        """The handle of constraint ``index`` (made while building)."""
+        """Constraint ``index`` as the Model holds it; it answers the State
+        queries of its handle."""
         constraints = self.model.constraints
         if not 0 <= int(index) < len(constraints):
             raise IndexError(f"no constraint {index}; the model has {len(constraints)}")
-        c = constraints[int(index)]
-        return c.matter.get_constraint(c.index)
+        return constraints[int(index)]
 
     def get_num_constraint_equations(self) -> tuple[int, int, int]:
         """(mp, mv, ma) of all constraints, disabled ones included (the rows of G)."""

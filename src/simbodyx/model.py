@@ -7,16 +7,18 @@ import dataclasses
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx import motion, projection, scalarize
 from simbodyx.forces.subsystem import Forces
-from simbodyx.motion import Level, Locks
 from simbodyx.matter import Matter
 from simbodyx.module import Module
 from simbodyx.parameters import Parameters
+from simbodyx.realize import realize
+from simbodyx.spatial.inertia import Inertia, MassProperties
+from simbodyx.spatial.rotation import rotation_problem
 from simbodyx.stage import Stage
-from simbodyx.state import InstanceData, State
-from simbodyx.system import realize
+from simbodyx.state import InstanceData, Level, Locks, State
 from simbodyx.topology import Topology
 
 
@@ -26,8 +28,14 @@ class Model(Module):
     ``topology`` is static (part of jit's cache key, hashed once); ``params``
     and ``force_elements`` hold every number as an array leaf, so ``jax.grad``
     with respect to a Model gives gradients for masses, inertias, frames and
-    force parameters. Models are
-    immutable: change a parameter with ``eqx.tree_at``.
+    force parameters. Models are immutable. Change a body's mass properties
+    or joint frames with its handle (``mobod.set_mass_properties(model,
+    mp)``, ``set_inboard_frame``, ``set_outboard_frame``): they take a
+    MassProperties (mass, mass center, inertia) and keep the stored
+    inertia about Bo consistent with them. Other numbers change with
+    ``eqx.tree_at``; ``model.check()`` then validates every physical
+    parameter (``params.inertia`` is about Bo, so editing ``params.mass``
+    alone moves the central inertia and can make it unphysical).
     """
 
     topology: Topology = eqx.field(static=True)
@@ -58,7 +66,8 @@ class Model(Module):
 
     @property
     def constraints(self) -> tuple:
-        """The constraints, in index order (each also the handle made when building)."""
+        """The constraints' elements, in index order (copies of the handles made
+        while building, without their builder reference)."""
         return self.params.constraints
 
     @property
@@ -66,7 +75,7 @@ class Model(Module):
         return self.params.mass.dtype
 
     def realize(self, state: State, stage: Stage = Stage.Position) -> State:
-        """A new State realized through ``stage``; see :func:`simbodyx.system.realize`."""
+        """A new State realized through ``stage``; see :func:`simbodyx.realize.realize`."""
         return realize(self, state, stage)
 
     def get_default_time_scale(self) -> float:
@@ -144,9 +153,35 @@ class Model(Module):
             return self.scalar_path
         return self.topology.nu <= scalarize.MAX_MOBILITIES and self.topology not in scalarize.DECLINED
 
+    def check(self) -> Model:
+        """This Model, after checking every physical parameter of its concrete
+        numbers (call it outside ``jit``): each body's mass finite and >= 0,
+        its mass center finite, its central inertia positive semidefinite
+        and satisfying the triangle inequality; joint frames finite with
+        orthonormal rotations; each force element's numbers finite, and
+        stiffness and damping >= 0. Raises ValueError naming the body or
+        element."""
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(self)):
+            raise TypeError("model.check() needs concrete numbers: call it outside jit, vmap and grad")
+        top, params = self.topology, self.params
+        for b in range(1, top.num_bodies):
+            where = top.body_label(b)
+            MassProperties(params.mass[b], params.com[b], Inertia(params.inertia[b])).check(where)
+            for name in ("X_PF", "X_BM"):
+                X = getattr(params, name)
+                problem = rotation_problem(X.R[b])
+                if problem:
+                    raise ValueError(f"{where}: {name}.R {problem}")
+                if not np.all(np.isfinite(np.asarray(X.p[b]))):
+                    raise ValueError(f"{where}: {name}.p contains NaN or infinity")
+        for element in self.force_elements:
+            element.check()
+        return self
+
     def astype(self, dtype) -> Model:
-        """This model with every floating-point parameter cast to ``dtype``."""
-        return jax.tree.map(lambda a: jnp.asarray(a, dtype), self)
+        """This model with every floating-point parameter cast to ``dtype``
+        (its States follow with ``state.astype(dtype)``)."""
+        return jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, self)
 
     def __repr__(self):
         return f"Model({self.topology!r}, dtype={jnp.dtype(self.dtype).name})"

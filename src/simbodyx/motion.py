@@ -27,7 +27,6 @@ prescription are ``tau`` (Simbody's motion multipliers, on the left of
 
 from __future__ import annotations
 
-import enum
 from typing import Callable
 
 import equinox as eqx
@@ -37,43 +36,14 @@ import numpy as np
 
 from simbodyx.algorithms.coordinates import multiply_by_n_dot, multiply_by_n_inv
 from simbodyx.module import Module
-
-
-class Level(enum.IntEnum):
-    """Simbody's Motion::Level: the highest level a mobilizer's motion is driven at."""
-
-    NoLevel = -1
-    Acceleration = 0
-    Velocity = 1
-    Position = 2
-
-
-class Method(enum.IntEnum):
-    """Simbody's Motion::Method: how one level (q, u or udot) is determined."""
-
-    NoMethod = -1
-    Zero = 0  #: always zero (the level below a lock)
-    Discrete = 1  #: held by a lock (changes only between integration steps)
-    Prescribed = 2  #: a function of time (a Motion)
-    Free = 3  #: from forces (udot) or by integration (q, u)
-
-
-def level_methods(level: Level, method: Method) -> tuple[Method, Method, Method]:
-    """(q, u, udot) methods of a mobilizer driven at ``level`` by ``method``
-    (Simbody's Motion::calcAllMethods); NoLevel: all Free."""
-    if level == Level.NoLevel:
-        return Method.Free, Method.Free, Method.Free
-    below = Method.Prescribed if method == Method.Prescribed else Method.Zero
-    if level == Level.Position:
-        return method, below, below
-    if level == Level.Velocity:
-        return Method.Free, method, below
-    return Method.Free, Method.Free, method
+from simbodyx.state import Level, Locks, Method
 
 
 class Motion(Module):
     """Base of Simbody's Motion objects: a prescription of one mobilizer as a
-    pure function of time, and the handle a user holds. Built-ins:
+    pure function of time. The object made while building is the handle a
+    user holds; the frozen Model holds a copy without its ``matter``
+    reference (both answer the State queries). Built-ins:
     ``Motion.Sinusoid``, ``Motion.Steady``, ``Motion.Linear``, ``Motion.Custom``.
     ``Motion.Position`` / ``Velocity`` / ``Acceleration`` / ``NoLevel`` are
     the levels (``Motion.Level``), as in Simbody."""
@@ -90,15 +60,15 @@ class Motion(Module):
     index: int = eqx.field(static=True)
     size: int = eqx.field(static=True)  #: values per level: nq at Position, nu otherwise
     label: str = eqx.field(static=True)
-    matter: object = eqx.field(static=True)
+    matter: object = eqx.field(static=True)  #: the handle's subsystem; None in the Model's element
 
     def _register(self, mobod, level, kind: str, allow_quaternions: bool = False) -> None:
         """Check the arguments common to every Motion; ``_attach`` then adds it to
         ``mobod`` (one Motion per mobilized body, before freezing)."""
-        from simbodyx.builder.mobilized_body import MobilizedBody
-
-        if not isinstance(mobod, MobilizedBody):
+        matter = getattr(mobod, "_matter", None)
+        if not hasattr(matter, "_check_handles"):
             raise TypeError(f"Motion.{kind}: expected a MobilizedBody handle, got {type(mobod).__name__}")
+        matter._check_handles(f"Motion.{kind}", (mobod,))
         label = f"Motion.{kind} on {mobod._label}"
         if mobod.is_ground():
             raise ValueError(f"{label}: Ground has no mobilizer to drive")
@@ -109,7 +79,6 @@ class Motion(Module):
                 from None
         if level == Level.NoLevel:
             raise ValueError(f"{label}: level must be Motion.Position, Velocity or Acceleration, not NoLevel")
-        matter = mobod._matter
         mode = mobod._kind.in_mode(matter.get_use_euler_angles())  # q counts as built
         if level == Level.Position and mobod._kind.quaternion_at is not None and not allow_quaternions:
             raise ValueError(f"{label}: a Position-level {kind} cannot drive a quaternion; use Motion.Custom "
@@ -147,16 +116,23 @@ class Motion(Module):
         return value, rate, acceleration
 
     # -- the handle ----------------------------------------------------------------------
+    def _builder(self, what: str):
+        """The SimbodyMatterSubsystem of this handle (building-time methods)."""
+        if self.matter is None:
+            raise ValueError(f"{self.label}.{what}: this is the frozen Model's copy of the Motion; "
+                             "ask the handle made while building")
+        return self.matter
+
     def get_mobilized_body(self):
-        return self.matter.get_mobilized_body(self.body)
+        return self._builder("get_mobilized_body").get_mobilized_body(self.body)
 
     def set_disabled_by_default(self, disabled: bool = True) -> Motion:
         """Define this Motion but leave it off in the default State (before freezing)."""
-        self.matter._set_motion_disabled_by_default(self.index, disabled)
+        self._builder("set_disabled_by_default")._set_motion_disabled_by_default(self.index, disabled)
         return self
 
     def is_disabled_by_default(self) -> bool:
-        return self.matter._motion_disabled_by_default[self.index]
+        return self._builder("is_disabled_by_default")._motion_disabled_by_default[self.index]
 
     def is_disabled(self, state):
         """Whether this Motion is off in ``state`` (a JAX bool when traced)."""
@@ -270,21 +246,6 @@ Motion.Sinusoid = Sinusoid
 Motion.Steady = Steady
 Motion.Linear = Linear
 Motion.Custom = Custom
-
-
-class Locks(Module):
-    """Mobilizer locks, Instance-stage State data (``State.locks``, None while
-    nothing is locked): a Position lock holds q (u = udot = 0), a Velocity
-    lock holds u (udot = 0), an Acceleration lock holds udot."""
-
-    level: jnp.ndarray  #: (nb,) int32 Level per body, -1 unlocked
-    q: jnp.ndarray  #: (nq,) values held by Position locks
-    u: jnp.ndarray  #: (nu,) values held by Velocity locks
-    udot: jnp.ndarray  #: (nu,) values held by Acceleration locks
-
-    @classmethod
-    def unlocked(cls, topology, q, u) -> Locks:
-        return cls(jnp.full(topology.num_bodies, Level.NoLevel, jnp.int32), q, u, jnp.zeros_like(u))
 
 
 class Prescription(Module):

@@ -41,10 +41,10 @@ from simbodyx import trace_context
 from simbodyx.algorithms import coordinates
 from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solve
-from simbodyx.motion import Level, model_prescription, prescribe_q, prescribe_u
+from simbodyx.motion import model_prescription, prescribe_q, prescribe_u
 from simbodyx.module import Module
 from simbodyx.stage import Stage
-from simbodyx.state import State
+from simbodyx.state import Level, State
 
 
 class ProjectStatus(enum.IntEnum):

@@ -10,16 +10,64 @@ velocity caches; setting u drops the velocity cache.
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
-from simbodyx.motion import Locks
 from simbodyx.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
 from simbodyx.stage import Stage
 from simbodyx.topology import Topology
+
+
+class Level(enum.IntEnum):
+    """Simbody's Motion::Level: the highest level a mobilizer's motion is driven at."""
+
+    NoLevel = -1
+    Acceleration = 0
+    Velocity = 1
+    Position = 2
+
+
+class Method(enum.IntEnum):
+    """Simbody's Motion::Method: how one level (q, u or udot) is determined."""
+
+    NoMethod = -1
+    Zero = 0  #: always zero (the level below a lock)
+    Discrete = 1  #: held by a lock (changes only between integration steps)
+    Prescribed = 2  #: a function of time (a Motion)
+    Free = 3  #: from forces (udot) or by integration (q, u)
+
+
+def level_methods(level: Level, method: Method) -> tuple[Method, Method, Method]:
+    """(q, u, udot) methods of a mobilizer driven at ``level`` by ``method``
+    (Simbody's Motion::calcAllMethods); NoLevel: all Free."""
+    if level == Level.NoLevel:
+        return Method.Free, Method.Free, Method.Free
+    below = Method.Prescribed if method == Method.Prescribed else Method.Zero
+    if level == Level.Position:
+        return method, below, below
+    if level == Level.Velocity:
+        return Method.Free, method, below
+    return Method.Free, Method.Free, method
+
+
+class Locks(Module):
+    """Mobilizer locks, Instance-stage State data (``State.locks``, None while
+    nothing is locked): a Position lock holds q (u = udot = 0), a Velocity
+    lock holds u (udot = 0), an Acceleration lock holds udot."""
+
+    level: jnp.ndarray  #: (nb,) int32 Level per body, -1 unlocked
+    q: jnp.ndarray  #: (nq,) values held by Position locks
+    u: jnp.ndarray  #: (nu,) values held by Velocity locks
+    udot: jnp.ndarray  #: (nu,) values held by Acceleration locks
+
+    @classmethod
+    def unlocked(cls, topology, q, u) -> Locks:
+        return cls(jnp.full(topology.num_bodies, Level.NoLevel, jnp.int32), q, u, jnp.zeros_like(u))
 
 
 class PositionCache(Module):
@@ -65,7 +113,7 @@ class InstanceData(Module):
     has them, so a jitted function is not recompiled (``locks`` going from
     None to locked changes the structure once)."""
 
-    #: Mobilizer locks, None while nothing is locked (simbodyx.motion.Locks).
+    #: Mobilizer locks, None while nothing is locked (Locks).
     locks: Locks | None = None
     #: (num_constraints,) bool, True where a constraint is disabled; None when
     #: the model has no constraints.
@@ -131,23 +179,47 @@ class State(Module):
                 f"Stage.{self.stage.name}; call model.realize(state, Stage.{stage.name}) first"
             )
 
-    def _checked(self, name: str, value, size: int):
-        value = jnp.asarray(value, dtype=getattr(self, name).dtype)
-        if value.shape != (size,):
-            raise ValueError(f"{name} has shape {value.shape}, expected ({size},)")
-        return value
+    def __check_init__(self):
+        """Every way of making a State (the constructor, ``replace`` and the
+        ``with_*`` and ``set_*`` methods) checks its variables' shapes here."""
+        for name, expected in self._shapes().items():
+            _check_shape(name, jnp.shape(getattr(self, name)), expected)
+
+    def _shapes(self) -> dict:
+        """The shape of each variable of one State of this topology."""
+        return {"t": (), "q": (self.topology.nq,), "u": (self.topology.nu,), "z": jnp.shape(self.z)[-1:]}
+
+    def check_model(self, model) -> State:
+        """This State, checked for ``model``: its topology, and its dtype, which
+        must be the Model's (the Model's dtype wins; no silent casts)."""
+        if self.topology != model.topology:
+            raise ValueError(
+                "this State belongs to a different model (or to the other rotation "
+                "representation); make states with model.default_state() or "
+                "model.matter.convert_to_euler_angles/convert_to_quaternions"
+            )
+        if self.q.dtype != model.dtype:
+            raise TypeError(f"the State is {jnp.dtype(self.q.dtype).name} but the Model is "
+                            f"{jnp.dtype(model.dtype).name}: a Model computes in its own dtype; convert the "
+                            f"State with state.astype(model.dtype) (or the Model with model.astype)")
+        return self
+
+    def astype(self, dtype) -> State:
+        """This State with t, q, u, z and every floating-point cache and
+        Instance-stage number cast to ``dtype``."""
+        return jax.tree.map(lambda a: a.astype(dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a, self)
 
     def with_q(self, q) -> State:
         """A new State with q replaced; position and velocity caches dropped."""
-        return self.replace(q=self._checked("q", q, self.topology.nq), keep=Stage.Time)
+        return self.replace(q=q, keep=Stage.Time)
 
     def with_u(self, u) -> State:
         """A new State with u replaced; velocity and later caches dropped."""
-        return self.replace(u=self._checked("u", u, self.topology.nu), keep=Stage.Position)
+        return self.replace(u=u, keep=Stage.Position)
 
     def with_time(self, t) -> State:
         """A new State at time t; position and velocity caches dropped."""
-        return self.replace(t=jnp.asarray(t, dtype=self.t.dtype), keep=Stage.Time)
+        return self.replace(t=t, keep=Stage.Time)
 
     def with_locks(self, locks: Locks | None) -> State:
         """A new State with other mobilizer locks; caches dropped (Instance stage changed)."""
@@ -161,7 +233,12 @@ class State(Module):
         """A new State with ``fields`` replaced (``locks``, ``constraint_disabled``
         and ``motion_disabled`` go into ``instance_data``), keeping the caches of
         stages up to ``keep`` (Time keeps the Instance cache, Position also the
-        position cache)."""
+        position cache). t, q, u and z are converted to this State's dtype and
+        must have one State's shapes (batches go through ``jax.vmap``)."""
+        shapes = self._shapes()
+        for name in shapes.keys() & fields.keys():
+            value = fields[name] = jnp.asarray(fields[name], getattr(self, name).dtype)
+            _check_shape(name, value.shape, shapes[name])
         variables = {name: fields.pop(name) for name in ("locks", "constraint_disabled", "motion_disabled")
                      if name in fields}
         if variables:
@@ -170,3 +247,10 @@ class State(Module):
                   "dynamics": Stage.Dynamics, "acceleration": Stage.Acceleration, "report": Stage.Report}
         dropped = {name: None for name, stage in caches.items() if stage > keep and name not in fields}
         return dataclasses.replace(self, **{**dropped, **fields})
+
+
+def _check_shape(name: str, shape: tuple, expected: tuple) -> None:
+    if tuple(shape) != tuple(expected):
+        hint = ("; a State holds one configuration: for a batch, jax.vmap a function of one State "
+                "(jax.vmap(lambda q: f(state.with_q(q)))(qs))" if len(shape) > len(expected) else "")
+        raise ValueError(f"State.{name} has shape {tuple(shape)}, expected {tuple(expected)}{hint}")

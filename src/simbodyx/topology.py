@@ -30,7 +30,7 @@ class BodySpec:
     built_kind: Mobilizer
     default_q: tuple[float, ...]
     default_u: tuple[float, ...]
-    #: lock_by_default level (simbodyx.motion.Level value; -1: not locked)
+    #: lock_by_default level (simbodyx.state.Level value; -1: not locked)
     lock_level: int = -1
 
     def kind(self, use_euler_angles: bool) -> Mobilizer:

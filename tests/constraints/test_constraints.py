@@ -353,37 +353,50 @@ def _check_contacts(s, b, cs):
 
 
 def test_operators_agree_with_explicit_matrices():
+    """Every operator in one compiled program (each is also a jitted call of its own)."""
     model, state, cs = _mixed()
     m = model.matter
     s = model.realize(state, sx.Stage.Acceleration)  # all constraints on: overdetermined, least squares
-    G, nu = m.calc_g(s), s.topology.nu
     mp, mv, ma = m.get_num_constraint_equations()
+    nu, nq = s.topology.nu, s.topology.nq
     rng = np.random.default_rng(1)
-    v, lam = rng.standard_normal(nu), rng.standard_normal(G.shape[0])
-    np.testing.assert_allclose(m.calc_g_transpose(s), G.T, atol=1e-14)
-    np.testing.assert_allclose(m.multiply_by_g(s, v), G @ v, atol=1e-13)
-    np.testing.assert_allclose(m.multiply_by_g(s, v, m.calc_bias_for_multiply_by_g(s)), G @ v, atol=1e-12)
-    np.testing.assert_allclose(m.multiply_by_g_transpose(s, lam), G.T @ lam, atol=1e-13)
-    minus_b = m.calc_bias_for_acceleration_constraints(s)
-    np.testing.assert_allclose(m.calc_constraint_acceleration_errors(s, None), minus_b, atol=1e-14)
-    np.testing.assert_allclose(m.calc_constraint_acceleration_errors(s, v), G @ v + minus_b, atol=1e-12)
-    P, Pq = m.calc_p(s), m.calc_pq(s)
-    assert P.shape == (mp, nu) and Pq.shape == (mp, s.topology.nq)
-    qdot = m.calc_qdot(s, v)
-    np.testing.assert_allclose(Pq @ qdot, P @ v, atol=1e-12)  # Pq = P N^-1
-    np.testing.assert_allclose(m.multiply_by_pq(s, qdot), P @ v, atol=1e-12)
-    np.testing.assert_allclose(m.multiply_by_pq_transpose(s, lam[:mp]), Pq.T @ lam[:mp], atol=1e-12)
-    np.testing.assert_allclose(m.calc_pt(s), P.T, atol=0)
-    W = m.calc_projected_m_inv(s)
-    np.testing.assert_allclose(W, G @ m.calc_m_inv(s) @ G.T, atol=1e-11)
+    v, lam = rng.standard_normal(nu), rng.standard_normal(mp + mv + ma)
+
+    @jax.jit
+    def operators(s, v, lam):
+        G = m.calc_g(s)
+        qdot = m.calc_qdot(s, v)
+        return dict(
+            G=G, GT=m.calc_g_transpose(s), Gv=m.multiply_by_g(s, v),
+            Gv_bias=m.multiply_by_g(s, v, m.calc_bias_for_multiply_by_g(s)),
+            GTlam=m.multiply_by_g_transpose(s, lam), minus_b=m.calc_bias_for_acceleration_constraints(s),
+            aerr0=m.calc_constraint_acceleration_errors(s, None), aerr=m.calc_constraint_acceleration_errors(s, v),
+            P=m.calc_p(s), Pq=m.calc_pq(s), qdot=qdot, Pq_qdot=m.multiply_by_pq(s, qdot),
+            PqT_lam=m.multiply_by_pq_transpose(s, lam[:mp]), PT=m.calc_pt(s), W=m.calc_projected_m_inv(s),
+            M_inv=m.calc_m_inv(s),
+            residual=m.calc_residual_force(s, s.dynamics.mobility_forces, s.dynamics.body_forces,
+                                           s.acceleration.udot, s.acceleration.multipliers),
+            udot=m.calc_acceleration(s, s.dynamics.mobility_forces, s.dynamics.body_forces)[0],
+            impulse=m.solve_for_constraint_impulses(s, G @ v))
+
+    r = jax.tree.map(np.asarray, operators(s, v, lam))
+    G, P, Pq, W = r["G"], r["P"], r["Pq"], r["W"]
+    np.testing.assert_allclose(r["GT"], G.T, atol=1e-14)
+    np.testing.assert_allclose(r["Gv"], G @ v, atol=1e-13)
+    np.testing.assert_allclose(r["Gv_bias"], G @ v, atol=1e-12)
+    np.testing.assert_allclose(r["GTlam"], G.T @ lam, atol=1e-13)
+    np.testing.assert_allclose(r["aerr0"], r["minus_b"], atol=1e-14)
+    np.testing.assert_allclose(r["aerr"], G @ v + r["minus_b"], atol=1e-12)
+    assert P.shape == (mp, nu) and Pq.shape == (mp, nq)
+    np.testing.assert_allclose(Pq @ r["qdot"], P @ v, atol=1e-12)  # Pq = P N^-1
+    np.testing.assert_allclose(r["Pq_qdot"], P @ v, atol=1e-12)
+    np.testing.assert_allclose(r["PqT_lam"], Pq.T @ lam[:mp], atol=1e-12)
+    np.testing.assert_allclose(r["PT"], P.T, atol=0)
+    np.testing.assert_allclose(W, G @ r["M_inv"] @ G.T, atol=1e-11)
     # the constrained residual vanishes at the realized udot and lambda, off the manifold
-    residual = m.calc_residual_force(s, s.dynamics.mobility_forces, s.dynamics.body_forces,
-                                     s.acceleration.udot, s.acceleration.multipliers)
-    np.testing.assert_allclose(residual, 0.0, atol=1e-11)
-    udot, _ = m.calc_acceleration(s, s.dynamics.mobility_forces, s.dynamics.body_forces)
-    np.testing.assert_allclose(udot, s.acceleration.udot, atol=1e-12)
-    impulse = m.solve_for_constraint_impulses(s, G @ v)
-    np.testing.assert_allclose(W @ impulse, W @ np.linalg.pinv(W) @ (G @ v), atol=1e-10)
+    np.testing.assert_allclose(r["residual"], 0.0, atol=1e-11)
+    np.testing.assert_allclose(r["udot"], s.acceleration.udot, atol=1e-12)
+    np.testing.assert_allclose(W @ r["impulse"], W @ np.linalg.pinv(W) @ (G @ v), atol=1e-10)
 
 
 # -- Weld constraint against a Weld mobilizer ---------------------------------------------
@@ -624,6 +637,10 @@ def test_bad_input_is_named():
         C.ConstantSpeed(matter.Ground(), 0, 1.0)
     with pytest.raises(ValueError, match="position_errors is required"):
         C.Custom(matter, C.Custom.Implementation(bodies=[pin], num_position=1))
+    for make in (lambda: C.Rod(pin, [0, 0, 0], pin, [1, 0, 0], 1.0), lambda: C.Weld(pin, pin),
+                 lambda: C.Ball(matter.Ground(), [0, 0, 0], matter.Ground(), [1, 0, 0])):
+        with pytest.raises(ValueError, match="constraint0.*a constraint between a body and itself"):
+            make()
     other_system, other_matter, _ = _system()
     other = sx.MobilizedBody.Pin(other_matter.Ground(), _body())
     with pytest.raises(ValueError, match="different matter subsystem"):

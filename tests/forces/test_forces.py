@@ -4,6 +4,7 @@ errors name the element."""
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -111,6 +112,36 @@ def test_calc_forces_sums_elements_and_custom_force():
         sum(s.instance.mass[b] * bodies[b].find_mass_center_location_in_ground(s) for b in (1, 2))), rtol=1e-13)
     with pytest.raises(ValueError, match="needs Stage.Velocity"):
         model.forces.calc_forces(model.realize(s, sx.Stage.Position))
+
+
+def test_custom_force_is_traced_once_per_model_and_takes_params():
+    """model.realize and model.forces are compiled alike: a Python global that
+    calc reads is frozen in both once traced (it was read anew by an eager
+    calc_forces while realize kept its first value). Numbers that change go
+    in as params: Model leaves that eqx.tree_at changes and grad reaches."""
+    system, matter, bodies = random_tree(("Pin",), seed=1)
+    forces = sx.GeneralForceSubsystem(system)
+    gain = {"value": 2.0}
+    sx.Force.Custom(forces, lambda model, state: (gain["value"] * jnp.ones(1), jnp.zeros(0)))
+    sx.Force.Custom(forces, lambda model, state, p: (p["k"] * state.q, jnp.zeros(0)),
+                    potential_energy=lambda model, state, p: 0.5 * p["k"] * state.q[0] ** 2, params={"k": 3})
+    model, state = system.realize_topology()
+    s = model.realize(state.with_q(jnp.array([0.5])), sx.Stage.Dynamics)
+
+    def both(model):
+        return (model.realize(s, sx.Stage.Dynamics).dynamics.mobility_forces[0],
+                model.forces.calc_forces(s)[0][0])
+
+    np.testing.assert_allclose(both(model), [3.5, 3.5])
+    gain["value"] = 5.0
+    np.testing.assert_allclose(both(model), [3.5, 3.5])
+    stiffer = eqx.tree_at(lambda m: m.force_elements[1].params["k"], model, jnp.asarray(4.0, model.dtype))
+    np.testing.assert_allclose(both(stiffer), [4.0, 4.0])
+    assert model.force_elements[1].params["k"].dtype == model.dtype
+    g = jax.grad(lambda m: m.forces.calc_potential_energy(s))(model)
+    np.testing.assert_allclose(g.force_elements[1].params["k"], 0.5 * 0.25)
+    with pytest.raises(TypeError, match="Force.Custom: params must hold real numbers"):
+        sx.Force.Custom(forces, lambda model, state, p: None, params={"name": "stiff"})
 
 
 def test_force_build_errors_name_the_element():

@@ -10,6 +10,9 @@ from simbodyx import spatial
 def test_inertia_constructors():
     np.testing.assert_allclose(sx.Inertia(2.0).matrix, 2 * np.eye(3))
     np.testing.assert_allclose(sx.Inertia(1, 2, 3).matrix, np.diag([1, 2, 3]))
+    np.testing.assert_allclose(sx.Inertia(np.array([1.0, 2.0, 3.0])).matrix, np.diag([1, 2, 3]))  # Inertia(Vec3)
+    with pytest.raises(ValueError, match=r"Inertia: a vector of moments has shape \(3,\) .*got \(2,\)"):
+        sx.Inertia([1.0, 2.0])
     m = sx.Inertia(1, 2, 3, 0.1, 0.2, 0.3).matrix
     np.testing.assert_allclose(m, [[1, 0.1, 0.2], [0.1, 2, 0.3], [0.2, 0.3, 3]])
     np.testing.assert_allclose(sx.Inertia(m).moments(), [1, 2, 3])

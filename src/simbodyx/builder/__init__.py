@@ -1,7 +1,9 @@
 """Building the multibody system: the mutable, Simbody-shaped construction
-API (Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem)."""
+API (Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem,
+GeneralForceSubsystem)."""
 
 from simbodyx.builder.body import Body as Body
+from simbodyx.builder.forces import GeneralForceSubsystem as GeneralForceSubsystem
 from simbodyx.builder.mobilized_body import MobilizedBody as MobilizedBody, Mobod as Mobod
 from simbodyx.builder.system import (
     MultibodySystem as MultibodySystem,

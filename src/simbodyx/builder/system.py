@@ -3,12 +3,14 @@ construction API that ends in ``realize_topology() -> (Model, State)``."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx.builder.mobilized_body import MobilizedBody
 from simbodyx.model import Model
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
@@ -23,6 +25,14 @@ def _positive_scale(x, what: str) -> float:
     if not (value > 0 and value < float("inf")):
         raise ValueError(f"MultibodySystem: the default {what} must be a positive finite number, got {x!r}")
     return value
+
+
+def _element(handle):
+    """The frozen Model's copy of a Constraint or Motion handle: the same numbers
+    and indices, no reference to the builder."""
+    element = copy.copy(handle)
+    object.__setattr__(element, "matter", None)
+    return element
 
 
 class MultibodySystem:
@@ -95,8 +105,6 @@ class SimbodyMatterSubsystem:
     """The tree of mobilized bodies; ``Ground()`` is body 0."""
 
     def __init__(self, system: MultibodySystem):
-        from simbodyx.builder.mobilized_body import MobilizedBody
-
         if not isinstance(system, MultibodySystem):
             raise TypeError(f"SimbodyMatterSubsystem needs a MultibodySystem, got {type(system).__name__}")
         system.check_not_frozen("add a matter subsystem")
@@ -143,6 +151,15 @@ class SimbodyMatterSubsystem:
         self._bodies.append(body)
         self._invalidate()
         return len(self._bodies) - 1
+
+    def _check_handles(self, what: str, handles) -> None:
+        """The registration check of an element's handles (a Constraint's or a
+        Motion's): each a MobilizedBody of this subsystem."""
+        for h in handles:
+            if not isinstance(h, MobilizedBody):
+                raise TypeError(f"{what}: expected MobilizedBody handles, got {type(h).__name__}")
+            if h._matter is not self:
+                raise ValueError(f"{what}: {h._label} belongs to a different matter subsystem")
 
     def _add_constraint(self, constraint) -> None:
         self.system.check_not_frozen(f"add {constraint.label}")
@@ -225,6 +242,6 @@ class SimbodyMatterSubsystem:
             armature=stack(armature) if any(armature) else None,
             constraints=jax.tree.map(
                 lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
-                tuple(self._constraints)),
-            motions=jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(self._motions)),
+                tuple(_element(c) for c in self._constraints)),
+            motions=jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(_element(m) for m in self._motions)),
         )

@@ -1,9 +1,10 @@
 """Constraints: Simbody's built-ins and Constraint.Custom on one protocol
-(``base``), their system-level equations (``equations``); the constrained
-solve is ``simbodyx.algorithms.constrained_dynamics``.
+(``base``), their system-level equations (``equations``) and forward
+dynamics with them (``dynamics``).
 
 ``sx.Constraint.Rod(body1, station1, body2, station2, length)`` and the
-others are created while building, like MobilizedBody handles, and answer
+others are handles created while building, like MobilizedBody handles; the
+frozen Model holds copies without the builder reference. Both answer
 queries on States of the frozen model.
 """
 

@@ -45,6 +45,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from simbodyx.algorithms import coordinates
+from simbodyx.constraints.equations import Equations, Layout
 from simbodyx.constraints.kinematics import Kinematics, transform_rate
 from simbodyx.module import Module
 from simbodyx.stage import Stage
@@ -68,10 +70,13 @@ def _zeros_like(tree):
 
 
 class Constraint(Module):
-    """Base of every constraint (the handle a user holds, and the Model's
-    element). Static: the indices of the constrained bodies and mobilizers,
-    the Ancestor, the equation counts (mp, mv, ma). Array fields are the
-    constraint's numbers, Model leaves that ``jax.grad`` reaches."""
+    """Base of every constraint. The object made while building is the handle
+    a user holds (``matter``: its SimbodyMatterSubsystem); the frozen Model
+    holds a copy without that reference, its element (``model.constraints``).
+    Both answer the State queries. Static: the indices of the constrained
+    bodies and mobilizers, the Ancestor, the equation counts (mp, mv, ma).
+    Array fields are the constraint's numbers, Model leaves that
+    ``jax.grad`` reaches."""
 
     index: int = eqx.field(static=True)
     bodies: tuple = eqx.field(static=True)
@@ -81,7 +86,8 @@ class Constraint(Module):
     mv: int = eqx.field(static=True)
     ma: int = eqx.field(static=True)
     label: str = eqx.field(static=True)
-    matter: object = eqx.field(static=True)
+    system_uid: int = eqx.field(static=True)  #: the MultibodySystem's identity
+    matter: object = eqx.field(static=True)  #: the handle's subsystem; None in the Model's element
 
     #: Simbody's default-value setters of a built-in, ``set_default_<name>`` and
     #: ``get_default_<name>`` (e.g. Rod's ``set_default_rod_length``): name ->
@@ -103,30 +109,30 @@ class Constraint(Module):
 
     def _register(self, kind: str, bodies=(), mobilizers=(), counts=(0, 0, 0), name=None, matter=None):
         """Record the constrained bodies and mobilizers (handles), the counts
-        and the Ancestor, and add this constraint to their matter subsystem."""
-        from simbodyx.builder.mobilized_body import MobilizedBody
-
+        and the Ancestor, and add this constraint to their matter subsystem,
+        which checks the handles."""
         handles = tuple(bodies) + tuple(mobilizers)
         if not handles:
             raise ValueError(f"Constraint.{kind}: needs at least one constrained body or mobilizer")
-        for h in handles:
-            if not isinstance(h, MobilizedBody):
-                raise TypeError(f"Constraint.{kind}: expected MobilizedBody handles, got {type(h).__name__}")
-        if matter is not None and handles[0]._matter is not matter:
+        owner = getattr(handles[0], "_matter", None)
+        if not hasattr(owner, "_check_handles"):
+            raise TypeError(f"Constraint.{kind}: expected MobilizedBody handles, got {type(handles[0]).__name__}")
+        if matter is not None and owner is not matter:
             raise ValueError(f"Constraint.{kind}: the bodies belong to a different matter subsystem than the one given")
-        matter = handles[0]._matter
-        for h in handles:
-            if h._matter is not matter:
-                raise ValueError(f"Constraint.{kind}: {h._label} belongs to a different matter subsystem")
+        matter = owner
+        matter._check_handles(f"Constraint.{kind}", handles)
         index = matter.get_num_constraints()
         self.label = f"Constraint.{kind} {name or f'constraint{index}'!r} (constraint {index})"
         for h in mobilizers:
             if h.is_ground():
                 raise ValueError(f"{self.label}: Ground has no mobilizer to constrain")
+        if len(bodies) > 1 and len({h.index for h in bodies}) == 1:
+            raise ValueError(f"{self.label}: every constrained body is {bodies[0]._label}; a constraint "
+                             "between a body and itself has nothing to constrain")
         counts = tuple(int(n) for n in counts)
         if any(n < 0 for n in counts) or sum(counts) == 0:
             raise ValueError(f"{self.label}: equation counts (mp, mv, ma) = {counts} must be >= 0, not all 0")
-        self.index, self.matter = index, matter
+        self.index, self.matter, self.system_uid = index, matter, matter.system.uid
         self.bodies = tuple(h.index for h in bodies)
         self.mobilizers = tuple(h.index for h in mobilizers)
         self.ancestor = _common_ancestor([h for h in bodies])
@@ -190,18 +196,20 @@ class Constraint(Module):
     # -- the handle: building-time settings ------------------------------------------------
     def set_disabled_by_default(self, disabled: bool = True) -> Constraint:
         """Define this constraint but leave it off in the default State (before freezing)."""
-        self.matter._set_constraint_disabled_by_default(self.index, disabled)
+        self._builder("set_disabled_by_default")._set_constraint_disabled_by_default(self.index, disabled)
         return self
 
     def is_disabled_by_default(self) -> bool:
-        return self.matter._constraint_disabled_by_default[self.index]
+        return self._builder("is_disabled_by_default")._constraint_disabled_by_default[self.index]
 
     def get_constrained_bodies(self) -> tuple:
         """The constrained bodies' MobilizedBody handles, in ConstrainedBodyIndex order."""
-        return tuple(self.matter.get_mobilized_body(b) for b in self.bodies)
+        matter = self._builder("get_constrained_bodies")
+        return tuple(matter.get_mobilized_body(b) for b in self.bodies)
 
     def get_constrained_mobilizers(self) -> tuple:
-        return tuple(self.matter.get_mobilized_body(b) for b in self.mobilizers)
+        matter = self._builder("get_constrained_mobilizers")
+        return tuple(matter.get_mobilized_body(b) for b in self.mobilizers)
 
     def get_num_constrained_bodies(self) -> int:
         return len(self.bodies)
@@ -211,15 +219,22 @@ class Constraint(Module):
 
     def get_ancestor_mobilized_body(self):
         """The Ancestor A: the deepest common ancestor of the constrained bodies."""
-        return self.matter.get_mobilized_body(self.ancestor)
+        return self._builder("get_ancestor_mobilized_body").get_mobilized_body(self.ancestor)
 
     def get_default_num_constraint_equations(self) -> tuple[int, int, int]:
         return self.mp, self.mv, self.ma
 
-    # -- the handle: queries on States of the frozen model -----------------------------------
+    def _builder(self, what: str):
+        """The SimbodyMatterSubsystem of this handle (building-time methods)."""
+        if self.matter is None:
+            raise ValueError(f"{self.label}.{what}: this is the frozen Model's copy of the constraint; "
+                             "ask the handle made while building")
+        return self.matter
+
+    # -- queries on States of the frozen model (handle and element) ---------------------------
     def _in(self, state, stage: Stage, what: str) -> Constraint:
         """This constraint as the State's Instance stage holds it (its numbers there)."""
-        if state.topology.system_uid != self.matter.system.uid:
+        if state.topology.system_uid != self.system_uid:
             raise ValueError(f"{self.label} belongs to a different MultibodySystem than this State")
         state.require(stage, f"{self.label}.{what}")
         return state.instance.constraints[self.index]
@@ -264,8 +279,6 @@ class Constraint(Module):
     def get_multipliers_as_vector(self, state):
         """[lambda_p; lambda_v; lambda_a] of this constraint (Acceleration); zeros while disabled."""
         c = self._in(state, Stage.Acceleration, "get_multipliers_as_vector")
-        from simbodyx.constraints.equations import Layout
-
         return state.acceleration.multipliers[Layout(state.instance.constraints).rows[c.index]]
 
     def calc_constraint_forces_from_multipliers(self, state, multipliers):
@@ -287,9 +300,10 @@ class Constraint(Module):
 
 def _default_setter(name: str, field: str, check):
     def setter(self, value):
-        self.matter.system.check_not_frozen(f"change {self.label}")
+        matter = self._builder(f"set_default_{name}")
+        matter.system.check_not_frozen(f"change {self.label}")
         object.__setattr__(self, field, check(value, name, self.label.removeprefix("Constraint.")))
-        self.matter._invalidate()
+        matter._invalidate()
         return self
 
     setter.__doc__ = f"Simbody's setDefault: set ``{field}`` before freezing, checked like the constructor's."
@@ -325,8 +339,6 @@ def _common_ancestor(bodies) -> int:
 
 
 def _equations(c: Constraint, state, velocity: bool = True):
-    from simbodyx.constraints.equations import Equations
-
     return Equations.of_state(state, (c,), velocity)
 
 
@@ -348,7 +360,5 @@ def _acceleration_errors(c, state):
 
 @per_context_jit(eqx.filter_jit)
 def _forces(c, state, multipliers):
-    from simbodyx.algorithms import coordinates
-
     F, fq, fu = _equations(c, state).forces(multipliers)
     return F, coordinates.multiply_by_n(state.topology, state.q, fq, True) + fu

@@ -24,6 +24,7 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from simbodyx.constraints.base import Constraint
+from simbodyx.constraints.equations import Equations
 from simbodyx.constraints.geometric import (
     distance,
     distance_direction,
@@ -80,8 +81,6 @@ class Contact(Constraint):
 
 @per_context_jit(eqx.filter_jit)
 def _contact_frame(c: Contact, state) -> Transform:
-    from simbodyx.constraints.equations import Equations
-
     k = Equations.of_state(state, (c,), velocity=False).kinematics(c)
     return state.position.X_GB[c.ancestor].compose(c.contact_frame(k.X_AB))
 

@@ -1,4 +1,4 @@
-"""Force elements and the force subsystem.
+"""Force elements and their evaluation (``model.forces``).
 
 ``Force.UniformGravity(forces, matter, g)`` and friends, as in Simbody; each
 element's numbers are differentiable leaves of the Model.
@@ -15,7 +15,7 @@ from simbodyx.forces.mobility import (
     MobilityLinearSpring,
 )
 from simbodyx.forces.point import ConstantForce, ConstantTorque, TwoPointLinearDamper, TwoPointLinearSpring
-from simbodyx.forces.subsystem import Forces as Forces, GeneralForceSubsystem as GeneralForceSubsystem
+from simbodyx.forces.subsystem import Forces as Forces
 
 
 class Force:

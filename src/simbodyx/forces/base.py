@@ -10,6 +10,9 @@ element is conservative.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,8 +20,24 @@ from simbodyx.module import Module
 
 
 class ForceElement(Module):
+    #: numbers that must be >= 0 (stiffness, damping), checked when the element
+    #: is made and by ``model.check()``
+    NONNEGATIVE: ClassVar[tuple] = ()
+
     def calc(self, model, state):
         raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise ValueError naming this element and the number if one of its
+        concrete numbers is not finite, or one of ``NONNEGATIVE`` is below 0."""
+        label = f"Force.{type(self).__name__}"
+        for path, leaf in jax.tree_util.tree_leaves_with_path(self):
+            if not np.all(np.isfinite(np.asarray(leaf))):
+                raise ValueError(f"{label}: {jax.tree_util.keystr(path)} contains NaN or infinity")
+        for name in self.NONNEGATIVE:
+            value = np.asarray(getattr(self, name))
+            if np.any(value < 0):
+                raise ValueError(f"{label}: {name} must be >= 0, got {value}")
 
     def potential_energy(self, model, state):
         return jnp.zeros((), state.q.dtype)
@@ -34,7 +53,7 @@ def zeros(state):
     return jnp.zeros(top.nu, state.u.dtype), jnp.zeros((top.num_bodies, 6), state.u.dtype)
 
 
-def as_param(x, shape, what, label):
+def as_param(x, shape, what, label, nonnegative=False):
     """A concrete float64 numpy array of ``shape`` (cast to the model's dtype
     when the system is frozen), or a clear error naming the element."""
     a = np.asarray(x, dtype=np.float64)
@@ -42,4 +61,6 @@ def as_param(x, shape, what, label):
         raise ValueError(f"{label}: {what} must have shape {shape}, got {a.shape}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{label}: {what} contains NaN or infinity")
+    if nonnegative and np.any(a < 0):
+        raise ValueError(f"{label}: {what} must be >= 0, got {x!r}")
     return a

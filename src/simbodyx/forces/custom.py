@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx.forces.base import ForceElement
 
@@ -16,20 +16,34 @@ from simbodyx.forces.base import ForceElement
 class Custom(ForceElement):
     """``calc(model, state) -> (mobility_forces (nu,), body_forces (nb, 6))`` for a
     State realized to Velocity; optional ``potential_energy(model, state)``.
-    Both must be pure JAX functions (they are traced, jitted and differentiated)."""
+    With ``params`` (a pytree of numbers) both take it as a third argument,
+    ``calc(model, state, params)``, and its numbers are Model leaves.
+
+    Both functions must be pure JAX: they are traced once per Model structure
+    and the program is reused, by ``model.realize`` and ``model.forces`` alike.
+    A number the function reads from elsewhere (a Python global) is frozen
+    at its first trace; a number that changes belongs in ``params``, changed
+    with ``eqx.tree_at`` (no recompile; ``jax.grad`` reaches it)."""
 
     calc_fn: Callable = eqx.field(static=True)
     energy_fn: Callable | None = eqx.field(static=True)
+    params: object = None
 
-    def __init__(self, forces, calc, potential_energy=None):
+    def __init__(self, forces, calc, potential_energy=None, params=None):
         if not callable(calc):
             raise TypeError("Force.Custom: calc must be a callable (model, state) -> (mobility, body)")
+        if potential_energy is not None and not callable(potential_energy):
+            raise TypeError("Force.Custom: potential_energy must be a callable (model, state) -> energy")
         self.calc_fn, self.energy_fn = calc, potential_energy
+        self.params = None if params is None else jax.tree.map(_number, params)
         forces._add(self)
+
+    def _call(self, fn, model, state):
+        return fn(model, state) if self.params is None else fn(model, state, self.params)
 
     def calc(self, model, state):
         top = state.topology
-        mobility, body = self.calc_fn(model, state)
+        mobility, body = self._call(self.calc_fn, model, state)
         mobility = jnp.asarray(mobility, state.u.dtype)
         body = jnp.asarray(body, state.u.dtype)
         if mobility.shape not in ((top.nu,), (0,)) or body.shape not in ((top.num_bodies, 6), (0,)):
@@ -46,7 +60,16 @@ class Custom(ForceElement):
     def potential_energy(self, model, state):
         if self.energy_fn is None:
             return super().potential_energy(model, state)
-        return jnp.asarray(self.energy_fn(model, state), state.q.dtype)
+        return jnp.asarray(self._call(self.energy_fn, model, state), state.q.dtype)
+
+
+def _number(x):
+    """A ``params`` leaf as a float array (a Model leaf the Model's dtype reaches)."""
+    array = np.asarray(x) if not isinstance(x, jax.Array) else x
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise TypeError(f"Force.Custom: params must hold real numbers, got {x!r}")
+    array = jnp.asarray(array)
+    return array.astype(jnp.result_type(float)) if jnp.issubdtype(array.dtype, jnp.integer) else array
 
 
 class Controller(ForceElement):

@@ -62,8 +62,12 @@ class DiscreteForces(_Discrete):
 
     def set_all_mobility_forces(self, state, mobility_forces):
         """A new State with these (nu,) mobility forces (all of them replaced)."""
-        _, body = self._values(state)
-        return self._with(state, (state._checked("u", mobility_forces, state.topology.nu), body))
+        mobility, body = self._values(state)
+        mobility_forces = jnp.asarray(mobility_forces, mobility.dtype)
+        if mobility_forces.shape != mobility.shape:
+            raise ValueError(f"{self.label}: mobility_forces must have shape {mobility.shape}, "
+                             f"got {mobility_forces.shape}")
+        return self._with(state, (mobility_forces, body))
 
     def set_all_body_forces(self, state, body_forces):
         """A new State with these (nb, 6) body forces [torque; force] at each Bo, in G."""

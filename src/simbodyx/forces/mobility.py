@@ -37,13 +37,15 @@ class MobilityLinearSpring(_OnMobility):
     """f = -k (q - q0) on one mobility whose q and u coincide (Pin, Slider, ...);
     potential energy 1/2 k (q - q0)^2."""
 
+    NONNEGATIVE = ("stiffness",)
+
     stiffness: jnp.ndarray
     q_zero: jnp.ndarray
 
     def __init__(self, forces, body, which, stiffness, q_zero):
         label = "Force.MobilityLinearSpring"
         self.body, self.which = _mobility_index(forces, body, which, label, need_q=True)
-        self.stiffness = as_param(stiffness, (), "stiffness", label)
+        self.stiffness = as_param(stiffness, (), "stiffness", label, nonnegative=True)
         self.q_zero = as_param(q_zero, (), "q_zero", label)
         forces._add(self)
 
@@ -57,12 +59,14 @@ class MobilityLinearSpring(_OnMobility):
 class MobilityLinearDamper(_OnMobility):
     """f = -c u on one mobility."""
 
+    NONNEGATIVE = ("damping",)
+
     damping: jnp.ndarray
 
     def __init__(self, forces, body, which, damping):
         label = "Force.MobilityLinearDamper"
         self.body, self.which = _mobility_index(forces, body, which, label)
-        self.damping = as_param(damping, (), "damping", label)
+        self.damping = as_param(damping, (), "damping", label, nonnegative=True)
         forces._add(self)
 
     def calc(self, model, state):
@@ -87,12 +91,14 @@ class MobilityConstantForce(_OnMobility):
 class GlobalDamper(ForceElement):
     """f = -c u on every mobility."""
 
+    NONNEGATIVE = ("damping",)
+
     damping: jnp.ndarray
 
     def __init__(self, forces, matter, damping):
         label = "Force.GlobalDamper"
         forces._check_matter(matter, label)
-        self.damping = as_param(damping, (), "damping", label)
+        self.damping = as_param(damping, (), "damping", label, nonnegative=True)
         forces._add(self)
 
     def calc(self, model, state):

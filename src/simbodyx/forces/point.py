@@ -51,13 +51,15 @@ class TwoPointLinearSpring(_TwoPoint):
     """Tension k (|p2 - p1| - x0) along the line between two stations;
     potential energy 1/2 k (length - x0)^2. No force at zero length."""
 
+    NONNEGATIVE = ("stiffness",)
+
     stiffness: jnp.ndarray
     rest_length: jnp.ndarray
 
     def __init__(self, forces, body1, station1, body2, station2, stiffness, rest_length):
         label = "Force.TwoPointLinearSpring"
         self._init_points(forces, body1, station1, body2, station2, label)
-        self.stiffness = as_param(stiffness, (), "stiffness", label)
+        self.stiffness = as_param(stiffness, (), "stiffness", label, nonnegative=True)
         self.rest_length = as_param(rest_length, (), "rest length", label)
         forces._add(self)
 
@@ -73,12 +75,14 @@ class TwoPointLinearSpring(_TwoPoint):
 class TwoPointLinearDamper(_TwoPoint):
     """Tension c d(length)/dt along the line between two stations."""
 
+    NONNEGATIVE = ("damping",)
+
     damping: jnp.ndarray
 
     def __init__(self, forces, body1, station1, body2, station2, damping):
         label = "Force.TwoPointLinearDamper"
         self._init_points(forces, body1, station1, body2, station2, label)
-        self.damping = as_param(damping, (), "damping", label)
+        self.damping = as_param(damping, (), "damping", label, nonnegative=True)
         forces._add(self)
 
     def calc(self, model, state):

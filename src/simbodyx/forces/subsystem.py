@@ -1,40 +1,14 @@
-"""GeneralForceSubsystem (building) and ``model.forces`` (evaluating)."""
+"""``model.forces``: the force subsystems' elements evaluated on a State
+(``simbodyx.builder.forces.GeneralForceSubsystem`` builds them)."""
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax.numpy as jnp
 
 from simbodyx.forces.base import zeros
 from simbodyx.stage import Stage
-
-
-class GeneralForceSubsystem:
-    """Holds force elements; ``Force.<Kind>(forces, ...)`` adds one."""
-
-    def __init__(self, system):
-        system.check_not_frozen("add a force subsystem")
-        self.system = system
-        self.elements = []
-        system._force_subsystems.append(self)
-
-    def _add(self, element):
-        self.system.check_not_frozen(f"add {type(element).__name__}")
-        self.elements.append(element)
-
-    def _check_matter(self, matter, label):
-        if getattr(matter, "system", None) is not self.system:
-            raise ValueError(f"{label}: the matter subsystem belongs to a different MultibodySystem")
-
-    def _check_body(self, body, label):
-        from simbodyx.builder.mobilized_body import MobilizedBody
-
-        if not isinstance(body, MobilizedBody):
-            raise TypeError(f"{label}: expected a MobilizedBody, got {type(body).__name__}")
-        if body._matter.system is not self.system:
-            raise ValueError(f"{label}: {body._label} belongs to a different MultibodySystem")
-
-    def get_num_forces(self) -> int:
-        return len(self.elements)
+from simbodyx.trace_context import per_context_jit
 
 
 class Forces:
@@ -45,16 +19,31 @@ class Forces:
 
     def calc_forces(self, state):
         """(mobility_forces (nu,), body_forces (nb, 6) [torque; force] at each Bo,
-        in G, Ground row included) for a State realized to Velocity."""
+        in G, Ground row included) for a State realized to Velocity. One
+        compiled program per Model structure, as ``model.realize`` uses."""
         state.require(Stage.Velocity, "model.forces.calc_forces")
-        mobility, body = zeros(state)
-        for element in self.model.force_elements:
-            m, b = element.calc(self.model, state)
-            mobility, body = mobility + m, body + b
-        return mobility, body
+        return _calc_forces(self.model, state)
 
     def calc_potential_energy(self, state):
         """Sum of the elements' potential energies (J), State realized to Position."""
         state.require(Stage.Position, "model.forces.calc_potential_energy")
-        return sum((e.potential_energy(self.model, state) for e in self.model.force_elements),
-                   jnp.zeros((), state.q.dtype))
+        return _calc_potential_energy(self.model, state)
+
+
+def applied_forces(model, state):
+    """(mobility_forces, body_forces) of every force element (``calc_forces``'s
+    body, which ``realize`` traces into its own program)."""
+    mobility, body = zeros(state)
+    for element in model.force_elements:
+        m, b = element.calc(model, state)
+        mobility, body = mobility + m, body + b
+    return mobility, body
+
+
+def potential_energy(model, state):
+    """The force elements' potential energy (J) (``calc_potential_energy``'s body)."""
+    return sum((e.potential_energy(model, state) for e in model.force_elements), jnp.zeros((), state.q.dtype))
+
+
+_calc_forces = per_context_jit(eqx.filter_jit)(applied_forces)
+_calc_potential_energy = per_context_jit(eqx.filter_jit)(potential_energy)

@@ -23,9 +23,9 @@ import warnings
 import numpy as np
 
 from simbodyx import functions
-from simbodyx.builder import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.builder import Body, GeneralForceSubsystem, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
 from simbodyx.constraints import Constraint
-from simbodyx.forces import Force, GeneralForceSubsystem
+from simbodyx.forces import Force
 from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
 from simbodyx.spatial import MassProperties, Transform
 

@@ -7,9 +7,15 @@ Slider: x, Planar: z normal), so a rotation R_JM taking the mobilizer's axis
 onto the URDF axis is carried by both frames: X_PF = X_{P,J} R_JM and
 X_BM = R_JM, which gives X_PB(q) = X_{P,J} Rot(axis, q) exactly.
 
-Parsed with the standard library's ``xml.etree``: URDF is a small, flat
-format, and the third-party parsers compared (``yourdfpy``,
-``urdf-parser-py``) add dependencies without adding checks we need.
+Parsed with ``defusedxml`` (the standard library's ``xml.etree`` behind
+guards), so a file from anywhere is safe to load: a document type
+declaration, and with it every entity, is refused (URDF needs none; an
+entity-expansion "billion laughs" file or an external entity reading a
+local file fails before any expansion), and so is a file over
+``MAX_URDF_BYTES``. Mesh filenames are kept as given in ``robot.links``'
+geometries and never opened. The third-party URDF parsers compared
+(``yourdfpy``, ``urdf-parser-py``) add dependencies without the checks the
+loader needs.
 """
 
 from __future__ import annotations
@@ -20,12 +26,14 @@ import math
 import pathlib
 import xml.etree.ElementTree as ET
 
+import defusedxml
+import defusedxml.ElementTree
 import numpy as np
 
 from simbodyx import functions
-from simbodyx.builder import Body, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.builder import Body, GeneralForceSubsystem, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
 from simbodyx.constraints import Constraint
-from simbodyx.forces import Force, GeneralForceSubsystem
+from simbodyx.forces import Force
 from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
 from simbodyx.spatial import Inertia, MassProperties, Transform
 
@@ -162,20 +170,32 @@ def example_robot_data(path: str = "") -> pathlib.Path:
 
 # -- reading -----------------------------------------------------------------------------------
 
+#: the largest URDF load_urdf reads (bytes); published robots are well under 1 MB
+MAX_URDF_BYTES = 16 * 2**20
+
+
 def _parse(source):
     """(the <robot> element, a label for messages) from a path or XML text."""
     text = str(source)
     if text.lstrip().startswith("<"):
-        where = "URDF string"
+        where, size = "URDF string", len(text.encode())
     else:
         path = pathlib.Path(text)
         if not path.is_file():
             raise FileNotFoundError(f"load_urdf: no URDF file at {path}")
-        where, text = str(path), path.read_text()
+        where, size = str(path), path.stat().st_size
+    if size > MAX_URDF_BYTES:
+        raise ValueError(f"{where}: {size:,} bytes, over load_urdf's limit of {MAX_URDF_BYTES:,} "
+                         "(simbodyx.io.urdf.MAX_URDF_BYTES)")
+    if where != "URDF string":
+        text = path.read_text()
     try:
-        element = ET.fromstring(text)
+        element = defusedxml.ElementTree.fromstring(text, forbid_dtd=True)
     except ET.ParseError as error:
         raise ValueError(f"{where}: not well-formed XML ({error})") from None
+    except defusedxml.DefusedXmlException as error:
+        raise ValueError(f"{where}: refused ({error}): a URDF needs no document type declaration "
+                         "or entities") from None
     if element.tag != "robot":
         raise ValueError(f"{where}: the root element is <{element.tag}>, not <robot>")
     return element, where

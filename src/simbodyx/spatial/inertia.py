@@ -52,7 +52,8 @@ def inertia_problem(matrix, rtol=1e-10) -> str | None:
 class Inertia(Module):
     """A symmetric inertia tensor (..., 3, 3), in kg m^2.
 
-    ``Inertia(moment)`` (sphere-like), ``Inertia(ixx, iyy, izz)``,
+    ``Inertia(moment)`` (sphere-like), ``Inertia(ixx, iyy, izz)`` or its
+    vector ``Inertia([ixx, iyy, izz])`` (Simbody's ``Inertia(Vec3)``),
     ``Inertia(ixx, iyy, izz, ixy, ixz, iyz)`` or ``Inertia(matrix3x3)``.
     The frame and the point it is taken about are the caller's to state.
     """
@@ -62,6 +63,10 @@ class Inertia(Module):
     def __init__(self, *args):
         if len(args) == 1 and np.ndim(args[0]) >= 2:
             m = _float_array(args[0])
+        elif len(args) == 1 and np.ndim(args[0]) == 1:  # Simbody's Inertia(Vec3): principal moments
+            if np.shape(args[0]) != (3,):
+                raise ValueError(f"Inertia: a vector of moments has shape (3,) (ixx, iyy, izz), got {np.shape(args[0])}")
+            m = jnp.diag(_float_array(args[0]))
         elif len(args) in (1, 3, 6):
             vals = _float_array(jnp.stack([jnp.asarray(a) for a in args]))
             if len(args) == 1:

@@ -9,6 +9,7 @@ Every function accepts leading batch dimensions and follows the input dtype.
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx.module import Module
 from simbodyx.spatial.vectors import mat_mul, mat_vec, safe_norm
@@ -128,6 +129,18 @@ def axis_angle_to_matrix(axis, angle):
     K = skew(n)
     eye = jnp.eye(3, dtype=K.dtype)
     return eye + jnp.sin(angle) * K + (1 - jnp.cos(angle)) * mat_mul(K, K)
+
+
+def rotation_problem(R, tol=1e-6) -> str | None:
+    """Why a concrete 3x3 matrix is not a proper rotation (finite, R^T R = 1 to
+    ``tol``, det R > 0), or None if it is."""
+    R = np.asarray(R, dtype=np.float64)
+    if not np.all(np.isfinite(R)):
+        return "contains NaN or infinity"
+    error = np.max(np.abs(R.T @ R - np.eye(3)))
+    if error > tol or np.linalg.det(R) < 0:
+        return f"is not a proper rotation matrix (R^T R - 1 up to {error:.2g}, det {np.linalg.det(R):.3g})"
+    return None
 
 
 def skew(v):

@@ -20,9 +20,10 @@ import jax
 import jax.numpy as jnp
 
 from simbodyx.algorithms.aba import forward_dynamics
-from simbodyx.algorithms.constrained_dynamics import constrained_forward_dynamics
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
+from simbodyx.constraints.dynamics import constrained_forward_dynamics
+from simbodyx.forces.subsystem import applied_forces, potential_energy
 from simbodyx.motion import prescription
 from simbodyx.stage import Stage
 from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
@@ -34,18 +35,11 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
 
     Dynamics evaluates the force elements; Acceleration solves the forward
     dynamics for udot, qdotdot, A_GB and, with constraints, their
-    multipliers (``algorithms.constrained_dynamics``; without constraints
+    multipliers (``constraints.dynamics``; without constraints
     the articulated-body method alone); Report adds the report-only
     quantities (``state.report``: kinetic, potential and total energy).
     """
-    stage = Stage(stage)
-    if state.topology != model.topology:
-        raise ValueError(
-            "this State belongs to a different model (or to the other rotation "
-            "representation); make states with model.default_state() or "
-            "model.matter.convert_to_euler_angles/convert_to_quaternions"
-        )
-    return _realize(model, state, stage)
+    return _realize(model, state.check_model(model), Stage(stage))
 
 
 @per_context_jit(functools.partial(jax.jit, static_argnames="stage"))
@@ -62,7 +56,7 @@ def _realize(model, state: State, stage: Stage) -> State:
     if stage < Stage.Dynamics:
         return realized
     with jax.named_scope("realize_dynamics"):
-        dynamics = DynamicsCache(*model.forces.calc_forces(realized))
+        dynamics = DynamicsCache(*applied_forces(model, realized))
     acceleration = None
     if stage >= Stage.Acceleration:
         with jax.named_scope("realize_acceleration"):
@@ -81,4 +75,4 @@ def _realize(model, state: State, stage: Stage) -> State:
     if stage < Stage.Report:
         return realized
     kinetic = model.matter.calc_kinetic_energy(realized)
-    return dataclasses.replace(realized, report=ReportCache(kinetic, model.forces.calc_potential_energy(realized)))
+    return dataclasses.replace(realized, report=ReportCache(kinetic, potential_energy(model, realized)))

@@ -1,0 +1,116 @@
+"""What goes into a State or a Model is checked: one configuration per State
+(batches through jax.vmap), the Model's dtype (no silent casts), and the
+physical parameters of an edited Model (model.check)."""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+from conftest import new_system, link
+
+
+@functools.lru_cache(maxsize=None)
+def pendulum(handles=False):
+    """A 2-link planar pendulum (nq = nu = 2) with a spring on its first joint."""
+    system, matter, forces = new_system()
+    a = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform(), link(), sx.Transform())
+    b = sx.MobilizedBody.Pin(a, sx.Transform([1.0, 0, 0]), link(), sx.Transform())
+    sx.Force.MobilityLinearSpring(forces, a, 0, 2.0, 0.0)
+    model, state = system.realize_topology()
+    return (model, state, a, b) if handles else (model, state)
+
+
+def test_every_way_into_a_state_checks_one_configuration():
+    """State.replace(q=(5, 2)) was taken: realize at Position then used q[0]
+    alone and grad gave zeros for the other rows. Now each way in says the
+    shape and how to batch."""
+    model, state = pendulum()
+    batch = jnp.ones((5, 2))
+    for put in (lambda: state.replace(q=batch), lambda: state.with_q(batch), lambda: state.replace(u=batch),
+                lambda: sx.State(state.t, batch, state.u, state.z, state.topology)):
+        with pytest.raises(ValueError, match=r"State.[qu] has shape \(5, 2\), expected \(2,\); .*jax.vmap"):
+            put()
+    with pytest.raises(ValueError, match=r"State.t has shape \(2,\), expected \(\)"):
+        state.with_time(jnp.zeros(2))
+    with pytest.raises(ValueError, match=r"State.q has shape \(3,\), expected \(2,\)$"):
+        state.replace(q=jnp.zeros(3))
+    # The batch, done as the message says, gives every row its own answer.
+    f = lambda q: model.realize(state.replace(q=q)).position.X_GB.R[2, 0, 1]  # noqa: E731
+    qs = jnp.stack([jnp.zeros(2), jnp.array([0.3, -0.2])])
+    np.testing.assert_allclose(jax.vmap(f)(qs), [f(q) for q in qs], atol=1e-15)
+    assert jnp.all(jax.vmap(jax.grad(f))(qs)[1] != 0)
+    assert state.replace(q=[1, 2]).q.dtype == model.dtype  # numbers take the State's dtype
+
+
+def test_the_models_dtype_wins():
+    """A float32 Model given a float64 State computed in float64, and the
+    other way round upcast; both are now errors naming both dtypes."""
+    model, state = pendulum()
+    single = model.astype(jnp.float32)
+    with pytest.raises(TypeError, match="the State is float64 but the Model is float32: .*state.astype"):
+        single.realize(state)
+    with pytest.raises(TypeError, match="the State is float32 but the Model is float64"):
+        model.matter.calc_kinetic_energy(state.astype(jnp.float32))
+    s32 = single.realize(state.astype(jnp.float32), sx.Stage.Velocity)
+    assert s32.q.dtype == s32.position.X_GB.p.dtype == s32.velocity.V_GB.dtype == jnp.float32
+    assert single.params.mass.dtype == jnp.float32 and model.params.mass.dtype == jnp.float64
+
+
+def test_model_check_finds_what_an_edit_broke():
+    """Raising params.mass by eqx.tree_at keeps the inertia about Bo, so the
+    central inertia I_o - m (|c|^2 - c c^T) gets a negative moment: the mass
+    matrix then had negative eigenvalues and rollouts ran on. model.check()
+    names it; set_mass_properties, the documented way, stays physical."""
+    model, state, a, b = pendulum(handles=True)
+    assert model.check() is model
+    heavy = eqx.tree_at(lambda m: m.params.mass, model, model.params.mass.at[2].set(100.0))
+    with pytest.raises(ValueError, match="body 2 .*negative principal moment .*central inertia"):
+        heavy.check()
+    assert np.linalg.eigvalsh(heavy.matter.calc_m(heavy.realize(state))).min() < 0
+    mp = sx.MassProperties.from_central(100.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1))
+    fine = b.set_mass_properties(model, mp).check()
+    assert np.linalg.eigvalsh(fine.matter.calc_m(fine.realize(state))).min() > 0
+    soft = eqx.tree_at(lambda m: m.force_elements[0].stiffness, model, jnp.asarray(-1.0))
+    with pytest.raises(ValueError, match="Force.MobilityLinearSpring: stiffness must be >= 0"):
+        soft.check()
+    tilted = eqx.tree_at(lambda m: m.params.X_PF.R, model, model.params.X_PF.R.at[1].multiply(2.0))
+    with pytest.raises(ValueError, match="body 1 .*X_PF.R is not a proper rotation"):
+        tilted.check()
+    with pytest.raises(TypeError, match="outside jit"):
+        jax.jit(lambda m: m.check())(model)
+    system, matter, forces = new_system()
+    with pytest.raises(ValueError, match="Force.MobilityLinearDamper: damping must be >= 0"):
+        sx.Force.MobilityLinearDamper(forces, sx.MobilizedBody.Pin(matter.Ground(), link()), 0, -0.5)
+
+
+def test_stage_errors_name_the_query_the_user_called():
+    """find_station_velocity_in_ground on a Position-stage State said
+    'Pin.get_body_velocity needs Stage.Velocity' (the query it delegates to)."""
+    model, state, a, b = pendulum(handles=True)
+    s = model.realize(state, sx.Stage.Position)
+    with pytest.raises(ValueError, match=r"^Pin.find_station_velocity_in_ground needs Stage.Velocity but the State "
+                                         r"is realized only to Stage.Position"):
+        b.find_station_velocity_in_ground(s, [1.0, 0, 0])
+    with pytest.raises(ValueError, match=r"^Pin.get_body_velocity needs Stage.Velocity"):
+        b.get_body_velocity(s)
+    with pytest.raises(ValueError, match=r"^Pin.calc_body_momentum_about_body_mass_center_in_ground needs"):
+        a.calc_body_momentum_about_body_mass_center_in_ground(s)
+    np.testing.assert_allclose(b.find_station_velocity_in_ground(model.realize(s, sx.Stage.Velocity), [1.0, 0, 0]),
+                               0.0)
+
+
+def test_a_station_of_the_wrong_shape_is_named():
+    """A (2,) station failed with a broadcasting error from inside the query."""
+    model, state, a, b = pendulum(handles=True)
+    s = model.realize(state, sx.Stage.Velocity)
+    with pytest.raises(ValueError, match=r"^Pin.find_station_location_in_ground: station_on_B has shape \(2,\), "
+                                         r"expected \(3,\)$"):
+        b.find_station_location_in_ground(s, [1.0, 0.0])
+    with pytest.raises(ValueError, match=r"^Pin.calc_station_to_station_distance: location_on_A has shape \(4,\)"):
+        b.calc_station_to_station_distance(s, [0, 0, 0], a, location_on_A=np.zeros(4))
+    assert b.find_station_location_in_ground(s, np.zeros((5, 3))).shape == (5, 3)  # several stations at once

@@ -1,0 +1,216 @@
+"""The package's architecture (docs/architecture.md): its import graph has no
+cycle and every import runs downward through the layers (read from the
+source with ``ast``, imports inside functions included), and the frozen
+Model holds elements, never the builder's handles."""
+
+import ast
+import dataclasses
+import pathlib
+
+import numpy as np
+import pytest
+
+import simbodyx as sx
+
+SOURCE = pathlib.Path(sx.__file__).parent
+
+#: The layers, lowest first: a module may import from its own layer and the
+#: ones before it. A name stands for a module or a whole subpackage.
+LAYERS = (
+    ("xla_setup", "jax_compat", "trace_context", "scalarize", "module", "stage", "functions", "linalg"),
+    ("spatial",),
+    ("tree",),
+    ("mobilizers",),
+    ("topology",),
+    ("parameters",),
+    ("state",),
+    ("algorithms",),
+    ("motion",),
+    ("forces",),
+    ("constraints",),
+    ("projection",),
+    ("matter", "realize", "body_queries"),
+    ("model",),
+    ("events", "integrate"),
+    ("integrators", "optimize", "parallel"),
+    ("builder",),
+    ("assembly", "io", "interop", "viz"),
+)
+
+
+def _modules() -> dict:
+    """Dotted name (without the leading ``simbodyx.``) -> path, package
+    ``__init__`` files under the package's name."""
+    modules = {}
+    for path in SOURCE.rglob("*.py"):
+        parts = path.relative_to(SOURCE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(name: str, modules) -> str | None:
+    """The module a dotted import name lands in (an attribute import falls back
+    to its module)."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imported_names(source: str, package: str) -> list:
+    """The dotted names a module's source imports, anywhere in it (inside
+    functions too); ``package`` resolves relative imports."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")
+                base = ".".join(base[: len(base) - node.level + 1])
+                module = f"{base}.{module}" if module else base
+            names += [f"{module}.{alias.name}" for alias in node.names]
+    return names
+
+
+def import_graph() -> dict:
+    """Module -> the set of simbodyx modules it imports, the root package
+    excluded. Importing ``simbodyx.P.X`` from outside P also runs P's
+    ``__init__``, so it counts as importing P as well."""
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        package = "simbodyx." + (name if path.name == "__init__.py" else name.rpartition(".")[0])
+        targets = set()
+        for full in imported_names(path.read_text(), package.rstrip(".")):
+            if not full.startswith("simbodyx."):
+                continue
+            target = _resolve(full.removeprefix("simbodyx."), modules)
+            if target is None:
+                continue
+            targets.add(target)
+            parts = target.split(".")
+            for k in range(1, len(parts)):
+                outer = ".".join(parts[:k])
+                if not (name == outer or name.startswith(outer + ".")):
+                    targets.add(outer)
+        targets.discard(name)
+        graph[name] = targets
+    return graph
+
+
+def layer_of(module: str) -> int:
+    top = module.split(".")[0]
+    for index, names in enumerate(LAYERS):
+        if top in names:
+            return index
+    raise AssertionError(f"simbodyx.{module} is in no layer of tests/test_layers.py: add it to LAYERS")
+
+
+def cycles(graph) -> list:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_package_has_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_every_import_runs_down_the_layers():
+    upward = sorted(
+        f"simbodyx.{module} (layer {layer_of(module)}) imports simbodyx.{target} (layer {layer_of(target)})"
+        for module, targets in import_graph().items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
+    assert upward == []
+
+
+def test_the_checks_see_a_cycle_and_lazy_imports():
+    """Imports inside functions and relative imports count, and a cycle is found."""
+    source = "import jax\ndef f():\n    from simbodyx.builder import mobilized_body\n    from ..tree import take_rows\n"
+    assert imported_names(source, "simbodyx.algorithms") == [
+        "jax", "simbodyx.builder.mobilized_body", "simbodyx.tree.take_rows"]
+    assert "constraints" in import_graph()["matter"]  # through constraints.dynamics
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    with pytest.raises(AssertionError, match="in no layer"):
+        layer_of("nowhere")
+
+
+def _objects(node, seen=None):
+    """Every object reachable from ``node`` through dataclass fields (static
+    ones included), tuples, lists and dicts."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    yield node
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        children = [getattr(node, f.name, None) for f in dataclasses.fields(node)]
+    elif isinstance(node, (tuple, list)):
+        children = node
+    elif isinstance(node, dict):
+        children = node.values()
+    else:
+        return
+    for child in children:
+        yield from _objects(child, seen)
+
+
+def test_the_model_holds_elements_not_handles():
+    """The frozen Model refers to nothing of the builder; its constraint and
+    Motion elements answer the handles' State queries, and the building-time
+    methods say to ask the handle."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.1)))
+    a = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform([0, 1, 0]), body, sx.Transform([0.5, 0, 0]))
+    b = sx.MobilizedBody.Free(matter.Ground(), sx.Transform(), body, sx.Transform())
+    rod = sx.Constraint.Rod(a, [0, 0, 0], b, [0, 0, 0], 1.0)
+    motion = sx.Motion.Steady(a, 0.5)
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    sx.Force.MobilityLinearSpring(forces, a, 0, 2.0, 0.1)
+    model, state = system.realize_topology()
+    builder = (sx.MultibodySystem, sx.SimbodyMatterSubsystem, sx.GeneralForceSubsystem, sx.MobilizedBody)
+    held = [type(o).__name__ for o in _objects(model) if isinstance(o, builder)]
+    assert held == []
+    element = model.constraints[0]
+    assert element is not rod and element.matter is None and model.matter.get_constraint(0) is element
+    state = model.realize(state, sx.Stage.Position)
+    np.testing.assert_array_equal(element.get_position_errors_as_vector(state), rod.get_position_errors_as_vector(state))
+    assert rod.get_constrained_bodies() == (a, b)
+    with pytest.raises(ValueError, match="Rod .*get_constrained_bodies: this is the frozen Model's copy"):
+        element.get_constrained_bodies()
+    assert not model.params.motions[0].is_disabled(state) and not motion.is_disabled(state)
+    with pytest.raises(ValueError, match="Motion.Steady .*get_mobilized_body: this is the frozen Model's copy"):
+        model.params.motions[0].get_mobilized_body()
