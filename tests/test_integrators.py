@@ -267,8 +267,10 @@ def test_failures_are_reported_or_raised():
     _, trajectory, stats = sx.simulate(model, state, capped, jnp.array([0.5, 1.0]), throw=False)
     assert int(stats.status) == sx.IntegratorStatus.StepLimitReached
     assert bool(jnp.all(jnp.isnan(trajectory.q)))
-    with pytest.raises(Exception, match="simulate failed"):
+    with pytest.raises(RuntimeError, match=r"simulate failed: StepLimitReached at t = [0-9.e-]+ s \(max_steps"):
         sx.simulate(model, state, capped, jnp.array([1.0]))
+    with pytest.raises(Exception, match=r"simulate failed: StepLimitReached \(max_steps attempts"):
+        jax.jit(lambda s: sx.simulate(model, s, capped, jnp.array([1.0]))[2].status)(state).block_until_ready()
     with pytest.raises(ValueError, match="nondecreasing"):
         sx.simulate(model, state, capped, jnp.array([1.0, 0.5]))
     with pytest.raises(ValueError, match="before the State's time"):

@@ -32,8 +32,9 @@ Everything is pure: the stepping is a while loop per report interval
 ``jax.vmap`` runs a batch of trajectories, each with its own steps, and
 ``jax.grad`` differentiates a rollout in reverse mode with recursive
 checkpointing (memory grows with the log of ``max_steps``, not the number
-of steps). Failures never raise inside jit: ``IntegratorStats.status``
-reports them and ``throw=True`` raises through ``equinox.error_if``.
+of steps). ``IntegratorStats.status`` reports a failure; ``throw=True``
+raises a RuntimeError naming the status and the time reached, or, inside
+the caller's jit or vmap, an ``equinox`` run-time error naming the status.
 """
 
 from __future__ import annotations
@@ -450,7 +451,8 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     report time at ``state.t`` reports that projected State; a report time at
     an event's time reports the State before its handler (the final State is
     after it). Samples after a failure are NaN and ``stats.status`` says why;
-    ``throw=True`` raises then. ``compiler_options``: XLA's, for the compiled
+    ``throw=True`` raises then, naming the status (and, called outside jit,
+    the time reached). ``compiler_options``: XLA's, for the compiled
     stepping loop; on jaxlib 0.6 ``sx.xla_setup.loop_compiler_options()``
     ran one chain7 trajectory 5x faster and compiled it 2x longer.
     """
@@ -475,11 +477,35 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     final, trajectory, stats = run(
         model, model.matter._check(state), integrator, times, events, max_event_records if events else 0)
     if throw:
-        message = ("simulate failed: see IntegratorStats.status (StepSizeTooSmall, StepLimitReached, "
-                   "ProjectionFailed, NonFinite); pass throw=False to get the status instead")
-        stats = eqx.tree_at(lambda r: r.status, stats,
-                            eqx.error_if(stats.status, stats.status != IntegratorStatus.Succeeded, message))
+        stats = _raise_on_failure(final, stats)
     return final, trajectory, stats
+
+
+#: what each failure means, for simulate's errors
+_FAILURES = {
+    IntegratorStatus.StepSizeTooSmall: "the step size fell to nothing",
+    IntegratorStatus.StepLimitReached: "max_steps attempts did not reach the next report time",
+    IntegratorStatus.ProjectionFailed: "a State could not be projected onto the constraint manifold",
+    IntegratorStatus.NonFinite: "q, u or their derivatives became NaN or infinite",
+}
+
+
+def _raise_on_failure(final, stats):
+    """``stats``, after raising on a failed run: called with concrete arrays the
+    error names the status and the time reached; traced (inside the caller's
+    jit or vmap) it names the status (``eqx.branched_error_if``)."""
+    advice = "pass throw=False to get the status instead"
+    if not isinstance(stats.status, jax.core.Tracer) and not isinstance(final.t, jax.core.Tracer):
+        status = IntegratorStatus(int(stats.status))
+        if status != IntegratorStatus.Succeeded:
+            raise RuntimeError(f"simulate failed: {status.name} at t = {float(final.t):.6g} s "
+                               f"({_FAILURES[status]}); {advice}")
+        return stats
+    messages = [f"simulate failed: {status.name} ({_FAILURES.get(status, 'succeeded')}); {advice}"
+                for status in IntegratorStatus]
+    index = jnp.clip(stats.status - min(IntegratorStatus), 0, len(messages) - 1)
+    status = eqx.branched_error_if(stats.status, stats.status != IntegratorStatus.Succeeded, index, messages)
+    return eqx.tree_at(lambda r: r.status, stats, status)
 
 
 def _simulate(model, state: State, integrator: Integrator, times, events, records):

@@ -4,7 +4,12 @@ A State holds t, q, u, z and the caches that ``Model.realize`` fills. Its
 realization level is part of its pytree *structure* (caches are None until
 realized), so asking for a quantity of an unrealized stage fails at trace
 time with a message naming the stage. Setting q drops the position and
-velocity caches; setting u drops the velocity cache.
+velocity caches; setting u drops the velocity cache. Every way of making a
+State checks that it holds one configuration (t, q, u of its topology).
+
+The State's Instance-stage data lives here too: mobilizer ``Locks`` and the
+motion levels and methods (``Level``, ``Method``) that locks and Motions
+(``simbodyx.motion``) share.
 """
 
 from __future__ import annotations
