@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.algorithms.coordinates import multiply_by_n_dot, multiply_by_n_inv
+from simbodyx.handles import builder_of, registering_matter
 from simbodyx.module import Module
 from simbodyx.state import Level, Locks, Method
 
@@ -65,10 +66,7 @@ class Motion(Module):
     def _register(self, mobod, level, kind: str, allow_quaternions: bool = False) -> None:
         """Check the arguments common to every Motion; ``_attach`` then adds it to
         ``mobod`` (one Motion per mobilized body, before freezing)."""
-        matter = getattr(mobod, "_matter", None)
-        if not hasattr(matter, "_check_handles"):
-            raise TypeError(f"Motion.{kind}: expected a MobilizedBody handle, got {type(mobod).__name__}")
-        matter._check_handles(f"Motion.{kind}", (mobod,))
+        matter = registering_matter(f"Motion.{kind}", (mobod,))
         label = f"Motion.{kind} on {mobod._label}"
         if mobod.is_ground():
             raise ValueError(f"{label}: Ground has no mobilizer to drive")
@@ -116,23 +114,16 @@ class Motion(Module):
         return value, rate, acceleration
 
     # -- the handle ----------------------------------------------------------------------
-    def _builder(self, what: str):
-        """The SimbodyMatterSubsystem of this handle (building-time methods)."""
-        if self.matter is None:
-            raise ValueError(f"{self.label}.{what}: this is the frozen Model's copy of the Motion; "
-                             "ask the handle made while building")
-        return self.matter
-
     def get_mobilized_body(self):
-        return self._builder("get_mobilized_body").get_mobilized_body(self.body)
+        return builder_of(self, "get_mobilized_body").get_mobilized_body(self.body)
 
     def set_disabled_by_default(self, disabled: bool = True) -> Motion:
         """Define this Motion but leave it off in the default State (before freezing)."""
-        self._builder("set_disabled_by_default")._set_motion_disabled_by_default(self.index, disabled)
+        builder_of(self, "set_disabled_by_default")._set_motion_disabled_by_default(self.index, disabled)
         return self
 
     def is_disabled_by_default(self) -> bool:
-        return self._builder("is_disabled_by_default")._motion_disabled_by_default[self.index]
+        return builder_of(self, "is_disabled_by_default")._motion_disabled_by_default[self.index]
 
     def is_disabled(self, state):
         """Whether this Motion is off in ``state`` (a JAX bool when traced)."""

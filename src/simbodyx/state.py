@@ -192,7 +192,7 @@ class State(Module):
 
     def _shapes(self) -> dict:
         """The shape of each variable of one State of this topology."""
-        return {"t": (), "q": (self.topology.nq,), "u": (self.topology.nu,), "z": jnp.shape(self.z)[-1:]}
+        return {"t": (), "q": (self.topology.nq,), "u": (self.topology.nu,), "z": (jnp.size(self.z),)}
 
     def check_model(self, model) -> State:
         """This State, checked for ``model``: its topology, and its dtype, which
@@ -238,12 +238,11 @@ class State(Module):
         """A new State with ``fields`` replaced (``locks``, ``constraint_disabled``
         and ``motion_disabled`` go into ``instance_data``), keeping the caches of
         stages up to ``keep`` (Time keeps the Instance cache, Position also the
-        position cache). t, q, u and z are converted to this State's dtype and
-        must have one State's shapes (batches go through ``jax.vmap``)."""
-        shapes = self._shapes()
-        for name in shapes.keys() & fields.keys():
-            value = fields[name] = jnp.asarray(fields[name], getattr(self, name).dtype)
-            _check_shape(name, value.shape, shapes[name])
+        position cache). t, q, u and z are converted to this State's dtype; the
+        new State checks their shapes (batches go through ``jax.vmap``)."""
+        for name in ("t", "q", "u", "z"):
+            if name in fields:
+                fields[name] = jnp.asarray(fields[name], getattr(self, name).dtype)
         variables = {name: fields.pop(name) for name in ("locks", "constraint_disabled", "motion_disabled")
                      if name in fields}
         if variables:

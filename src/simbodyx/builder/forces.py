@@ -18,6 +18,7 @@ class GeneralForceSubsystem:
 
     def _add(self, element):
         self.system.check_not_frozen(f"add {type(element).__name__}")
+        element.check()
         self.elements.append(element)
 
     def _check_matter(self, matter, label):

@@ -48,6 +48,7 @@ import jax.numpy as jnp
 from simbodyx.algorithms import coordinates
 from simbodyx.constraints.equations import Equations, Layout
 from simbodyx.constraints.kinematics import Kinematics, transform_rate
+from simbodyx.handles import builder_of, registering_matter
 from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.trace_context import per_context_jit
@@ -114,13 +115,10 @@ class Constraint(Module):
         handles = tuple(bodies) + tuple(mobilizers)
         if not handles:
             raise ValueError(f"Constraint.{kind}: needs at least one constrained body or mobilizer")
-        owner = getattr(handles[0], "_matter", None)
-        if not hasattr(owner, "_check_handles"):
-            raise TypeError(f"Constraint.{kind}: expected MobilizedBody handles, got {type(handles[0]).__name__}")
+        owner = registering_matter(f"Constraint.{kind}", handles)
         if matter is not None and owner is not matter:
             raise ValueError(f"Constraint.{kind}: the bodies belong to a different matter subsystem than the one given")
         matter = owner
-        matter._check_handles(f"Constraint.{kind}", handles)
         index = matter.get_num_constraints()
         self.label = f"Constraint.{kind} {name or f'constraint{index}'!r} (constraint {index})"
         for h in mobilizers:
@@ -196,19 +194,19 @@ class Constraint(Module):
     # -- the handle: building-time settings ------------------------------------------------
     def set_disabled_by_default(self, disabled: bool = True) -> Constraint:
         """Define this constraint but leave it off in the default State (before freezing)."""
-        self._builder("set_disabled_by_default")._set_constraint_disabled_by_default(self.index, disabled)
+        builder_of(self, "set_disabled_by_default")._set_constraint_disabled_by_default(self.index, disabled)
         return self
 
     def is_disabled_by_default(self) -> bool:
-        return self._builder("is_disabled_by_default")._constraint_disabled_by_default[self.index]
+        return builder_of(self, "is_disabled_by_default")._constraint_disabled_by_default[self.index]
 
     def get_constrained_bodies(self) -> tuple:
         """The constrained bodies' MobilizedBody handles, in ConstrainedBodyIndex order."""
-        matter = self._builder("get_constrained_bodies")
+        matter = builder_of(self, "get_constrained_bodies")
         return tuple(matter.get_mobilized_body(b) for b in self.bodies)
 
     def get_constrained_mobilizers(self) -> tuple:
-        matter = self._builder("get_constrained_mobilizers")
+        matter = builder_of(self, "get_constrained_mobilizers")
         return tuple(matter.get_mobilized_body(b) for b in self.mobilizers)
 
     def get_num_constrained_bodies(self) -> int:
@@ -219,17 +217,10 @@ class Constraint(Module):
 
     def get_ancestor_mobilized_body(self):
         """The Ancestor A: the deepest common ancestor of the constrained bodies."""
-        return self._builder("get_ancestor_mobilized_body").get_mobilized_body(self.ancestor)
+        return builder_of(self, "get_ancestor_mobilized_body").get_mobilized_body(self.ancestor)
 
     def get_default_num_constraint_equations(self) -> tuple[int, int, int]:
         return self.mp, self.mv, self.ma
-
-    def _builder(self, what: str):
-        """The SimbodyMatterSubsystem of this handle (building-time methods)."""
-        if self.matter is None:
-            raise ValueError(f"{self.label}.{what}: this is the frozen Model's copy of the constraint; "
-                             "ask the handle made while building")
-        return self.matter
 
     # -- queries on States of the frozen model (handle and element) ---------------------------
     def _in(self, state, stage: Stage, what: str) -> Constraint:
@@ -300,7 +291,7 @@ class Constraint(Module):
 
 def _default_setter(name: str, field: str, check):
     def setter(self, value):
-        matter = self._builder(f"set_default_{name}")
+        matter = builder_of(self, f"set_default_{name}")
         matter.system.check_not_frozen(f"change {self.label}")
         object.__setattr__(self, field, check(value, name, self.label.removeprefix("Constraint.")))
         matter._invalidate()

@@ -21,7 +21,7 @@ from simbodyx.module import Module
 
 class ForceElement(Module):
     #: numbers that must be >= 0 (stiffness, damping), checked when the element
-    #: is made and by ``model.check()``
+    #: is added to its force subsystem and by ``model.check()``
     NONNEGATIVE: ClassVar[tuple] = ()
 
     def calc(self, model, state):
@@ -53,7 +53,7 @@ def zeros(state):
     return jnp.zeros(top.nu, state.u.dtype), jnp.zeros((top.num_bodies, 6), state.u.dtype)
 
 
-def as_param(x, shape, what, label, nonnegative=False):
+def as_param(x, shape, what, label):
     """A concrete float64 numpy array of ``shape`` (cast to the model's dtype
     when the system is frozen), or a clear error naming the element."""
     a = np.asarray(x, dtype=np.float64)
@@ -61,6 +61,4 @@ def as_param(x, shape, what, label, nonnegative=False):
         raise ValueError(f"{label}: {what} must have shape {shape}, got {a.shape}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{label}: {what} contains NaN or infinity")
-    if nonnegative and np.any(a < 0):
-        raise ValueError(f"{label}: {what} must be >= 0, got {x!r}")
     return a

@@ -63,19 +63,19 @@ class DiscreteForces(_Discrete):
     def set_all_mobility_forces(self, state, mobility_forces):
         """A new State with these (nu,) mobility forces (all of them replaced)."""
         mobility, body = self._values(state)
-        mobility_forces = jnp.asarray(mobility_forces, mobility.dtype)
-        if mobility_forces.shape != mobility.shape:
-            raise ValueError(f"{self.label}: mobility_forces must have shape {mobility.shape}, "
-                             f"got {mobility_forces.shape}")
-        return self._with(state, (mobility_forces, body))
+        return self._with(state, (self._like(mobility, mobility_forces, "mobility_forces"), body))
 
     def set_all_body_forces(self, state, body_forces):
         """A new State with these (nb, 6) body forces [torque; force] at each Bo, in G."""
         mobility, body = self._values(state)
-        body_forces = jnp.asarray(body_forces, body.dtype)
-        if body_forces.shape != body.shape:
-            raise ValueError(f"{self.label}: body_forces must have shape {body.shape}, got {body_forces.shape}")
-        return self._with(state, (mobility, body_forces))
+        return self._with(state, (mobility, self._like(body, body_forces, "body_forces")))
+
+    def _like(self, held, value, what):
+        """``value`` in the dtype of the ``held`` values it replaces, of their shape."""
+        value = jnp.asarray(value, held.dtype)
+        if value.shape != held.shape:
+            raise ValueError(f"{self.label}: {what} must have shape {held.shape}, got {value.shape}")
+        return value
 
     def set_one_mobility_force(self, state, mobilized_body, which_u: int, force):
         index = state.topology.u_start[mobilized_body.index] + mobilized_body._which(which_u, mobilized_body.num_u, "u")

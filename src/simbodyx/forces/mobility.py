@@ -45,7 +45,7 @@ class MobilityLinearSpring(_OnMobility):
     def __init__(self, forces, body, which, stiffness, q_zero):
         label = "Force.MobilityLinearSpring"
         self.body, self.which = _mobility_index(forces, body, which, label, need_q=True)
-        self.stiffness = as_param(stiffness, (), "stiffness", label, nonnegative=True)
+        self.stiffness = as_param(stiffness, (), "stiffness", label)
         self.q_zero = as_param(q_zero, (), "q_zero", label)
         forces._add(self)
 
@@ -66,7 +66,7 @@ class MobilityLinearDamper(_OnMobility):
     def __init__(self, forces, body, which, damping):
         label = "Force.MobilityLinearDamper"
         self.body, self.which = _mobility_index(forces, body, which, label)
-        self.damping = as_param(damping, (), "damping", label, nonnegative=True)
+        self.damping = as_param(damping, (), "damping", label)
         forces._add(self)
 
     def calc(self, model, state):
@@ -98,7 +98,7 @@ class GlobalDamper(ForceElement):
     def __init__(self, forces, matter, damping):
         label = "Force.GlobalDamper"
         forces._check_matter(matter, label)
-        self.damping = as_param(damping, (), "damping", label, nonnegative=True)
+        self.damping = as_param(damping, (), "damping", label)
         forces._add(self)
 
     def calc(self, model, state):

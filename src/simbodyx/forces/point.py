@@ -59,7 +59,7 @@ class TwoPointLinearSpring(_TwoPoint):
     def __init__(self, forces, body1, station1, body2, station2, stiffness, rest_length):
         label = "Force.TwoPointLinearSpring"
         self._init_points(forces, body1, station1, body2, station2, label)
-        self.stiffness = as_param(stiffness, (), "stiffness", label, nonnegative=True)
+        self.stiffness = as_param(stiffness, (), "stiffness", label)
         self.rest_length = as_param(rest_length, (), "rest length", label)
         forces._add(self)
 
@@ -82,7 +82,7 @@ class TwoPointLinearDamper(_TwoPoint):
     def __init__(self, forces, body1, station1, body2, station2, damping):
         label = "Force.TwoPointLinearDamper"
         self._init_points(forces, body1, station1, body2, station2, label)
-        self.damping = as_param(damping, (), "damping", label, nonnegative=True)
+        self.damping = as_param(damping, (), "damping", label)
         forces._add(self)
 
     def calc(self, model, state):

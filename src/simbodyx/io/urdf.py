@@ -178,16 +178,14 @@ def _parse(source):
     """(the <robot> element, a label for messages) from a path or XML text."""
     text = str(source)
     if text.lstrip().startswith("<"):
-        where, size = "URDF string", len(text.encode())
+        where = "URDF string"
+        _check_size(len(text.encode()), where)
     else:
         path = pathlib.Path(text)
         if not path.is_file():
             raise FileNotFoundError(f"load_urdf: no URDF file at {path}")
-        where, size = str(path), path.stat().st_size
-    if size > MAX_URDF_BYTES:
-        raise ValueError(f"{where}: {size:,} bytes, over load_urdf's limit of {MAX_URDF_BYTES:,} "
-                         "(simbodyx.io.urdf.MAX_URDF_BYTES)")
-    if where != "URDF string":
+        where = str(path)
+        _check_size(path.stat().st_size, where)
         text = path.read_text()
     try:
         element = defusedxml.ElementTree.fromstring(text, forbid_dtd=True)
@@ -199,6 +197,12 @@ def _parse(source):
     if element.tag != "robot":
         raise ValueError(f"{where}: the root element is <{element.tag}>, not <robot>")
     return element, where
+
+
+def _check_size(size: int, where: str) -> None:
+    if size > MAX_URDF_BYTES:
+        raise ValueError(f"{where}: {size:,} bytes, over load_urdf's limit of {MAX_URDF_BYTES:,} "
+                         "(simbodyx.io.urdf.MAX_URDF_BYTES)")
 
 
 def _floats(element, attribute, count, default, what):

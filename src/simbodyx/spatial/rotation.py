@@ -137,9 +137,9 @@ def rotation_problem(R, tol=1e-6) -> str | None:
     R = np.asarray(R, dtype=np.float64)
     if not np.all(np.isfinite(R)):
         return "contains NaN or infinity"
-    error = np.max(np.abs(R.T @ R - np.eye(3)))
-    if error > tol or np.linalg.det(R) < 0:
-        return f"is not a proper rotation matrix (R^T R - 1 up to {error:.2g}, det {np.linalg.det(R):.3g})"
+    error, det = np.max(np.abs(R.T @ R - np.eye(3))), np.linalg.det(R)
+    if error > tol or det < 0:
+        return f"is not a proper rotation matrix (R^T R - 1 up to {error:.2g}, det {det:.3g})"
     return None
 
 
