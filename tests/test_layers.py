@@ -19,6 +19,7 @@ SOURCE = pathlib.Path(sx.__file__).parent
 LAYERS = (
     ("xla_setup", "jax_compat", "trace_context", "scalarize", "module", "stage", "functions", "linalg", "handles"),
     ("spatial",),
+    ("contact",),
     ("tree",),
     ("mobilizers",),
     ("topology",),

@@ -1,8 +1,8 @@
 """docs/simbody_names.md, the map from Simbody's method names to simbodyx's:
 every spelling it gives exists where it says (resolved on a real system,
 model and Acceleration-stage State), every "not provided" row gives a
-reason, and, with ../shared/seeds/ beside the project, each page's rows are
-exactly the method names declared on that seed page."""
+reason, and, with ../shared/seeds/ beside the project, each seed page's
+rows are exactly the method names declared on that page."""
 
 import collections
 import inspect
@@ -81,7 +81,7 @@ def _resolve(spelling: str, roots):
 
 def test_every_spelling_exists_and_every_omission_has_a_reason(roots):
     table = _table()
-    assert set(table) == set(PAGES)
+    assert set(PAGES) <= set(table)  # the rest: Simbody classes with no seed page (contact, force elements)
     for page, rows in table.items():
         duplicated = [n for n, k in collections.Counter(r.name for r in rows).items() if k > 1]
         assert not duplicated, f"{page}: rows repeated: {duplicated}"

@@ -45,13 +45,17 @@ from simbodyx.assembly import (
 )
 from simbodyx.builder import (
     Body as Body,
+    GeneralContactSubsystem as GeneralContactSubsystem,
     GeneralForceSubsystem as GeneralForceSubsystem,
+    HuntCrossleyForce as HuntCrossleyForce,
     MobilizedBody as MobilizedBody,
     Mobod as Mobod,
     MultibodySystem as MultibodySystem,
     SimbodyMatterSubsystem as SimbodyMatterSubsystem,
+    SmoothSphereHalfSpaceForce as SmoothSphereHalfSpaceForce,
 )
 from simbodyx.constraints import Constraint as Constraint
+from simbodyx.contact import ContactGeometry as ContactGeometry
 from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent
 from simbodyx.forces import Force as Force
 from simbodyx.integrators import (

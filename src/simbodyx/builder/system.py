@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx.builder.forces import ForceHandle
 from simbodyx.builder.mobilized_body import MobilizedBody
 from simbodyx.model import Model
 from simbodyx.parameters import Parameters
@@ -32,6 +33,15 @@ def _element(handle):
     and indices, no reference to the builder."""
     element = copy.copy(handle)
     object.__setattr__(element, "matter", None)
+    return element
+
+
+def _frozen(force):
+    """The Model's element of a force: a ForceHandle's ``freeze()``, checked."""
+    if not isinstance(force, ForceHandle):
+        return force
+    element = force.freeze()
+    element.check()
     return element
 
 
@@ -93,7 +103,7 @@ class MultibodySystem:
             matter = self.get_matter_subsystem()
             topology = matter.topology()
             dtype = jnp.result_type(float)
-            elements = tuple(e for fs in self._force_subsystems for e in fs.elements)
+            elements = tuple(_frozen(e) for fs in self._force_subsystems for e in fs.elements)
             elements = jax.tree.map(lambda a: jnp.asarray(a, dtype), elements)
             model = Model(topology, matter.parameters(), elements, tuple(matter._constraint_disabled_by_default),
                           tuple(matter._motion_disabled_by_default), self._time_scale, self._length_scale)

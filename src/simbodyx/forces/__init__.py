@@ -13,6 +13,7 @@ from simbodyx.forces.mobility import (
     MobilityConstantForce,
     MobilityLinearDamper,
     MobilityLinearSpring,
+    MobilityLinearStop,
 )
 from simbodyx.forces.point import ConstantForce, ConstantTorque, TwoPointLinearDamper, TwoPointLinearSpring
 from simbodyx.forces.subsystem import Forces as Forces
@@ -24,6 +25,7 @@ class Force:
     UniformGravity = UniformGravity
     MobilityLinearSpring = MobilityLinearSpring
     MobilityLinearDamper = MobilityLinearDamper
+    MobilityLinearStop = MobilityLinearStop
     MobilityConstantForce = MobilityConstantForce
     GlobalDamper = GlobalDamper
     TwoPointLinearSpring = TwoPointLinearSpring

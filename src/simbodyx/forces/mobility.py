@@ -1,10 +1,12 @@
 """Forces on single mobilities: MobilityLinearSpring, MobilityLinearDamper,
-MobilityConstantForce, and GlobalDamper on every mobility."""
+MobilityConstantForce, MobilityLinearStop (a joint limit), and GlobalDamper
+on every mobility."""
 
 from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx.forces.base import ForceElement, as_param, zeros
 
@@ -104,3 +106,60 @@ class GlobalDamper(ForceElement):
     def calc(self, model, state):
         _, body = zeros(state)
         return -self.damping * state.u, body
+
+
+class MobilityLinearStop(_OnMobility):
+    """Simbody's joint stop on one q (whose qdot is its u): past ``q_high`` by
+    x > 0 the generalized force is min(0, -k x (1 + d qdot)), below ``q_low``
+    by x < 0 it is max(0, -k x (1 - d qdot)), so it never pulls; potential
+    energy 1/2 k x^2. ``dissipation`` d (s/rad or s/m) is Hunt-Crossley's."""
+
+    NONNEGATIVE = ("stiffness", "dissipation")
+
+    stiffness: jnp.ndarray
+    dissipation: jnp.ndarray
+    q_low: jnp.ndarray
+    q_high: jnp.ndarray
+
+    def __init__(self, forces, mobilized_body, which_q, default_stiffness, default_dissipation, default_q_low,
+                 default_q_high):
+        label = "Force.MobilityLinearStop"
+        self.body, self.which = _mobility_index(forces, mobilized_body, which_q, label, need_q=True)
+        self.stiffness = as_param(default_stiffness, (), "stiffness", label)
+        self.dissipation = as_param(default_dissipation, (), "dissipation", label)
+        self.q_low = as_param(default_q_low, (), "q_low", label)
+        self.q_high = as_param(default_q_high, (), "q_high", label)
+        forces._add(self)
+
+    def check(self) -> None:
+        super().check()
+        if np.any(np.asarray(self.q_low) > np.asarray(self.q_high)):
+            raise ValueError(f"Force.MobilityLinearStop: the lower bound {self.q_low} is above the upper bound "
+                             f"{self.q_high}")
+
+    def get_lower_bound(self):
+        return self.q_low
+
+    def get_upper_bound(self):
+        return self.q_high
+
+    def get_stiffness(self):
+        return self.stiffness
+
+    def get_dissipation(self):
+        return self.dissipation
+
+    def _excursion(self, state):
+        """x: q - q_high above the upper bound, q - q_low below the lower, else 0."""
+        q = state.q[self._q_index(state)]
+        return jnp.where(q > self.q_high, q - self.q_high, jnp.where(q < self.q_low, q - self.q_low, 0.0))
+
+    def calc(self, model, state):
+        x = self._excursion(state)
+        qdot = state.u[self._u_index(state)]
+        upper = jnp.minimum(0.0, -self.stiffness * x * (1 + self.dissipation * qdot))
+        lower = jnp.maximum(0.0, -self.stiffness * x * (1 - self.dissipation * qdot))
+        return self._apply(state, jnp.where(x > 0, upper, lower))
+
+    def potential_energy(self, model, state):
+        return 0.5 * self.stiffness * self._excursion(state) ** 2

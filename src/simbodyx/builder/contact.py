@@ -1,0 +1,246 @@
+"""Contact while building: ``GeneralContactSubsystem`` (contact sets of
+shapes on bodies) and the handles of the contact force elements,
+``HuntCrossleyForce`` and ``SmoothSphereHalfSpaceForce``, which Simbody
+configures with setters after construction; ``realize_topology`` freezes
+each into its element (``simbodyx.forces.contact``), with the candidate
+pairs of its set fixed then."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simbodyx.builder.forces import ForceHandle
+from simbodyx.builder.mobilized_body import MobilizedBody
+from simbodyx.contact.detection import candidate_pairs
+from simbodyx.contact.geometry import ContactSurface, Shape
+from simbodyx.forces.base import as_param
+from simbodyx.forces.contact import HuntCrossley, SmoothSphereHalfSpace
+from simbodyx.spatial.transform import Transform
+
+
+def _frame(X, what, label) -> Transform:
+    if X is None:
+        return Transform()
+    if not isinstance(X, Transform):
+        raise TypeError(f"{label}: {what} must be a Transform, got {type(X).__name__}")
+    return Transform(as_param(X.R, (3, 3), f"{what}.R", label), as_param(X.p, (3,), f"{what}.p", label))
+
+
+class GeneralContactSubsystem:
+    """Contact sets: within a set, every two surfaces on different bodies (not
+    both on Ground) can touch; surfaces in different sets never do."""
+
+    def __init__(self, system):
+        system.check_not_frozen("add a contact subsystem")
+        self.system = system
+        self._sets: list[list[tuple]] = []
+
+    def create_contact_set(self) -> int:
+        """A new, empty contact set; returns its index."""
+        self.system.check_not_frozen("create a contact set")
+        self._sets.append([])
+        return len(self._sets) - 1
+
+    def get_num_contact_sets(self) -> int:
+        return len(self._sets)
+
+    def _set(self, contact_set, label):
+        if not isinstance(contact_set, (int, np.integer)) or not 0 <= contact_set < len(self._sets):
+            raise IndexError(f"{label}: no contact set {contact_set!r} (this subsystem has {len(self._sets)})")
+        return self._sets[contact_set]
+
+    def add_body(self, contact_set: int, mobilized_body, geometry, X_BS: Transform | None = None) -> int:
+        """Put ``geometry`` on ``mobilized_body`` (Ground included) with its frame
+        S at ``X_BS`` (in B; identity by default); returns the surface index."""
+        label = "GeneralContactSubsystem.add_body"
+        self.system.check_not_frozen("add a contact surface")
+        members = self._set(contact_set, label)
+        if not isinstance(mobilized_body, MobilizedBody):
+            raise TypeError(f"{label}: expected a MobilizedBody, got {type(mobilized_body).__name__}")
+        if mobilized_body._matter.system is not self.system:
+            raise ValueError(f"{label}: {mobilized_body._label} belongs to a different MultibodySystem")
+        if not isinstance(geometry, Shape):
+            raise TypeError(f"{label}: geometry must be a ContactGeometry shape (Sphere, HalfSpace, ...), "
+                            f"got {type(geometry).__name__}")
+        members.append((mobilized_body, geometry, _frame(X_BS, "X_BS", label)))
+        return len(members) - 1
+
+    def get_num_bodies(self, contact_set: int) -> int:
+        return len(self._set(contact_set, "GeneralContactSubsystem.get_num_bodies"))
+
+    def get_body(self, contact_set: int, surface: int):
+        return self._member(contact_set, surface)[0]
+
+    def get_body_geometry(self, contact_set: int, surface: int):
+        return self._member(contact_set, surface)[1]
+
+    def get_body_transform(self, contact_set: int, surface: int) -> Transform:
+        return self._member(contact_set, surface)[2]
+
+    def _member(self, contact_set, surface):
+        members = self._set(contact_set, "GeneralContactSubsystem")
+        if not isinstance(surface, (int, np.integer)) or not 0 <= surface < len(members):
+            raise IndexError(f"GeneralContactSubsystem: contact set {contact_set} has no surface {surface!r} "
+                             f"({len(members)} surfaces)")
+        return members[surface]
+
+    def _surfaces(self, contact_set) -> tuple:
+        return tuple(ContactSurface(body.index, shape, X_BS, f"surface {i} ({shape.kind} on {body._label})")
+                     for i, (body, shape, X_BS) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
+
+
+class HuntCrossleyForce(ForceHandle):
+    """Simbody's HuntCrossleyForce on the point contacts of one contact set.
+
+    ``set_body_parameters(surface, stiffness, dissipation, static_friction,
+    dynamic_friction, viscous_friction)`` per surface (defaults 1, 0, 0, 0,
+    0, as Simbody's); ``set_transition_velocity`` (default 0.01 m/s). A
+    contact whose Hunt-Crossley force would pull is given zero force.
+    """
+
+    def __init__(self, forces, contacts: GeneralContactSubsystem, contact_set: int):
+        self.label = "HuntCrossleyForce"
+        if not isinstance(contacts, GeneralContactSubsystem) or contacts.system is not forces.system:
+            raise ValueError(f"{self.label}: needs a GeneralContactSubsystem of the same MultibodySystem")
+        contacts._set(contact_set, self.label)
+        self._contacts, self._set_index = contacts, contact_set
+        self._parameters: dict[int, tuple] = {}
+        self._transition_velocity = 0.01
+        forces._adopt(self)
+
+    def set_body_parameters(self, surface: int, stiffness, dissipation, static_friction, dynamic_friction,
+                            viscous_friction) -> None:
+        self._forces.system.check_not_frozen(f"change {self.label}")
+        self._contacts._member(self._set_index, surface)
+        values = tuple(float(as_param(x, (), name, self.label)) for x, name in zip(
+            (stiffness, dissipation, static_friction, dynamic_friction, viscous_friction),
+            ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction")))
+        negative = [name for name, x in zip(("stiffness", "dissipation", "static friction", "dynamic friction",
+                                             "viscous friction"), values) if x < 0]
+        if negative:
+            raise ValueError(f"{self.label}: surface {surface}'s {negative[0]} must be >= 0, got {values}")
+        if values[3] > values[2]:
+            raise ValueError(f"{self.label}: surface {surface}'s dynamic friction {values[3]} is above its "
+                             f"static friction {values[2]}")
+        self._parameters[surface] = values
+
+    def get_transition_velocity(self) -> float:
+        return self._transition_velocity
+
+    def set_transition_velocity(self, v) -> None:
+        self._forces.system.check_not_frozen(f"change {self.label}")
+        v = float(as_param(v, (), "transition velocity", self.label))
+        if not v > 0:
+            raise ValueError(f"{self.label}: the transition velocity must be positive, got {v}")
+        self._transition_velocity = v
+
+    def get_contact_set_index(self) -> int:
+        return self._set_index
+
+    def get_contact_forces(self, model, state):
+        """Every candidate contact point's ``ContactForces`` (location, normal,
+        depth, force on surface 2) for a State realized to Velocity."""
+        state.require(self._stage_needed, f"{self.label}.get_contact_forces")
+        return self.element(model).contact_forces(model, state)
+
+    def freeze(self) -> HuntCrossley:
+        surfaces = self._contacts._surfaces(self._set_index)
+        default = (1.0, 0.0, 0.0, 0.0, 0.0)
+        columns = np.array([self._parameters.get(i, default) for i in range(len(surfaces))]).reshape(-1, 5).T
+        return HuntCrossley(surfaces, candidate_pairs(surfaces, self.label), *columns,
+                            np.asarray(self._transition_velocity), self.label)
+
+
+class SmoothSphereHalfSpaceForce(ForceHandle):
+    """Simbody's SmoothSphereHalfSpaceForce (see ``forces.contact.SmoothSphereHalfSpace``
+    for the formula): set the bodies, the sphere and the half-space frame,
+    and the parameters (Simbody's defaults: stiffness 1, dissipation 0,
+    frictions 0, transition velocity 0.01 m/s, cf 1e-5, bd 300, bv 50)."""
+
+    _NAMES = ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction",
+              "transition_velocity", "constant_contact_force", "hertz_smoothing", "hunt_crossley_smoothing")
+
+    def __init__(self, forces):
+        self.label = "SmoothSphereHalfSpaceForce"
+        self._values = dict(zip(self._NAMES, (1.0, 0.0, 0.0, 0.0, 0.0, 0.01, 1e-5, 300.0, 50.0)))
+        self._sphere_body = self._half_space_body = None
+        self._sphere_location, self._radius = np.zeros(3), None
+        self._half_space_frame = Transform()
+        forces._adopt(self)
+
+    def _set(self, name, value):
+        self._forces.system.check_not_frozen(f"change {self.label}")
+        value = float(as_param(value, (), name, self.label))
+        if value < 0:
+            raise ValueError(f"{self.label}: {name} must be >= 0, got {value}")
+        self._values[name] = value
+
+    def set_parameters(self, stiffness, dissipation, static_friction, dynamic_friction, viscous_friction,
+                       transition_velocity, cf, bd, bv) -> None:
+        for name, value in zip(self._NAMES, (stiffness, dissipation, static_friction, dynamic_friction,
+                                             viscous_friction, transition_velocity, cf, bd, bv)):
+            self._set(name, value)
+
+    def set_stiffness(self, v): self._set("stiffness", v)
+    def set_dissipation(self, v): self._set("dissipation", v)
+    def set_static_friction(self, v): self._set("static_friction", v)
+    def set_dynamic_friction(self, v): self._set("dynamic_friction", v)
+    def set_viscous_friction(self, v): self._set("viscous_friction", v)
+    def set_transition_velocity(self, v): self._set("transition_velocity", v)
+    def set_constant_contact_force(self, v): self._set("constant_contact_force", v)
+    def set_hertz_smoothing(self, v): self._set("hertz_smoothing", v)
+    def set_hunt_crossley_smoothing(self, v): self._set("hunt_crossley_smoothing", v)
+
+    def _body(self, body):
+        self._forces.system.check_not_frozen(f"change {self.label}")
+        self._forces._check_body(body, self.label)
+        return body
+
+    def set_contact_sphere_body(self, body) -> None:
+        self._sphere_body = self._body(body)
+
+    def set_contact_half_space_body(self, body) -> None:
+        self._half_space_body = self._body(body)
+
+    def set_contact_sphere_location_in_body(self, location) -> None:
+        self._sphere_location = as_param(location, (3,), "sphere location", self.label)
+
+    def set_contact_sphere_radius(self, radius) -> None:
+        radius = float(as_param(radius, (), "radius", self.label))
+        if not radius > 0:
+            raise ValueError(f"{self.label}: the contact sphere's radius must be positive, got {radius}")
+        self._radius = radius
+
+    def set_contact_half_space_frame(self, X: Transform) -> None:
+        self._half_space_frame = _frame(X, "half-space frame", self.label)
+
+    def get_body_sphere(self):
+        return self._sphere_body
+
+    def get_body_half_space(self):
+        return self._half_space_body
+
+    def get_contact_sphere_location_in_body(self):
+        return self._sphere_location
+
+    def get_contact_sphere_radius(self):
+        return self._radius
+
+    def get_contact_half_space_transform(self) -> Transform:
+        return self._half_space_frame
+
+    def get_contact_force(self, model, state):
+        """(contact point (3,), force (3,) on the half-space body) in G, for a
+        State realized to Velocity; the sphere's body gets the negative."""
+        state.require(self._stage_needed, f"{self.label}.get_contact_force")
+        return self.element(model).contact_force(model, state)
+
+    def freeze(self) -> SmoothSphereHalfSpace:
+        missing = [what for what, v in (("set_contact_sphere_body", self._sphere_body),
+                                        ("set_contact_half_space_body", self._half_space_body),
+                                        ("set_contact_sphere_radius", self._radius)) if v is None]
+        if missing:
+            raise ValueError(f"{self.label}: call {', '.join(missing)} before realize_topology")
+        return SmoothSphereHalfSpace(self._sphere_body.index, self._half_space_body.index, self._sphere_location,
+                                     np.asarray(self._radius), self._half_space_frame,
+                                     *(np.asarray(self._values[n]) for n in self._NAMES))

@@ -1,0 +1,199 @@
+"""Collision detection between posed contact surfaces, Simbody's
+``CollisionDetectionAlgorithm``s, as fixed-shape kernels.
+
+A kernel maps two shapes and their poses in G to a ``PointContact`` with a
+fixed number of points (one for sphere-sphere, two for a capsule's ends on a
+half-space, ...). Every point is always computed: ``depth > 0`` says it is
+touching, so a program's shape never depends on the State. The normal
+points from surface 1 into surface 2 (the direction in which surface 2 is
+pushed), as in Simbody. Kernels whose Simbody counterpart exists follow it
+(HalfSpace-Sphere and Sphere-Sphere exactly; HalfSpace-Ellipsoid with the
+true radii of curvature, see there); the capsule pairs reduce to spheres at
+the closest points of the capsules' segments.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.module import Module
+from simbodyx.spatial.transform import Transform
+from simbodyx.spatial.vectors import safe_norm
+
+
+class PointContact(Module):
+    """Contacts between two surfaces, each entry with a leading point axis:
+    ``location`` (3,) and ``normal`` (3,, unit, from surface 1 into 2) in G,
+    ``depth`` (m, positive when overlapping) and the effective radius of
+    curvature ``radius`` (m, Simbody's sqrt(r1 r2) of the principal radii)."""
+
+    location: jnp.ndarray
+    normal: jnp.ndarray
+    depth: jnp.ndarray
+    radius: jnp.ndarray
+
+
+def _stack(contacts):
+    return jax.tree.map(lambda *a: jnp.stack(a), *contacts)
+
+
+def _sphere_on_half_space(X_GH: Transform, center, r):
+    """Simbody's HalfSpace-Sphere: the sphere of radius r at ``center`` (in G)."""
+    local = X_GH.inverse().apply(center)
+    depth = r + local[0]
+    location = X_GH.apply(jnp.stack([depth / 2, local[1], local[2]]))
+    return PointContact(location, -X_GH.R[:, 0], depth, r)
+
+
+def _sphere_sphere(p1, r1, p2, r2):
+    """Simbody's Sphere-Sphere; coincident centres give no contact."""
+    delta = p2 - p1
+    dist = safe_norm(delta)
+    apart = dist > 0
+    normal = jnp.where(apart, delta / jnp.where(apart, dist, 1.0), jnp.zeros_like(delta))
+    depth = jnp.where(apart, r1 + r2 - dist, -jnp.ones_like(dist))
+    location = p1 + (r1 - depth / 2) * normal
+    return PointContact(location, normal, depth, r1 * r2 / (r1 + r2))
+
+
+def _segment(capsule, X: Transform):
+    """The capsule's segment ends in G."""
+    axis = X.R[:, 2] * capsule.half_length
+    return X.p - axis, X.p + axis
+
+
+def _closest_on_segment(a, b, p):
+    d = b - a
+    t = jnp.clip(jnp.dot(p - a, d) / jnp.dot(d, d), 0.0, 1.0)
+    return a + t * d
+
+
+def _closest_between_segments(a1, b1, a2, b2):
+    """Closest points of segments a1-b1 and a2-b2 (neither of zero length);
+    for parallel segments, the one nearest a1 on the second."""
+    d1, d2, r = b1 - a1, b2 - a2, a1 - a2
+    a, e, f = jnp.dot(d1, d1), jnp.dot(d2, d2), jnp.dot(d2, r)
+    b, c = jnp.dot(d1, d2), jnp.dot(d1, r)
+    denom = a * e - b * b
+    skew = denom > 1e-12 * a * e
+    s = jnp.where(skew, jnp.clip((b * f - c * e) / jnp.where(skew, denom, 1.0), 0.0, 1.0), 0.0)
+    t = (b * s + f) / e
+    # t outside [0, 1]: clamp it and recompute s for the clamped t
+    t_clamped = jnp.clip(t, 0.0, 1.0)
+    s = jnp.where(t == t_clamped, s, jnp.clip((t_clamped * b - c) / a, 0.0, 1.0))
+    return a1 + s * d1, a2 + t_clamped * d2
+
+
+def half_space_sphere(half_space, X1, sphere, X2):
+    return _stack([_sphere_on_half_space(X1, X2.p, sphere.radius)])
+
+
+def sphere_sphere(sphere1, X1, sphere2, X2):
+    return _stack([_sphere_sphere(X1.p, sphere1.radius, X2.p, sphere2.radius)])
+
+
+def half_space_ellipsoid(half_space, X1, ellipsoid, X2):
+    """Simbody's HalfSpace-Ellipsoid: the ellipsoid's deepest point p along the
+    half-space's inward normal, the force point halfway up the overlap. The
+    effective radius is sqrt(r1 r2) of the true principal radii of
+    curvature at p: with A = diag(1/radii^2) and t1, t2 the plane's
+    directions, the curvatures are the eigenvalues of [ti' A tj] / |A p|,
+    so sqrt(r1 r2) = (det[ti' A tj] / |A p|^2)^(-1/2). (Simbody takes the
+    radii as 1/sqrt of the eigenvalues of [ti' A tj], the ellipsoid's
+    semi-axes in the contact plane: right for a sphere only.)"""
+    r2 = ellipsoid.radii ** 2
+    X_HE = X1.inverse().compose(X2)
+    n = X_HE.R[0] * -1.0  # the half-space's outward normal (-x of H) in E
+    point = n * r2
+    point = point / -jnp.sqrt(jnp.dot(n, point))
+    depth = X_HE.apply(point)[0]
+    v1, v2 = X_HE.R[1], X_HE.R[2]  # H's y and z in E
+    dxx, dyy, dxy = jnp.sum(v1 * v1 / r2), jnp.sum(v2 * v2 / r2), jnp.sum(v1 * v2 / r2)
+    grad = point / r2
+    radius = ((dxx * dyy - dxy * dxy) / jnp.dot(grad, grad)) ** -0.5
+    location = X2.apply(point + depth / 2 * n)
+    return _stack([PointContact(location, X2.rotate(n), depth, radius)])
+
+
+def half_space_capsule(half_space, X1, capsule, X2):
+    """The capsule's two end spheres against the half-space (a capsule lying
+    flat touches at both ends)."""
+    return _stack([_sphere_on_half_space(X1, end, capsule.radius) for end in _segment(capsule, X2)])
+
+
+def sphere_capsule(sphere, X1, capsule, X2):
+    near = _closest_on_segment(*_segment(capsule, X2), X1.p)
+    return _stack([_sphere_sphere(X1.p, sphere.radius, near, capsule.radius)])
+
+
+def capsule_capsule(capsule1, X1, capsule2, X2):
+    p1, p2 = _closest_between_segments(*_segment(capsule1, X1), *_segment(capsule2, X2))
+    return _stack([_sphere_sphere(p1, capsule1.radius, p2, capsule2.radius)])
+
+
+#: (kind of surface 1, kind of surface 2) -> kernel; a pair listed the other
+#: way round is swapped, as Simbody does
+KERNELS = {
+    ("HalfSpace", "Sphere"): half_space_sphere,
+    ("Sphere", "Sphere"): sphere_sphere,
+    ("HalfSpace", "Ellipsoid"): half_space_ellipsoid,
+    ("HalfSpace", "Capsule"): half_space_capsule,
+    ("Sphere", "Capsule"): sphere_capsule,
+    ("Capsule", "Capsule"): capsule_capsule,
+}
+
+
+class PairGroup(NamedTuple):
+    """Candidate pairs sharing one kernel: surface indices, each pair ordered
+    as the kernel takes it."""
+
+    kinds: tuple
+    first: tuple
+    second: tuple
+
+
+def candidate_pairs(surfaces, label: str) -> tuple:
+    """The pairs of ``surfaces`` that can touch, grouped by kernel: every pair
+    on two different bodies, not both on Ground. A pair no kernel handles
+    is an error naming both surfaces and their bodies."""
+    groups: dict = {}
+    for i, s1 in enumerate(surfaces):
+        for j in range(i + 1, len(surfaces)):
+            s2 = surfaces[j]
+            if s1.body == s2.body:
+                continue
+            kinds = (s1.shape.kind, s2.shape.kind)
+            if kinds not in KERNELS:
+                if kinds[::-1] not in KERNELS:
+                    supported = ", ".join(f"{a}-{b}" for a, b in KERNELS)
+                    raise ValueError(f"{label}: no contact between {s1.name} and {s2.name}; supported "
+                                     f"pairs: {supported} (put the two in different contact sets)")
+                kinds, i_j = kinds[::-1], (j, i)
+            else:
+                i_j = (i, j)
+            groups.setdefault(kinds, []).append(i_j)
+    return tuple(PairGroup(k, tuple(a for a, _ in p), tuple(b for _, b in p)) for k, p in groups.items())
+
+
+def detect(surfaces, groups, X_GB: Transform):
+    """(PointContact with one row per candidate point, surface 1 and surface
+    2 of each row as numpy index arrays)."""
+    contacts, first, second = [], [], []
+    for group in groups:
+        def posed(indices):
+            members = [surfaces[i] for i in indices]
+            shapes = jax.tree.map(lambda *a: jnp.stack(a), *[m.shape for m in members])
+            X_BS = jax.tree.map(lambda *a: jnp.stack(a), *[m.X_BS for m in members])
+            X_GB_ = X_GB[np.array([m.body for m in members])]
+            return shapes, X_GB_.compose(X_BS)
+
+        c = jax.vmap(KERNELS[group.kinds])(*posed(group.first), *posed(group.second))
+        points = c.depth.shape[1]
+        contacts.append(jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), c))
+        first.append(np.repeat(group.first, points))
+        second.append(np.repeat(group.second, points))
+    return (jax.tree.map(lambda *a: jnp.concatenate(a), *contacts), np.concatenate(first), np.concatenate(second))

@@ -1,0 +1,250 @@
+"""Compliant contact, Simbody's: Hunt-Crossley forces on a contact set's
+point contacts (``HuntCrossley``, built by ``sx.HuntCrossleyForce``) and the
+smooth sphere-on-half-space force made for gradient-based optimization
+(``SmoothSphereHalfSpace``, built by ``sx.SmoothSphereHalfSpaceForce``).
+
+Both follow Simbody's formulas and signs: Hertz's normal force
+(4/3) k d sqrt(R k d) on penetration d, times the Hunt-Crossley factor
+(1 + 3/2 c v) for approach speed v, and Stribeck friction
+f (min(v/vt, 1) (ud + 2 (us - ud) / (1 + (v/vt)^2)) + uv v) against the slip
+velocity v. Every value and first derivative is finite everywhere,
+including exactly at contact onset and zero slip (the square roots and
+norms there are the safe forms).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.contact.detection import detect
+from simbodyx.forces.base import ForceElement, zeros
+from simbodyx.module import Module
+from simbodyx.spatial.transform import Transform
+from simbodyx.spatial.vectors import cross, safe_norm, spatial_vec
+
+
+class ContactForces(Module):
+    """Per candidate contact point, in G: ``location`` (where the force acts,
+    m), ``normal`` (unit, from surface 1 into 2), ``depth`` (m, > 0 when
+    touching) and ``force`` (N) on surface 2 (surface 1 gets its negative);
+    ``surface1`` and ``surface2`` are the points' surface indices in the set."""
+
+    location: jnp.ndarray
+    normal: jnp.ndarray
+    depth: jnp.ndarray
+    force: jnp.ndarray
+    surface1: tuple = eqx.field(static=True)
+    surface2: tuple = eqx.field(static=True)
+
+
+def _positive_part(x):
+    """(max(x, 0), max(x, 0)^(3/2)) with zero gradients (not NaN) for x <= 0."""
+    inside = x > 0
+    xp = jnp.where(inside, x, 0.0)
+    return xp, jnp.where(inside, xp * jnp.sqrt(jnp.where(inside, x, 1.0)), 0.0)
+
+
+def _stribeck(normal_force, slip, us, ud, uv, vt):
+    """Simbody's friction magnitude for slip speed ``slip`` >= 0."""
+    vrel = slip / vt
+    return normal_force * (jnp.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel * vrel)) + uv * slip)
+
+
+def _harmonic(a, b):
+    """Simbody's combination of two surfaces' friction coefficients,
+    2 a b / (a + b), and 0 when both are 0."""
+    total = a + b
+    return jnp.where(total > 0, 2 * a * b / jnp.where(total > 0, total, 1.0), 0.0)
+
+
+def _station_velocity(state, body, point):
+    """Velocity in G of the point of each ``body`` at ground location ``point``."""
+    V, p = state.velocity.V_GB[body], state.position.X_GB.p[body]
+    return V[..., 3:] + cross(V[..., :3], point - p)
+
+
+def _apply(state, body, point, force):
+    """Body forces (nb, 6) of ``force`` (in G) at ground ``point`` on each ``body``."""
+    _, F = zeros(state)
+    r = point - state.position.X_GB.p[body]
+    return F.at[body].add(spatial_vec(cross(r, force), force))
+
+
+class HuntCrossley(ForceElement):
+    """Hunt-Crossley contact on the candidate pairs of one contact set.
+
+    Per surface: ``stiffness`` (Pa, Simbody's plain-strain modulus k; two
+    surfaces combine as k = (s1 k1^(2/3))^(3/2) with s1 = k2^(2/3) /
+    (k1^(2/3) + k2^(2/3))), ``dissipation`` c (s/m, combined c1 s1 + c2 s2),
+    the friction coefficients (combined 2 a b / (a + b)). The force acts at
+    the point that divides the overlap by the surfaces' relative stiffness.
+    Potential energy: (2/5) fH d per contact.
+    """
+
+    NONNEGATIVE = ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction")
+
+    surfaces: tuple
+    groups: tuple = eqx.field(static=True)
+    stiffness: jnp.ndarray  #: (n,) one per surface
+    dissipation: jnp.ndarray
+    static_friction: jnp.ndarray
+    dynamic_friction: jnp.ndarray
+    viscous_friction: jnp.ndarray
+    transition_velocity: jnp.ndarray  #: () m/s
+    label: str = eqx.field(static=True)
+
+    def check(self) -> None:
+        super().check()
+        if not np.all(np.asarray(self.transition_velocity) > 0):
+            raise ValueError(f"{self.label}: the transition velocity must be positive, got {self.transition_velocity}")
+        slower = np.asarray(self.dynamic_friction) > np.asarray(self.static_friction)
+        if np.any(slower):
+            i = int(np.argmax(slower))
+            raise ValueError(f"{self.label}: {self.surfaces[i].name} has dynamic friction "
+                             f"{self.dynamic_friction[i]} above its static friction {self.static_friction[i]}")
+
+    def _bodies(self):
+        return np.array([s.body for s in self.surfaces])
+
+    def _contacts(self, state):
+        """(ContactForces, Hertz force per point) for a State realized to Velocity
+        (Position for the Hertz part)."""
+        c, i1, i2 = detect(self.surfaces, self.groups, state.position.X_GB)
+        kp = _two_thirds_power(self.stiffness)
+        k1, k2 = kp[i1], kp[i2]
+        total = k1 + k2
+        s1 = jnp.where(total > 0, k2 / jnp.where(total > 0, total, 1.0), 0.5)
+        location = c.location + (c.depth * (0.5 - s1))[:, None] * c.normal
+        k = k1 * s1
+        depth, depth32 = _positive_part(c.depth)
+        hertz = (4.0 / 3.0) * k * jnp.sqrt(c.radius * k) * depth32
+        return ContactForces(location, c.normal, c.depth, jnp.zeros_like(location), tuple(i1.tolist()),
+                             tuple(i2.tolist())), hertz, s1
+
+    def contact_forces(self, model, state) -> ContactForces:
+        """Every candidate point's location, normal, depth and force (State
+        realized to Velocity)."""
+        contacts, hertz, s1 = self._contacts(state)
+        i1, i2 = np.array(contacts.surface1), np.array(contacts.surface2)
+        body1, body2 = self._bodies()[i1], self._bodies()[i2]
+        n, point = contacts.normal, contacts.location
+        c = self.dissipation[i1] * s1 + self.dissipation[i2] * (1 - s1)
+        v = _station_velocity(state, body1, point) - _station_velocity(state, body2, point)
+        vn = jnp.sum(v * n, axis=-1)
+        normal_force = jnp.maximum(hertz * (1 + 1.5 * c * vn), 0.0)
+        tangent = v - vn[:, None] * n
+        slip = safe_norm(tangent)
+        friction = _stribeck(normal_force, slip, _harmonic(self.static_friction[i1], self.static_friction[i2]),
+                             _harmonic(self.dynamic_friction[i1], self.dynamic_friction[i2]),
+                             _harmonic(self.viscous_friction[i1], self.viscous_friction[i2]),
+                             self.transition_velocity)
+        direction = tangent / jnp.where(slip > 0, slip, 1.0)[:, None]
+        force = normal_force[:, None] * n + friction[:, None] * direction
+        return eqx.tree_at(lambda f: f.force, contacts, force)
+
+    def calc(self, model, state):
+        f = self.contact_forces(model, state)
+        bodies = self._bodies()
+        F = _apply(state, bodies[np.array(f.surface2)], f.location, f.force)
+        F = F + _apply(state, bodies[np.array(f.surface1)], f.location, -f.force)
+        return zeros(state)[0], F
+
+    def potential_energy(self, model, state):
+        contacts, hertz, _ = self._contacts(state)
+        depth, _ = _positive_part(contacts.depth)
+        return jnp.sum(0.4 * hertz * depth)
+
+
+def _two_thirds_power(k):
+    """k^(2/3), with a zero (not NaN) gradient at k = 0."""
+    positive = k > 0
+    return jnp.where(positive, jnp.where(positive, k, 1.0) ** (2.0 / 3.0), 0.0)
+
+
+class SmoothSphereHalfSpace(ForceElement):
+    """Simbody's SmoothSphereHalfSpaceForce: a sphere (``radius``, centred at
+    ``sphere_location`` on ``sphere_body``) against the half-space x > 0 of
+    the frame ``half_space_frame`` on ``half_space_body``, with every switch
+    of Hunt-Crossley contact smoothed:
+
+    fH = (4/3) k sqrt(R k) (d^2 + cf)^(3/4) (1/2 + 1/2 tanh(bd d)), k = (1/2) E^(2/3)
+    f  = fH (1 + 3/2 c v) (1/2 + 1/2 tanh(bv (v + 2 / (3 c))))
+    ff = f (min(vs/vt, 1) (ud + 2 (us - ud) / (1 + (vs/vt)^2)) + uv vs), vs = sqrt(|vt|^2 + cf)
+
+    and the potential energy (2/5) fH d, Simbody's approximation.
+    """
+
+    NONNEGATIVE = ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction",
+                   "constant_contact_force", "hertz_smoothing", "hunt_crossley_smoothing")
+
+    sphere_body: int = eqx.field(static=True)
+    half_space_body: int = eqx.field(static=True)
+    sphere_location: jnp.ndarray  #: (3,) m, in the sphere's body
+    radius: jnp.ndarray  #: () m
+    half_space_frame: Transform  #: in the half-space's body
+    stiffness: jnp.ndarray
+    dissipation: jnp.ndarray
+    static_friction: jnp.ndarray
+    dynamic_friction: jnp.ndarray
+    viscous_friction: jnp.ndarray
+    transition_velocity: jnp.ndarray
+    constant_contact_force: jnp.ndarray
+    hertz_smoothing: jnp.ndarray
+    hunt_crossley_smoothing: jnp.ndarray
+
+    def check(self) -> None:
+        super().check()
+        label = "SmoothSphereHalfSpaceForce"
+        if not float(self.radius) > 0:
+            raise ValueError(f"{label}: the contact sphere's radius must be positive, got {self.radius}")
+        if not float(self.transition_velocity) > 0:
+            raise ValueError(f"{label}: the transition velocity must be positive, got {self.transition_velocity}")
+        if not float(self.constant_contact_force) > 0:
+            raise ValueError(f"{label}: the constant contact force cf must be positive (it keeps the force and "
+                             f"the slip speed smooth at zero), got {self.constant_contact_force}")
+        if float(self.dynamic_friction) > float(self.static_friction):
+            raise ValueError(f"{label}: dynamic friction {self.dynamic_friction} is above static friction "
+                             f"{self.static_friction}")
+
+    def _geometry(self, state):
+        """(indentation d, normal (into the half-space), contact point) in G."""
+        X = state.position.X_GB
+        center = X[self.sphere_body].apply(self.sphere_location)
+        X_GH = X[self.half_space_body].compose(self.half_space_frame)
+        normal = X_GH.R[:, 0]
+        indentation = self.radius + jnp.dot(center - X_GH.p, normal)
+        return indentation, normal, center + (self.radius - indentation / 2) * normal
+
+    def _hertz(self, indentation):
+        k = 0.5 * _two_thirds_power(self.stiffness)
+        smoothed = (indentation * indentation + self.constant_contact_force) ** 0.75
+        return (4.0 / 3.0) * k * jnp.sqrt(self.radius * k) * smoothed * (0.5 + 0.5 * jnp.tanh(self.hertz_smoothing * indentation))
+
+    def contact_force(self, model, state):
+        """(contact point (3,), force (3,) on the half-space; the sphere gets its
+        negative), in G, for a State realized to Velocity."""
+        indentation, normal, point = self._geometry(state)
+        v = (_station_velocity(state, self.sphere_body, point)
+             - _station_velocity(state, self.half_space_body, point))
+        vn = jnp.dot(v, normal)
+        c = self.dissipation
+        dissipative = c > 0
+        onset = 2.0 / (3.0 * jnp.where(dissipative, c, 1.0))  # the approach speed where 1 + 3/2 c v = 0
+        switch = jnp.where(dissipative, 0.5 + 0.5 * jnp.tanh(self.hunt_crossley_smoothing * (vn + onset)), 1.0)
+        f = self._hertz(indentation) * (1 + 1.5 * c * vn) * switch
+        tangent = v - vn * normal
+        slip = jnp.sqrt(jnp.dot(tangent, tangent) + self.constant_contact_force)
+        friction = _stribeck(f, slip, self.static_friction, self.dynamic_friction, self.viscous_friction,
+                             self.transition_velocity)
+        return point, f * normal + friction * tangent / slip
+
+    def calc(self, model, state):
+        point, force = self.contact_force(model, state)
+        F = _apply(state, self.half_space_body, point, force) + _apply(state, self.sphere_body, point, -force)
+        return zeros(state)[0], F
+
+    def potential_energy(self, model, state):
+        indentation, _, _ = self._geometry(state)
+        return 0.4 * self._hertz(indentation) * indentation

@@ -1,0 +1,141 @@
+"""The collision kernels against closed forms (depth, normal, point,
+effective radius), and the pair table's build-time rules."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+from simbodyx.contact import detection
+from simbodyx.contact.geometry import ContactGeometry as CG
+
+UP = sx.Transform(sx.Rotation.about_y(0.5 * np.pi), np.zeros(3))  # half-space z < 0: its x axis onto -z
+ATOL = 1e-12
+
+
+def _pose(R=None, p=(0.0, 0.0, 0.0)):
+    return sx.Transform(np.eye(3) if R is None else R, np.asarray(p, float))
+
+
+def _random_rotation(seed):
+    q = np.random.default_rng(seed).normal(size=4)
+    return sx.Rotation.from_quaternion(q / np.linalg.norm(q)).matrix
+
+
+def test_half_space_sphere_is_simbodys():
+    c = detection.half_space_sphere(CG.HalfSpace(), UP, CG.Sphere(0.3), _pose(p=[0.4, -0.2, 0.25]))
+    np.testing.assert_allclose(c.depth, [0.05], atol=ATOL)
+    np.testing.assert_allclose(c.normal, [[0, 0, 1]], atol=ATOL)
+    np.testing.assert_allclose(c.location, [[0.4, -0.2, -0.025]], atol=ATOL)  # mid-overlap
+    np.testing.assert_allclose(c.radius, [0.3], atol=ATOL)
+
+
+def test_a_capsule_lying_flat_touches_at_both_ends():
+    along_x = sx.Rotation.about_y(0.5 * np.pi).matrix
+    c = detection.half_space_capsule(CG.HalfSpace(), UP, CG.Capsule(0.1, 0.5), _pose(along_x, [0, 0, 0.08]))
+    np.testing.assert_allclose(c.depth, [0.02, 0.02], atol=ATOL)
+    np.testing.assert_allclose(sorted(np.asarray(c.location[:, 0])), [-0.5, 0.5], atol=ATOL)
+    np.testing.assert_allclose(c.normal, [[0, 0, 1]] * 2, atol=ATOL)
+
+
+def test_sphere_capsule_and_capsule_capsule_use_the_closest_points():
+    c = detection.sphere_capsule(CG.Sphere(0.2), _pose(p=[0.3, 0.25, 0]), CG.Capsule(0.1, 0.5), _pose())
+    np.testing.assert_allclose(c.depth, [0.3 - np.hypot(0.3, 0.25)], atol=ATOL)
+    np.testing.assert_allclose(c.normal, [[-0.3, -0.25, 0] / np.hypot(0.3, 0.25)], atol=ATOL)
+    np.testing.assert_allclose(c.radius, [0.2 * 0.1 / 0.3], atol=ATOL)
+    beyond_end = detection.sphere_capsule(CG.Sphere(0.2), _pose(p=[0, 0, 0.75]), CG.Capsule(0.1, 0.5), _pose())
+    np.testing.assert_allclose(beyond_end.depth, [0.05], atol=ATOL)
+
+    along_x = sx.Rotation.about_y(0.5 * np.pi).matrix
+    crossing = detection.capsule_capsule(CG.Capsule(0.1, 0.5), _pose(p=[0.1, 0.2, 0.3]),
+                                         CG.Capsule(0.15, 0.5), _pose(along_x, [0.0, 0.4, 0.1]))
+    np.testing.assert_allclose(crossing.depth, [0.25 - 0.2], atol=ATOL)
+    np.testing.assert_allclose(crossing.normal, [[0, 1, 0]], atol=ATOL)
+    parallel = detection.capsule_capsule(CG.Capsule(0.1, 0.5), _pose(), CG.Capsule(0.1, 0.5), _pose(p=[0.15, 0, 0.3]))
+    np.testing.assert_allclose(parallel.depth, [0.05], atol=ATOL)
+    np.testing.assert_allclose(parallel.normal, [[1, 0, 0]], atol=ATOL)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_half_space_ellipsoid_depth_is_the_support_and_radius_the_true_curvature(seed):
+    radii = np.array([0.3, 0.2, 0.1])
+    R = _random_rotation(seed)
+    height = 0.05
+    c = detection.half_space_ellipsoid(CG.HalfSpace(), UP, CG.Ellipsoid(radii), _pose(R, [0.1, -0.3, height]))
+    down = R.T @ np.array([0, 0, -1.0])  # the half-space's inward normal in the ellipsoid's frame
+    support = np.sqrt(np.sum((radii * down) ** 2))
+    np.testing.assert_allclose(c.depth, [support - height], atol=ATOL)
+    np.testing.assert_allclose(c.normal, [[0, 0, 1]], atol=ATOL)
+    if seed == 0:  # axis-aligned: radii of curvature a^2/c and b^2/c at the pole
+        c = detection.half_space_ellipsoid(CG.HalfSpace(), UP, CG.Ellipsoid(radii), _pose(p=[0, 0, height]))
+        np.testing.assert_allclose(c.radius, [radii[0] * radii[1] / radii[2]], atol=ATOL)
+        np.testing.assert_allclose(c.location, [[0, 0, -(radii[2] - height) / 2]], atol=ATOL)
+
+
+def test_coincident_spheres_do_not_touch_and_have_finite_gradients():
+    def depth(p):
+        return detection.sphere_sphere(CG.Sphere(0.1), _pose(), CG.Sphere(0.2), sx.Transform(np.eye(3), p)).depth[0]
+
+    assert float(depth(jnp.zeros(3))) < 0
+    assert np.all(np.isfinite(jax.grad(depth)(jnp.zeros(3))))
+
+
+def _system_with(*shapes):
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    contacts = sx.GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.01)))
+    for i, shape in enumerate(shapes):
+        mobod = matter.Ground() if isinstance(shape, CG.HalfSpace) else sx.MobilizedBody.Free(
+            matter.Ground(), body, name=f"b{i}")
+        contacts.add_body(contact_set, mobod, shape)
+    return system, forces, contacts, contact_set
+
+
+def test_candidate_pairs_skip_one_body_and_ground_pairs_and_name_unsupported_ones():
+    system, forces, contacts, contact_set = _system_with(CG.HalfSpace(), CG.HalfSpace(), CG.Sphere(0.1))
+    body = contacts.get_body(contact_set, 2)
+    contacts.add_body(contact_set, body, CG.Capsule(0.1, 0.2))  # same body as the sphere: never a pair
+    hc = sx.HuntCrossleyForce(forces, contacts, contact_set)
+    model, _ = system.realize_topology()
+    groups = hc.element(model).groups
+    assert {(g.kinds, g.first, g.second) for g in groups} == {
+        (("HalfSpace", "Sphere"), (0, 1), (2, 2)), (("HalfSpace", "Capsule"), (0, 1), (3, 3))}
+
+    system, forces, contacts, contact_set = _system_with(CG.Ellipsoid([0.1, 0.2, 0.3]), CG.Sphere(0.1))
+    sx.HuntCrossleyForce(forces, contacts, contact_set)
+    with pytest.raises(ValueError, match=r"between surface 0 \(Ellipsoid on Free .b0. \(body 1\)\) and surface 1 \(Sphere"):
+        system.realize_topology()
+
+
+def test_bad_contact_input_is_a_clear_error():
+    for make, match in ((lambda: CG.Sphere(0.0), "Sphere: radius must be positive"),
+                        (lambda: CG.Sphere(-1.0), "radius must be positive"),
+                        (lambda: CG.Capsule(0.1, float("nan")), "half_length must be positive"),
+                        (lambda: CG.Ellipsoid([1.0, 2.0]), r"radii must have shape \(3,\)")):
+        with pytest.raises(ValueError, match=match):
+            make()
+    system, forces, contacts, contact_set = _system_with(CG.HalfSpace(), CG.Sphere(0.1))
+    hc = sx.HuntCrossleyForce(forces, contacts, contact_set)
+    with pytest.raises(ValueError, match="surface 1's stiffness must be >= 0"):
+        hc.set_body_parameters(1, -1.0, 0, 0, 0, 0)
+    with pytest.raises(ValueError, match="dynamic friction 0.8 is above its static friction 0.5"):
+        hc.set_body_parameters(1, 1e6, 0, 0.5, 0.8, 0)
+    with pytest.raises(IndexError, match="has no surface 2"):
+        hc.set_body_parameters(2, 1e6, 0, 0.5, 0.4, 0)
+    with pytest.raises(ValueError, match="transition velocity must be positive"):
+        hc.set_transition_velocity(0.0)
+    with pytest.raises(IndexError, match="no contact set 3"):
+        contacts.add_body(3, contacts.get_body(contact_set, 0), CG.Sphere(0.1))
+    with pytest.raises(TypeError, match="expected a MobilizedBody"):
+        contacts.add_body(contact_set, "pelvis", CG.Sphere(0.1))
+    with pytest.raises(TypeError, match="geometry must be a ContactGeometry shape"):
+        contacts.add_body(contact_set, contacts.get_body(contact_set, 1), 0.1)
+    smooth = sx.SmoothSphereHalfSpaceForce(forces)
+    with pytest.raises(ValueError, match="radius must be positive"):
+        smooth.set_contact_sphere_radius(0.0)
+    with pytest.raises(ValueError, match="call set_contact_sphere_body, set_contact_half_space_body"):
+        system.realize_topology()
