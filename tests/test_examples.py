@@ -2,8 +2,10 @@
 (single shooting by Adam and by L-BFGS), the 7-link arm's reach by
 gradient (its gradient against central finite differences) and by batched
 random shooting, the four-bar steered through its constrained dynamics
-(the gradient through the multipliers against central differences), and
-system identification to within the noise. Each example is run as its
+(the gradient through the multipliers against central differences),
+system identification to within the noise, and a ball thrown through a
+bounce to a target (the gradient through the contact against central
+differences). Each example is run as its
 module's functions, on the settings it prints."""
 
 import pathlib
@@ -19,6 +21,7 @@ from conftest import FD_STEP
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 import arm_reaching  # noqa: E402
+import bounce_to_target  # noqa: E402
 import cartpole_swingup  # noqa: E402
 import fourbar_control  # noqa: E402
 import system_identification  # noqa: E402
@@ -115,3 +118,14 @@ def test_fourbar_is_steered_through_its_constrained_dynamics():
     assert float(costs[-1]) < 1e-3 * float(costs[0]) and forces.shape == (fourbar_control.NUM_STEPS, 3)
     loop = closure.get_position_errors_as_vector(model.realize(final, sx.Stage.Position))
     assert float(jnp.abs(loop).max()) < 1e-6
+
+
+def test_a_ball_is_thrown_through_a_bounce_to_its_target():
+    throw, costs = bounce_to_target.solve()
+    model, state = bounce_to_target.ball_on_floor()
+    cost = jax.jit(bounce_to_target.cost)
+    assert float(costs[0]) > 0.05 and float(costs[-1]) < 1e-6  # 0.24 m away, then under 1 mm
+    x = jnp.array([1.0, 0.0, 0.0])
+    central = [(cost(x.at[i].add(FD_STEP), model, state) - cost(x.at[i].add(-FD_STEP), model, state)) / (2 * FD_STEP)
+               for i in range(3)]
+    np.testing.assert_allclose(jax.jit(jax.grad(bounce_to_target.cost))(x, model, state), central, rtol=1e-6)

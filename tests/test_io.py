@@ -255,6 +255,7 @@ def _against_mujoco(path_or_xml, seed, count, **options):
     against the tree's forward dynamics and the inverse dynamics of zero
     acceleration."""
     quiet = not options.pop("warns", True)  # then any warning is an error
+    options = {"contact": False, "limits": False, "actuators": False, **options}  # switched off below in MuJoCo
     with warnings.catch_warnings(action="error") if quiet else pytest.warns(UserWarning, match="not modelled"):
         system, matter, _, robot = sx.io.load_mjcf(path_or_xml, **options)
     model, state = system.realize_topology()
@@ -355,12 +356,12 @@ def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
 
 
 def test_mjcf_reports_what_it_drops_and_bad_sources():
-    with pytest.warns(UserWarning, match=r"actuators \(1\); equality constraints equality0 \(inactive\); joint "
-                                         r"limits on a; armature on a; friction loss on a; damping on b; "
+    with pytest.warns(UserWarning, match=r"not modelled by the loaded system: equality constraints equality0 \(inactive\); joint "
+                                         r"limits on b; armature on a; friction loss on a; damping on b; "
                                          r"tendon forces or limits on tt"):
         sx.io.load_mjcf("""<mujoco><worldbody><body name="x">
             <joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
-            <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1"/>
+            <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1" range="0 1"/>
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
             <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality>
             <tendon><fixed name="tt" stiffness="1"><joint joint="a" coef="1"/></fixed></tendon></mujoco>""",
@@ -469,3 +470,41 @@ def test_mjcf_welds_and_sites():
                     np.testing.assert_allclose(X.R @ F.R, R, atol=1e-14)
             np.testing.assert_allclose(c.get_position_errors_as_vector(s)[-3:], -d.efc_pos[row:row + 3], atol=1e-14)
             row += 6 if m.eq_type[e] == mujoco.mjtEq.mjEQ_WELD else 3
+
+
+def test_mjcf_actuators_drive_the_joints_as_mujocos():
+    """Motor, position and velocity actuators (gear, control and force
+    ranges): MuJoCo's qacc with its actuators on, against forward dynamics
+    with the controls set through robot.set_controls, controls beyond
+    their range included; a filtered actuator is left out and named."""
+    xml = """<mujoco><option gravity="0 0 -9.81"><flag contact="disable" limit="disable"/></option><worldbody>
+      <body name="a"><joint name="j1" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+        <body name="b" pos="0.5 0 0"><joint name="j2" axis="0 1 0" damping="0.1"/>
+          <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+          <body name="c" pos="0.5 0 0"><joint name="j3" type="slide" axis="1 0 0"/><geom size="0.1"/></body></body></body>
+      </worldbody><actuator><motor name="m" joint="j1" gear="2" ctrlrange="-1 1"/>
+      <position name="p" joint="j2" kp="10" forcerange="-3 3"/><velocity name="v" joint="j3" kv="2" gear="1.5"/>
+      <general name="filtered" joint="j1" dyntype="filter" dynprm="0.1"/></actuator></mujoco>"""
+    with pytest.warns(UserWarning, match=r"actuators filtered \(activation dynamics"):
+        system, matter, _, robot = sx.io.load_mjcf(xml)
+    model, state = system.realize_topology()
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.actuator_gainprm[3, 0] = 0.0  # the filtered actuator's force off on MuJoCo's side
+    d = mujoco.MjData(m)
+    assert list(robot.actuators) == ["m", "p", "v"]
+    rng = np.random.default_rng(4)
+    q, u, ctrl = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), 2 * rng.normal(size=(5, 3))
+
+    @jax.jit
+    @jax.vmap
+    def udot(q, u, ctrl):
+        s = robot.set_controls(state.with_q(q).with_u(u), ctrl)
+        return model.realize(s, sx.Stage.Acceleration).acceleration.udot
+
+    ours = udot(jnp.asarray(q), jnp.asarray(u), jnp.asarray(ctrl))
+    for k in range(5):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q[k], u[k], np.append(ctrl[k], 0.0)
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(ours[k], d.qacc, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match=r"expected 3 controls \(one per modelled actuator: m, p, v\)"):
+        robot.set_controls(state, [1.0, 2.0])

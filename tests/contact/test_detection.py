@@ -95,15 +95,18 @@ def _system_with(*shapes):
     return system, forces, contacts, contact_set
 
 
-def test_candidate_pairs_skip_one_body_and_ground_pairs_and_name_unsupported_ones():
+def test_candidate_pairs_skip_one_body_ground_and_excluded_pairs_and_name_unsupported_ones():
     system, forces, contacts, contact_set = _system_with(CG.HalfSpace(), CG.HalfSpace(), CG.Sphere(0.1))
     body = contacts.get_body(contact_set, 2)
     contacts.add_body(contact_set, body, CG.Capsule(0.1, 0.2))  # same body as the sphere: never a pair
     hc = sx.HuntCrossleyForce(forces, contacts, contact_set)
+    contacts.exclude_pair(contact_set, 3, 1)
+    with pytest.raises(ValueError, match="exclude_pair: surface 2 twice"):
+        contacts.exclude_pair(contact_set, 2, 2)
     model, _ = system.realize_topology()
     groups = hc.element(model).groups
     assert {(g.kinds, g.first, g.second) for g in groups} == {
-        (("HalfSpace", "Sphere"), (0, 1), (2, 2)), (("HalfSpace", "Capsule"), (0, 1), (3, 3))}
+        (("HalfSpace", "Sphere"), (0, 1), (2, 2)), (("HalfSpace", "Capsule"), (0,), (3,))}
 
     system, forces, contacts, contact_set = _system_with(CG.Ellipsoid([0.1, 0.2, 0.3]), CG.Sphere(0.1))
     sx.HuntCrossleyForce(forces, contacts, contact_set)

@@ -25,6 +25,9 @@ def setup():
         sx.Force.UniformGravity(forces, matter, [0.5, -9.81, 0.2], zero_height=0.3),
         sx.Force.MobilityLinearSpring(forces, bodies[2], 0, 12.0, 0.4),
         sx.Force.TwoPointLinearSpring(forces, bodies[3], [0.1, 0.2, 0.0], bodies[6], [0.0, -0.1, 0.3], 40.0, 0.2),
+        sx.Force.LinearBushing(forces, bodies[2], sx.Transform(sx.Rotation.about_x(0.3), [0.1, 0, 0.2]), bodies[5],
+                               sx.Transform([0.0, -0.2, 0.1]), [3.0, 4.0, 5.0, 60.0, 70.0, 80.0], np.zeros(6)),
+        sx.Force.Gravity(forces, matter, [0.0, -2.0, 0.5], 9.81, zero_height=0.3, excluded=[bodies[3], bodies[6]]),
     ]
     others = [
         sx.Force.MobilityLinearDamper(forces, bodies[4], 0, 3.0),
@@ -33,6 +36,9 @@ def setup():
         sx.Force.ConstantForce(forces, bodies[5], [0.1, 0.0, -0.2], [1.0, 2.0, -3.0]),
         sx.Force.ConstantTorque(forces, bodies[7], [0.5, -0.5, 1.0]),
         sx.Force.MobilityConstantForce(forces, bodies[6], 0, 1.5),
+        sx.Force.LinearBushing(forces, bodies[1], sx.Transform(), bodies[4], sx.Transform(sx.Rotation.about_y(0.2)),
+                               np.zeros(6), [0.3, 0.4, 0.5, 6.0, 7.0, 8.0]),
+        sx.Force.TwoPointConstantForce(forces, bodies[2], [0.0, 0.1, 0.0], bodies[7], [0.2, 0.0, 0.0], 2.5),
     ]
     model, _ = system.realize_topology()
     return model, bodies, conservative, others
@@ -55,12 +61,19 @@ def test_conservative_forces_are_minus_energy_gradients():
 def test_gravity_and_spring_closed_forms():
     model, bodies, conservative, _ = setup()
     state = model.realize(random_state(model, seed=2), sx.Stage.Velocity)
-    gravity, spring, two_point = conservative
+    gravity, spring, two_point, _, partial = conservative
     mass = state.instance.mass
     com = jax.vmap(lambda X_R, X_p, c: X_R @ c + X_p)(state.position.X_GB.R, state.position.X_GB.p, state.instance.com)
     g = np.array([0.5, -9.81, 0.2])
     expected = -np.sum(mass[1:] * (com[1:] @ g)) - np.sum(mass[1:]) * np.linalg.norm(g) * 0.3
     np.testing.assert_allclose(gravity.potential_energy(model, state), expected, rtol=1e-14)
+    down = np.array([0.0, -2.0, 0.5]) / np.linalg.norm([0.0, -2.0, 0.5])
+    felt = np.ones(len(mass), bool)
+    felt[[0, 3, 6]] = False
+    expected = np.sum(mass[felt] * 9.81 * (com[felt] @ -down - 0.3))
+    np.testing.assert_allclose(partial.potential_energy(model, state), expected, rtol=1e-13)
+    np.testing.assert_allclose(partial.calc(model, state)[1][3], 0.0)
+    assert partial.get_body_is_excluded(bodies[6]) and not partial.get_body_is_excluded(bodies[5])
     q = state.q[bodies[2].first_q_index]
     np.testing.assert_allclose(spring.potential_energy(model, state), 6.0 * (q - 0.4) ** 2, rtol=1e-14)
     T, F = spring.calc(model, state)
@@ -74,7 +87,7 @@ def test_gravity_and_spring_closed_forms():
 
 
 def test_nonconservative_forces_by_their_power():
-    model, bodies, _, (damper, two_point_damper, global_damper, constant, torque, mobility) = setup()
+    model, bodies, _, (damper, two_point_damper, global_damper, constant, torque, mobility, bushing, push) = setup()
     s = model.realize(random_state(model, seed=3), sx.Stage.Velocity)
     u = s.u
     power = lambda e: generalized(model, s, e) @ u
@@ -86,6 +99,13 @@ def test_nonconservative_forces_by_their_power():
     np.testing.assert_allclose(power(constant), jnp.array([1.0, 2.0, -3.0]) @ v, rtol=1e-13)
     np.testing.assert_allclose(power(torque), jnp.array([0.5, -0.5, 1.0]) @ bodies[7].get_body_angular_velocity(s), rtol=1e-13)
     np.testing.assert_allclose(power(mobility), 1.5 * u[bodies[6].first_u_index], rtol=1e-13)
+    # the bushing's coordinate rates by differentiating its coordinates along qdot
+    _, rates = jax.jvp(lambda q: bushing.coordinates(model.realize(s.with_q(q), sx.Stage.Position)),
+                       (s.q,), (s.velocity.qdot,))
+    np.testing.assert_allclose(power(bushing), -np.sum(bushing.damping * rates ** 2), rtol=1e-12)
+    rate = bodies[7].calc_station_to_station_distance_time_derivative(s, jnp.array([0.2, 0, 0]), bodies[2],
+                                                                      jnp.array([0, 0.1, 0]))
+    np.testing.assert_allclose(power(push), 2.5 * rate, rtol=1e-12)
 
 
 def test_calc_forces_sums_elements_and_custom_force():

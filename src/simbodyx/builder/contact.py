@@ -28,17 +28,20 @@ def _frame(X, what, label) -> Transform:
 
 class GeneralContactSubsystem:
     """Contact sets: within a set, every two surfaces on different bodies (not
-    both on Ground) can touch; surfaces in different sets never do."""
+    both on Ground) can touch unless ``exclude_pair`` says otherwise;
+    surfaces in different sets never do."""
 
     def __init__(self, system):
         system.check_not_frozen("add a contact subsystem")
         self.system = system
         self._sets: list[list[tuple]] = []
+        self._excluded: list[set] = []
 
     def create_contact_set(self) -> int:
         """A new, empty contact set; returns its index."""
         self.system.check_not_frozen("create a contact set")
         self._sets.append([])
+        self._excluded.append(set())
         return len(self._sets) - 1
 
     def get_num_contact_sets(self) -> int:
@@ -49,9 +52,11 @@ class GeneralContactSubsystem:
             raise IndexError(f"{label}: no contact set {contact_set!r} (this subsystem has {len(self._sets)})")
         return self._sets[contact_set]
 
-    def add_body(self, contact_set: int, mobilized_body, geometry, X_BS: Transform | None = None) -> int:
+    def add_body(self, contact_set: int, mobilized_body, geometry, X_BS: Transform | None = None,
+                 name: str | None = None) -> int:
         """Put ``geometry`` on ``mobilized_body`` (Ground included) with its frame
-        S at ``X_BS`` (in B; identity by default); returns the surface index."""
+        S at ``X_BS`` (in B; identity by default); returns the surface index.
+        ``name`` labels the surface in messages."""
         label = "GeneralContactSubsystem.add_body"
         self.system.check_not_frozen("add a contact surface")
         members = self._set(contact_set, label)
@@ -62,8 +67,19 @@ class GeneralContactSubsystem:
         if not isinstance(geometry, Shape):
             raise TypeError(f"{label}: geometry must be a ContactGeometry shape (Sphere, HalfSpace, ...), "
                             f"got {type(geometry).__name__}")
-        members.append((mobilized_body, geometry, _frame(X_BS, "X_BS", label)))
+        members.append((mobilized_body, geometry, _frame(X_BS, "X_BS", label), name))
         return len(members) - 1
+
+    def exclude_pair(self, contact_set: int, surface1: int, surface2: int) -> None:
+        """Never check these two surfaces of the set against each other (what
+        Simbody's contact cliques and MuJoCo's contype/conaffinity filters
+        and ``<exclude>`` express)."""
+        self.system.check_not_frozen("exclude a contact pair")
+        for surface in (surface1, surface2):
+            self._member(contact_set, surface)
+        if surface1 == surface2:
+            raise ValueError(f"GeneralContactSubsystem.exclude_pair: surface {surface1} twice")
+        self._excluded[contact_set].add((min(surface1, surface2), max(surface1, surface2)))
 
     def get_num_bodies(self, contact_set: int) -> int:
         return len(self._set(contact_set, "GeneralContactSubsystem.get_num_bodies"))
@@ -85,8 +101,9 @@ class GeneralContactSubsystem:
         return members[surface]
 
     def _surfaces(self, contact_set) -> tuple:
-        return tuple(ContactSurface(body.index, shape, X_BS, f"surface {i} ({shape.kind} on {body._label})")
-                     for i, (body, shape, X_BS) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
+        return tuple(
+            ContactSurface(body.index, shape, X_BS, f"surface {i}{f' {name!r}' if name else ''} ({shape.kind} on {body._label})")
+            for i, (body, shape, X_BS, name) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
 
 
 class HuntCrossleyForce(ForceHandle):
@@ -147,7 +164,8 @@ class HuntCrossleyForce(ForceHandle):
         surfaces = self._contacts._surfaces(self._set_index)
         default = (1.0, 0.0, 0.0, 0.0, 0.0)
         columns = np.array([self._parameters.get(i, default) for i in range(len(surfaces))]).reshape(-1, 5).T
-        return HuntCrossley(surfaces, candidate_pairs(surfaces, self.label), *columns,
+        pairs = candidate_pairs(surfaces, self.label, frozenset(self._contacts._excluded[self._set_index]))
+        return HuntCrossley(surfaces, pairs, *columns,
                             np.asarray(self._transition_velocity), self.label)
 
 

@@ -156,15 +156,16 @@ class PairGroup(NamedTuple):
     second: tuple
 
 
-def candidate_pairs(surfaces, label: str) -> tuple:
+def candidate_pairs(surfaces, label: str, excluded=frozenset()) -> tuple:
     """The pairs of ``surfaces`` that can touch, grouped by kernel: every pair
-    on two different bodies, not both on Ground. A pair no kernel handles
-    is an error naming both surfaces and their bodies."""
+    on two different bodies, not both on Ground and not in ``excluded``
+    (index pairs (i, j), i < j). A pair no kernel handles is an error
+    naming both surfaces and their bodies."""
     groups: dict = {}
     for i, s1 in enumerate(surfaces):
         for j in range(i + 1, len(surfaces)):
             s2 = surfaces[j]
-            if s1.body == s2.body:
+            if s1.body == s2.body or (i, j) in excluded:
                 continue
             kinds = (s1.shape.kind, s2.shape.kind)
             if kinds not in KERNELS:
@@ -182,15 +183,14 @@ def candidate_pairs(surfaces, label: str) -> tuple:
 def detect(surfaces, groups, X_GB: Transform):
     """(PointContact with one row per candidate point, surface 1 and surface
     2 of each row as numpy index arrays)."""
+    def posed(indices):  # the surfaces' shapes and poses X_GS, stacked
+        members = [surfaces[i] for i in indices]
+        shapes = jax.tree.map(lambda *a: jnp.stack(a), *[m.shape for m in members])
+        X_BS = jax.tree.map(lambda *a: jnp.stack(a), *[m.X_BS for m in members])
+        return shapes, X_GB[np.array([m.body for m in members])].compose(X_BS)
+
     contacts, first, second = [], [], []
     for group in groups:
-        def posed(indices):
-            members = [surfaces[i] for i in indices]
-            shapes = jax.tree.map(lambda *a: jnp.stack(a), *[m.shape for m in members])
-            X_BS = jax.tree.map(lambda *a: jnp.stack(a), *[m.X_BS for m in members])
-            X_GB_ = X_GB[np.array([m.body for m in members])]
-            return shapes, X_GB_.compose(X_BS)
-
         c = jax.vmap(KERNELS[group.kinds])(*posed(group.first), *posed(group.second))
         points = c.depth.shape[1]
         contacts.append(jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), c))

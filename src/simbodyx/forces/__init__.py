@@ -5,9 +5,10 @@ element's numbers are differentiable leaves of the Model.
 """
 
 from simbodyx.forces.base import ForceElement as ForceElement
+from simbodyx.forces.bushing import LinearBushing
 from simbodyx.forces.custom import Controller, Custom
-from simbodyx.forces.discrete import DiscreteForces, MobilityDiscreteForce
-from simbodyx.forces.gravity import UniformGravity
+from simbodyx.forces.discrete import DiscreteForces, MobilityActuator, MobilityDiscreteForce
+from simbodyx.forces.gravity import Gravity, UniformGravity
 from simbodyx.forces.mobility import (
     GlobalDamper,
     MobilityConstantForce,
@@ -15,7 +16,13 @@ from simbodyx.forces.mobility import (
     MobilityLinearSpring,
     MobilityLinearStop,
 )
-from simbodyx.forces.point import ConstantForce, ConstantTorque, TwoPointLinearDamper, TwoPointLinearSpring
+from simbodyx.forces.point import (
+    ConstantForce,
+    ConstantTorque,
+    TwoPointConstantForce,
+    TwoPointLinearDamper,
+    TwoPointLinearSpring,
+)
 from simbodyx.forces.subsystem import Forces as Forces
 
 
@@ -23,6 +30,7 @@ class Force:
     """Namespace of force elements, Simbody's ``Force::`` classes."""
 
     UniformGravity = UniformGravity
+    Gravity = Gravity
     MobilityLinearSpring = MobilityLinearSpring
     MobilityLinearDamper = MobilityLinearDamper
     MobilityLinearStop = MobilityLinearStop
@@ -30,9 +38,12 @@ class Force:
     GlobalDamper = GlobalDamper
     TwoPointLinearSpring = TwoPointLinearSpring
     TwoPointLinearDamper = TwoPointLinearDamper
+    TwoPointConstantForce = TwoPointConstantForce
+    LinearBushing = LinearBushing
     ConstantForce = ConstantForce
     ConstantTorque = ConstantTorque
     Custom = Custom
     Controller = Controller
     DiscreteForces = DiscreteForces
     MobilityDiscreteForce = MobilityDiscreteForce
+    MobilityActuator = MobilityActuator

@@ -109,8 +109,8 @@ class HuntCrossley(ForceElement):
         return np.array([s.body for s in self.surfaces])
 
     def _contacts(self, state):
-        """(ContactForces, Hertz force per point) for a State realized to Velocity
-        (Position for the Hertz part)."""
+        """(ContactForces with the forces still zero, the Hertz force and the
+        stiffness share s1 of each point) for a State realized to Position."""
         c, i1, i2 = detect(self.surfaces, self.groups, state.position.X_GB)
         kp = _two_thirds_power(self.stiffness)
         k1, k2 = kp[i1], kp[i2]

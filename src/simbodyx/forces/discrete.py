@@ -1,5 +1,6 @@
 """Forces whose values are State data: Simbody's Force::DiscreteForces and
-Force::MobilityDiscreteForce, the channel for controls.
+Force::MobilityDiscreteForce, the channel for controls, and
+MobilityActuator (a control through MuJoCo's affine actuator law).
 
 Their values live in ``State.discrete`` (one entry per such element), not
 in the Model: setting them returns a new State whose caches up to Velocity
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx.forces.base import ForceElement, as_param, zeros
 from simbodyx.forces.mobility import _mobility_index
@@ -123,3 +125,72 @@ class MobilityDiscreteForce(_Discrete):
 
     def get_mobility_force(self, state):
         return self._values(state)
+
+
+class MobilityActuator(_Discrete):
+    """A control on one mobility whose qdot is its u, MuJoCo's affine actuator
+    on a joint: the State holds the control c (``default`` in a default
+    State), clamped to ``ctrl_range``; the actuator force
+    a = gain c + bias[0] + bias[1] gear q + bias[2] gear qdot, clamped to
+    ``force_range``, acts as the generalized force gear a. A motor has
+    bias 0; a position servo gain kp and bias (0, -kp, -kv); a velocity
+    servo gain kv and bias (0, 0, -kv). A range (-inf, inf) is no limit."""
+
+    body: int = eqx.field(static=True)
+    which: int = eqx.field(static=True)
+    gear: jnp.ndarray
+    gain: jnp.ndarray
+    bias: jnp.ndarray  #: (3,)
+    ctrl_range: jnp.ndarray  #: (2,)
+    force_range: jnp.ndarray  #: (2,)
+    default: jnp.ndarray
+
+    def __init__(self, forces, mobilized_body, which_u: int, gear=1.0, gain=1.0, bias=(0.0, 0.0, 0.0),
+                 ctrl_range=(-np.inf, np.inf), force_range=(-np.inf, np.inf), default=0.0):
+        self.label = "Force.MobilityActuator"
+        self.body, self.which = _mobility_index(forces, mobilized_body, which_u, self.label, need_q=True)
+        self.gear = as_param(gear, (), "gear", self.label)
+        self.gain = as_param(gain, (), "gain", self.label)
+        self.bias = as_param(bias, (3,), "bias", self.label)
+        self.ctrl_range = _range(ctrl_range, "ctrl_range", self.label)
+        self.force_range = _range(force_range, "force_range", self.label)
+        self.default = as_param(default, (), "default", self.label)
+        self.slot = self._claim_slot(forces)
+        forces._add(self)
+
+    def check(self) -> None:
+        label = self.label
+        for what in ("gear", "gain", "bias", "default"):
+            if not np.all(np.isfinite(np.asarray(getattr(self, what)))):
+                raise ValueError(f"{label}: {what} contains NaN or infinity")
+        for what in ("ctrl_range", "force_range"):
+            low, high = np.asarray(getattr(self, what))
+            if np.isnan(low) or np.isnan(high) or low > high:
+                raise ValueError(f"{label}: {what} must be (low, high) with low <= high, got {(low, high)}")
+
+    def default_discrete(self, topology, dtype):
+        return jnp.asarray(self.default, dtype)
+
+    def calc(self, model, state):
+        top = state.topology
+        q, qdot = state.q[top.q_start[self.body] + self.which], state.u[top.u_start[self.body] + self.which]
+        c = jnp.clip(self._values(state), self.ctrl_range[0], self.ctrl_range[1])
+        a = self.gain * c + self.bias[0] + self.gear * (self.bias[1] * q + self.bias[2] * qdot)
+        mobility, body = zeros(state)
+        a = jnp.clip(a, self.force_range[0], self.force_range[1])
+        return mobility.at[top.u_start[self.body] + self.which].set(self.gear * a), body
+
+    def set_control(self, state, control):
+        """A new State with this control (caches through Velocity kept)."""
+        return self._with(state, jnp.asarray(control, state.u.dtype).reshape(()))
+
+    def get_control(self, state):
+        return self._values(state)
+
+
+def _range(bounds, what, label):
+    """(low, high) as a float64 array: infinities allowed, NaN not."""
+    a = np.asarray(bounds, dtype=np.float64)
+    if a.shape != (2,) or np.any(np.isnan(a)) or a[0] > a[1]:
+        raise ValueError(f"{label}: {what} must be (low, high) with low <= high, got {bounds!r}")
+    return a

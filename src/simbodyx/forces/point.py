@@ -1,5 +1,5 @@
 """Forces at points and on bodies: TwoPointLinearSpring, TwoPointLinearDamper,
-ConstantForce (at a station) and ConstantTorque."""
+TwoPointConstantForce, ConstantForce (at a station) and ConstantTorque."""
 
 from __future__ import annotations
 
@@ -94,6 +94,24 @@ class TwoPointLinearDamper(_TwoPoint):
 
         rate = direction @ (station_velocity(self.body2, self.station2) - station_velocity(self.body1, self.station1))
         return self._apply(state, self.damping * rate, direction)
+
+
+class TwoPointConstantForce(_TwoPoint):
+    """A force of constant magnitude ``force`` (N) along the line between two
+    stations, pushing them apart when positive; none at zero distance.
+    Simbody gives it no potential energy, and neither does simbodyx."""
+
+    force: jnp.ndarray
+
+    def __init__(self, forces, body1, station1, body2, station2, force):
+        label = "Force.TwoPointConstantForce"
+        self._init_points(forces, body1, station1, body2, station2, label)
+        self.force = as_param(force, (), "force", label)
+        forces._add(self)
+
+    def calc(self, model, state):
+        _, direction = self._geometry(state)
+        return self._apply(state, -self.force, direction)
 
 
 class ConstantForce(ForceElement):

@@ -23,8 +23,18 @@ import warnings
 import numpy as np
 
 from simbodyx import functions
-from simbodyx.builder import Body, GeneralForceSubsystem, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.builder import (
+    Body,
+    GeneralContactSubsystem,
+    GeneralForceSubsystem,
+    HuntCrossleyForce,
+    MobilizedBody,
+    MultibodySystem,
+    SimbodyMatterSubsystem,
+)
 from simbodyx.constraints import Constraint
+from simbodyx.contact import ContactGeometry
+from simbodyx.contact.detection import KERNELS
 from simbodyx.forces import Force
 from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
 from simbodyx.spatial import MassProperties, Transform
@@ -56,7 +66,7 @@ class MjcfJoint:
 
 
 def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True,
-              armature: bool = True):
+              armature: bool = True, contact: bool = True, limits: bool = True, actuators: bool = True):
     """(system, matter, forces, robot) built from an MJCF file path or XML
     string through MuJoCo's compiler.
 
@@ -68,9 +78,23 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     (``springs``) a MobilityLinearSpring, joint armature (``armature``) the
     mobilizer's (``MobilizedBody.set_armature``). The free joint's default
     q is the body's pose in the file, a hinge's or slide's its ``ref``.
-    What Simbody does not model (contacts, actuators, tendons' own forces
-    and limits, equality constraints other than those below, joint limits,
-    friction loss, damping or stiffness of ball and free joints) is
+    With ``contact``, the geoms MuJoCo would collide become contact surfaces
+    with a Hunt-Crossley force (``robot.contact``), as ``_contact``
+    describes: the contact pairs are MuJoCo's (contype/conaffinity, the
+    parent-child filter, ``<exclude>``, ``<pair>``) and each geom's material
+    follows from its solref, solimp and friction. With ``limits``, a
+    limited hinge or slide gets a MobilityLinearStop (``robot.stops``) whose
+    stiffness and dissipation follow from the joint's solreflimit and
+    solimplimit (``_stop``).
+    With ``actuators``, the actuators on a hinge or slide with MuJoCo's
+    affine law (motor, position, velocity, and general ones with a fixed
+    gain, an affine bias and no activation dynamics) become
+    ``Force.MobilityActuator``s (``robot.actuators``; their controls are
+    State data: ``robot.set_controls``).
+    What Simbody does not model (other actuators, tendons' own forces and limits,
+    equality constraints other than those below, limits of ball joints,
+    friction loss, damping or stiffness of ball and free joints, contact pairs
+    without a kernel: box, cylinder and mesh geoms, for example) is
     reported in one warning listing it; ``robot.joints`` keeps the numbers.
     The equality constraints Simbody has are mapped, exact where MuJoCo's
     are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
@@ -107,7 +131,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         Force.UniformGravity(forces, matter, [float(g) for g in m.opt.gravity])
 
     placed = {body_names[0]: (matter.Ground(), np.eye(4))}  # MuJoCo body -> (MobilizedBody, X_B,body)
-    moved, dampers, spring_elements = {}, {}, {}
+    moved, dampers, spring_elements, stops = {}, {}, {}, {}
     carried = {}  # MobilizedBody (not Ground) -> the mass parts it carries
     for b in range(1, m.nbody):
         parent_body, X_PP = placed[body_names[m.body_parentid[b]]]
@@ -155,6 +179,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                 if springs and joint.stiffness > 0:
                     spring_elements[joint.name] = Force.MobilityLinearSpring(forces, handle, 0, joint.stiffness,
                                                                              joint.spring_ref)
+                if limits and joint.range is not None:
+                    stops[joint.name] = _stop(m, forces, handle, first + k, joint.range)
         placed[body_names[b]], carried[handle] = (handle, np.eye(4)), [_body_part(mujoco, m, b)]
 
     for handle, parts in carried.items():  # welded bodies' masses join their carrier's
@@ -162,14 +188,17 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
             handle.set_default_mass_properties(combined_mass_properties(parts))
 
     couplers, unmapped = _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
-    _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped)
+    actuated, unactuated = (_actuators(mujoco, m, forces, joint_names, moved, name) if actuators
+                            else ({}, [f"all {m.nu}"] if m.nu else []))
+    hunt_crossley, uncovered = _contact(mujoco, m, system, forces, placed, body_names, name) if contact else (None, None)
+    _report_dropped(mujoco, m, joints, damping, springs, armature, limits, unmapped, uncovered, unactuated)
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
              for g in range(m.ngeom)]
     links = {n: (handle, transform(X)) for n, (handle, X) in placed.items()}
     robot = Robot(body_names[0], links, joints, moved, visuals=geoms, couplers=couplers, dampers=dampers,
-                  springs=spring_elements)
+                  springs=spring_elements, stops=stops, contact=hunt_crossley, actuators=actuated)
     return system, matter, forces, robot
 
 
@@ -184,6 +213,92 @@ def _compile(mujoco, source):
         return mujoco.MjModel.from_xml_path(str(path))
     except ValueError as error:  # MuJoCo's compiler error names the element and line
         raise ValueError(f"load_mjcf: MuJoCo could not compile {text[:80]!r}: {error}") from None
+
+
+def _actuators(mujoco, m, forces, joint_names, moved, name):
+    """({actuator name: MobilityActuator}, [actuators left out, with why]):
+    MuJoCo's force on a joint transmission, a = gain ctrl + b0 + b1 length
+    + b2 velocity (length = gear q, velocity = gear qdot), clamped to the
+    force range, drives the joint with gear a; ctrl is clamped to the
+    control range first (both when limited)."""
+    actuators, left_out = {}, []
+    for a in range(m.nu):
+        label = name(mujoco.mjtObj.mjOBJ_ACTUATOR, a)
+        joint = int(m.actuator_trnid[a][0])
+        if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT) or \
+                TYPE_NAMES[int(m.jnt_type[joint])] not in ("hinge", "slide"):
+            left_out.append(f"{label} (not on a hinge or slide)")
+            continue
+        if int(m.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE) or \
+                int(m.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED) or \
+                int(m.actuator_biastype[a]) not in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)):
+            left_out.append(f"{label} (activation dynamics or a gain or bias other than MuJoCo's affine one)")
+            continue
+        affine = int(m.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
+        unlimited = (-np.inf, np.inf)
+        actuators[label] = Force.MobilityActuator(
+            forces, moved[joint_names[joint]], 0, gear=float(m.actuator_gear[a][0]),
+            gain=float(m.actuator_gainprm[a][0]),
+            bias=np.asarray(m.actuator_biasprm[a][:3], float) if affine else np.zeros(3),
+            ctrl_range=tuple(m.actuator_ctrlrange[a]) if m.actuator_ctrllimited[a] else unlimited,
+            force_range=tuple(m.actuator_forcerange[a]) if m.actuator_forcelimited[a] else unlimited)
+    return actuators, left_out
+
+
+def _impedance(solimp, r):
+    """MuJoCo's constraint impedance d(r) for solimp (d0, dmax, width,
+    midpoint, power) at violation r >= 0."""
+    d0, dmax, width, mid, power = solimp[:5]
+    x = min(r / width, 1.0) if width > 0 else 1.0
+    if power == 1:
+        y = x
+    elif x <= mid:
+        y = x ** power / mid ** (power - 1)
+    else:
+        y = 1 - (1 - x) ** power / (1 - mid) ** (power - 1)
+    return d0 + y * (dmax - d0)
+
+
+def _resting_depth(solimp, scale):
+    """The depth r at which MuJoCo's soft contact carries a body at rest,
+    r = (1 - d) dmax^2 g tau^2 z^2 / d^2 with d = d(r) (``scale`` = g tau^2 z^2;
+    at rest the constraint's reference acceleration, -k r with
+    k = d / (dmax^2 tau^2 z^2), balances the (1 - d) / d share of gravity it
+    leaves). Past solimp's width d = dmax; below it, the root is bisected
+    (r minus the right side grows with r)."""
+    dmax, width = solimp[1], solimp[2]
+    r = (1 - dmax) * scale
+    if r >= width:
+        return r
+
+    def excess(r):
+        d = _impedance(solimp, r)
+        return r - (1 - d) * dmax ** 2 * scale / d ** 2 if d > 0 else -np.inf
+
+    low, high = 0.0, width
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if excess(middle) < 0 else (low, middle)
+    return 0.5 * (low + high)
+
+
+def _stop(m, forces, handle, j, bounds):
+    """MuJoCo joint j's limit as a MobilityLinearStop. MuJoCo's soft limit
+    (time constant tau and damping ratio z from solreflimit, dmax from
+    solimplimit) rests a joint of effective inertia I (MuJoCo's own scale,
+    1 / dof_invweight0) under a generalized force f at the excursion
+    (1 - dmax) tau^2 z^2 f / I, so the stop's stiffness is
+    k = I / ((1 - dmax) tau^2 z^2); its dissipation d damps the stop
+    critically (k x d = 2 sqrt(k I)) at an excursion x of 1% of the range."""
+    tau, ratio = (float(x) for x in m.jnt_solref[j][:2])
+    if tau <= 0:  # MuJoCo's direct (-stiffness, -damping) form: its default time constant instead
+        tau, ratio = 0.02, 1.0
+    dmax = float(m.jnt_solimp[j][1])
+    inertia = 1.0 / float(m.dof_invweight0[m.jnt_dofadr[j]])
+    stiffness = inertia / ((1 - dmax) * tau ** 2 * ratio ** 2)
+    reference = 0.01 * max(bounds[1] - bounds[0], 1e-9)
+    dissipation = 2 * np.sqrt(inertia / stiffness) / reference
+    return Force.MobilityLinearStop(forces, handle, 0, stiffness, dissipation, *bounds)
 
 
 def _pose(mujoco, pos, quat):
@@ -281,19 +396,24 @@ def _as_coordinates(mujoco, m, kind, obj):
     return weights, float(m.tendon_length0[obj])
 
 
-def _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped):
-    """One warning naming what the loaded system does not model."""
+def _report_dropped(mujoco, m, joints, damping, springs, armature, limits, unmapped, uncovered, unactuated):
+    """One warning naming what the loaded system does not model;
+    ``uncovered``: the contact pairs left out (None: contact not asked for)."""
     dropped = []
-    flags = int(m.opt.disableflags)
-    contacting = [g for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]]
-    if contacting and not flags & mujoco.mjtDisableBit.mjDSBL_CONTACT:
-        dropped.append(f"contacts ({len(contacting)} colliding geoms)")
-    if m.nu:
-        dropped.append(f"actuators ({m.nu})")
+    if uncovered is None:
+        pairs = _colliding_pairs(mujoco, m)
+        if pairs:
+            dropped.append(f"contacts ({len(pairs)} colliding geom pairs)")
+    elif uncovered:
+        shown = ", ".join(uncovered[:6]) + (f" and {len(uncovered) - 6} more" if len(uncovered) > 6 else "")
+        dropped.append(f"contact pairs without a kernel: {shown}")
+    if unactuated:
+        dropped.append(f"actuators {', '.join(unactuated)}")
     if unmapped:
         dropped.append(f"equality constraints {', '.join(unmapped)}")
     by_kind = {
-        "joint limits": [j.name for j in joints.values() if j.range is not None],
+        "joint limits": [j.name for j in joints.values()
+                         if j.range is not None and (not limits or j.type in ("ball", "free"))],
         "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
         "friction loss": [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.dof_jntid[d])) or f"dof {d}"
                           for d in range(m.nv) if m.dof_frictionloss[d] > 0],
@@ -311,3 +431,133 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, unmapped):
             dropped.append(f"{what} on {', '.join(names[:6])}{f' and {len(names) - 6} more' if len(names) > 6 else ''}")
     if dropped:
         warnings.warn("load_mjcf: not modelled by the loaded system: " + "; ".join(dropped), stacklevel=3)
+
+
+#: MuJoCo geom types simbodyx has contact shapes for
+SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellipsoid": "Ellipsoid"}
+#: the plain-strain modulus (Pa) of a geom on the world (a floor), stiff enough that its partner's
+#: material decides the contact
+RIGID = 1e12
+
+
+def _colliding_pairs(mujoco, m) -> list:
+    """The geom pairs (g1 < g2) MuJoCo's collision detection can report:
+    the dynamic ones (contype of one & conaffinity of the other, not on one
+    body or welded bodies, not parent and child unless the parent is the
+    world, not in ``<exclude>``) and the explicit ``<pair>``s."""
+    if int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_CONTACT:
+        return []
+    filter_parent = not int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT
+    weld = np.asarray(m.body_weldid)
+    excluded = set(int(x) for x in np.asarray(m.exclude_signature).ravel())
+    pairs = {tuple(sorted((int(a), int(b)))) for a, b in zip(m.pair_geom1, m.pair_geom2)}
+    for g1 in range(m.ngeom):
+        for g2 in range(g1 + 1, m.ngeom):
+            if not (m.geom_contype[g1] & m.geom_conaffinity[g2] or m.geom_contype[g2] & m.geom_conaffinity[g1]):
+                continue
+            b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+            w1, w2 = int(weld[b1]), int(weld[b2])
+            if w1 == w2:
+                continue
+            p1, p2 = int(weld[m.body_parentid[w1]]), int(weld[m.body_parentid[w2]])
+            if filter_parent and w1 and w2 and (w1 == p2 or w2 == p1):
+                continue
+            if ((min(b1, b2) << 16) + max(b1, b2)) in excluded or ((w1 << 16) + w2) in excluded \
+                    or ((w2 << 16) + w1) in excluded:
+                continue
+            pairs.add((g1, g2))
+    return sorted(pairs)
+
+
+def _contact(mujoco, m, system, forces, placed, body_names, name):
+    """(HuntCrossleyForce or None, [the colliding pairs left out]).
+
+    Each geom of a supported type (plane, sphere, capsule, ellipsoid) that
+    is in one of MuJoCo's colliding pairs becomes a surface of one contact
+    set on its body; the set's other pairs are excluded. Material, from the
+    geom's solref (time constant tau, damping ratio z) and solimp:
+    MuJoCo rests a body on a contact at a depth that does not depend on its
+    mass (``_resting_depth``); the geom's stiffness E is the one at which a sphere
+    of the geom's radius (an ellipsoid: its radii's geometric mean) rests
+    at that depth under its share W of its tree's weight (the tree's mass
+    times |g|, over the number of its geoms that can touch the world):
+    E = 3 W / (4 sqrt(r) d^(3/2)). Its dissipation makes Hunt-Crossley's
+    damping at rest, 3/2 c g per unit mass, MuJoCo's 2 / (dmax tau):
+    c = 4 / (3 g dmax tau). Geoms on the world are rigid (E = 1e12 Pa), so
+    the moving geom's numbers decide. Friction: static = dynamic = the
+    geom's sliding friction (0 with condim 1); Simbody combines two geoms'
+    by their harmonic mean where MuJoCo takes the larger (equal when the
+    geoms' frictions are). Explicit pairs use their geoms' numbers too."""
+    pairs = _colliding_pairs(mujoco, m)
+    kind = [mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower() for t in m.geom_type]
+    geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
+    covered, uncovered = [], []
+    for g1, g2 in pairs:
+        shapes = (SHAPES.get(kind[g1]), SHAPES.get(kind[g2]))
+        if None in shapes or (shapes not in KERNELS and shapes[::-1] not in KERNELS):
+            uncovered.append(f"{geom_name[g1]}-{geom_name[g2]} ({kind[g1]}-{kind[g2]})")
+        else:
+            covered.append((g1, g2))
+    if not covered:
+        return None, uncovered
+
+    gravity = float(np.linalg.norm(m.opt.gravity)) or 9.81
+    root = list(range(m.nbody))  # each body's tree: the child of the world it hangs from
+    for b in range(1, m.nbody):
+        root[b] = b if m.body_parentid[b] == 0 else root[m.body_parentid[b]]
+    tree_mass = {}
+    for b in range(1, m.nbody):
+        tree_mass[root[b]] = tree_mass.get(root[b], 0.0) + float(m.body_mass[b])
+
+    def on_world(g):  # fixed to the world (on it, or welded to it)
+        return m.body_weldid[m.geom_bodyid[g]] == 0
+
+    touching_world = {}
+    for g1, g2 in covered:
+        for g, other in ((g1, g2), (g2, g1)):
+            if not on_world(g) and on_world(other):
+                touching_world.setdefault(root[m.geom_bodyid[g]], set()).add(g)
+
+    def shape(g):
+        size = np.asarray(m.geom_size[g], float)
+        if kind[g] == "plane":
+            return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2)), None
+        if kind[g] == "sphere":
+            return ContactGeometry.Sphere(size[0]), np.eye(4), size[0]
+        if kind[g] == "capsule":
+            return ContactGeometry.Capsule(size[0], size[1]), np.eye(4), size[0]
+        return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
+
+    def material(g, radius):
+        tau, ratio = (float(x) for x in m.geom_solref[g][:2])
+        if tau <= 0:  # MuJoCo's direct (-stiffness, -damping) form: its default time constant instead
+            tau, ratio = 0.02, 1.0
+        dmax = float(m.geom_solimp[g][1])
+        friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
+        dissipation = 4 / (3 * gravity * dmax * tau)
+        if radius is None or on_world(g):
+            return RIGID, dissipation, friction
+        depth = _resting_depth(np.asarray(m.geom_solimp[g], float), gravity * tau ** 2 * ratio ** 2)
+        tree = root[m.geom_bodyid[g]]
+        load = tree_mass[tree] * gravity / max(len(touching_world.get(tree, ())), 1)
+        return 3 * load / (4 * np.sqrt(radius) * depth ** 1.5), dissipation, friction
+
+    contacts = GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    used = sorted({g for pair in covered for g in pair})
+    surface = {}
+    hunt_crossley = HuntCrossleyForce(forces, contacts, contact_set)
+    for g in used:
+        body, X_B = placed[body_names[m.geom_bodyid[g]]]
+        geometry, X_GS, radius = shape(g)
+        surface[g] = contacts.add_body(contact_set, body, geometry,
+                                       transform(X_B @ _pose(mujoco, m.geom_pos[g], m.geom_quat[g]) @ X_GS),
+                                       name=geom_name[g])
+        stiffness, dissipation, friction = material(g, radius)
+        hunt_crossley.set_body_parameters(surface[g], stiffness, dissipation, friction, friction, 0.0)
+    wanted = {(surface[a], surface[b]) for a, b in covered}
+    for i in range(len(used)):
+        for j in range(i + 1, len(used)):
+            if (i, j) not in wanted and (j, i) not in wanted:
+                contacts.exclude_pair(contact_set, i, j)
+    return hunt_crossley, uncovered

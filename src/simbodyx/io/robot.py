@@ -43,13 +43,17 @@ class Robot(Mapping):
     (:class:`Geometry`); ``root`` the root link's name; ``couplers`` the
     coupling constraint of each mimic joint or equality, ``dampers`` and
     ``springs`` the mobility force elements made for a joint's damping or
-    stiffness."""
+    stiffness, ``stops`` the MobilityLinearStop made for a joint's limits;
+    ``contact`` the HuntCrossleyForce made for the file's contacts (None:
+    none); ``actuators`` the MobilityActuator of each actuator modelled, in
+    the file's order (``set_controls``)."""
 
     def __init__(self, root, links, joints, joint_bodies, visuals=(), collisions=(), couplers=None, dampers=None,
-                 springs=None):
+                 springs=None, stops=None, contact=None, actuators=None):
         self.root, self.links, self.joints, self.joint_bodies = root, links, joints, joint_bodies
         self.visuals, self.collisions = list(visuals), list(collisions)
         self.couplers, self.dampers, self.springs = couplers or {}, dampers or {}, springs or {}
+        self.stops, self.contact, self.actuators = stops or {}, contact, actuators or {}
 
     def __getitem__(self, name):
         if name in self.links:
@@ -65,6 +69,18 @@ class Robot(Mapping):
 
     def __len__(self):
         return len(self.links) + len(self.joint_bodies)
+
+    def set_controls(self, state, controls):
+        """A new State whose actuators (``actuators``, in order) hold
+        ``controls`` (one number each; MuJoCo's ctrl when every actuator is
+        modelled)."""
+        controls = np.asarray(controls) if not hasattr(controls, "shape") else controls
+        if controls.shape != (len(self.actuators),):
+            raise ValueError(f"set_controls: expected {len(self.actuators)} controls (one per modelled actuator: "
+                             f"{', '.join(self.actuators)}), got shape {controls.shape}")
+        for k, actuator in enumerate(self.actuators.values()):
+            state = actuator.set_control(state, controls[k])
+        return state
 
     def get_link_transform(self, state, name):
         """X_GL, the pose of link ``name``'s frame in Ground (Position)."""

@@ -1,0 +1,125 @@
+"""MJCF contact and joint limits through load_mjcf: the pairs are exactly
+the ones MuJoCo's collision detection reports; a sphere rests at MuJoCo's
+depth; a pendulum on its limit at the stop's static deflection; the
+gymnasium Ant stands on the floor."""
+
+import pathlib
+import re
+import warnings
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import simbodyx as sx
+from simbodyx.io.mjcf import _colliding_pairs
+
+PAIRS = """<mujoco><worldbody>
+  <geom name="floor" type="plane" size="5 5 .1"/>
+  <body name="a"><freejoint/><geom name="a_sphere" type="sphere" size="0.3"/>
+    <geom name="a_box" type="box" size="0.2 0.2 0.2"/>
+    <body name="a_child"><joint type="hinge"/><geom name="child" type="capsule" size="0.1 0.3"/></body></body>
+  <body name="b"><freejoint/><geom name="b_capsule" type="capsule" size="0.2 0.3" contype="2" conaffinity="2"/></body>
+  <body name="c"><freejoint/><geom name="c_sphere" type="sphere" size="0.25" contype="0" conaffinity="0"/>
+    <geom name="c_ellipsoid" type="ellipsoid" size="0.3 0.2 0.1" contype="4" conaffinity="1"/></body>
+  <body name="d"><freejoint/><geom name="d_sphere" type="sphere" size="0.2"/></body>
+</worldbody>
+<contact><exclude body1="a" body2="d"/><pair geom1="c_sphere" geom2="floor"/></contact></mujoco>"""
+
+
+def test_the_contact_pairs_are_the_ones_mujoco_reports():
+    """Every geom overlaps every other at the origin: MuJoCo's contacts name
+    exactly the pairs the loader takes (contype/conaffinity bits, parent and
+    child, <exclude>, <pair>); the box's pairs are reported, not modelled."""
+    m = mujoco.MjModel.from_xml_string(PAIRS)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    reported = {tuple(sorted((int(c.geom1), int(c.geom2)))) for c in d.contact[:d.ncon]}
+    assert set(_colliding_pairs(mujoco, m)) == reported
+
+    with pytest.warns(UserWarning, match=r"contact pairs without a kernel: floor-a_box \(plane-box\), "
+                                         r"a_sphere-c_ellipsoid \(sphere-ellipsoid\), .*, "
+                                         r"c_ellipsoid-d_sphere \(ellipsoid-sphere\)$"):
+        system, _, _, robot = sx.io.load_mjcf(PAIRS)
+    model, _ = system.realize_topology()
+    element = robot.contact.element(model)
+    geom = [re.search(r"'(\w+)'", s.name)[1] for s in element.surfaces]
+    modelled = {tuple(sorted((mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, geom[i]),
+                              mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, geom[j]))))
+                for g in element.groups for i, j in zip(g.first, g.second)}
+    box, ellipsoid, floor = (mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, n) for n in ("a_box", "c_ellipsoid", "floor"))
+    kernel = {pair for pair in reported if box not in pair and (ellipsoid not in pair or floor in pair)}
+    assert modelled == kernel and len(kernel) == len(reported) - 5
+
+
+def _rest(xml, steps=6000, dt=5e-4):
+    with warnings.catch_warnings(action="error"):
+        system, _, _, robot = sx.io.load_mjcf(xml)
+    model, state = system.realize_topology()
+    final, _ = jax.jit(lambda m, s: sx.integrate.rollout(m, s, dt, steps, save_every=steps))(model, state)
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    for _ in range(int(steps * dt / m.opt.timestep)):
+        mujoco.mj_step(m, d)
+    return robot, model, final, m, d
+
+
+def test_a_sphere_rests_at_mujocos_depth():
+    xml = """<mujoco><option timestep="0.001"/><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+      <body name="ball" pos="0 0 0.12"><freejoint/><geom type="sphere" size="0.1" mass="2"/></body>
+      </worldbody></mujoco>"""
+    robot, model, final, m, d = _rest(xml)
+    assert d.ncon == 1
+    np.testing.assert_allclose(0.1 - float(final.q[6]), -d.contact[0].dist, rtol=1e-2)
+
+
+def test_a_pendulum_rests_on_its_limit_at_the_stops_deflection():
+    xml = """<mujoco><option timestep="0.001"/><worldbody><body name="arm" pos="0 0 1">
+      <joint name="hinge" axis="0 1 0" range="-30 30"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1" contype="0" conaffinity="0"/>
+      </body></worldbody></mujoco>"""
+    robot, model, final, m, d = _rest(xml)
+    limit = np.radians(30)
+    stop = robot.stops["hinge"]
+    # the stop carries gravity's torque m g (L/2) cos(q) at rest
+    torque = 9.81 * 0.25 * np.cos(float(final.q[0]))
+    np.testing.assert_allclose(float(final.q[0]) - limit, torque / float(stop.stiffness), rtol=1e-6)
+    # the rule matches MuJoCo's deflection where MuJoCo's impedance reaches dmax; here,
+    # 0.6 of solimp's width into the limit, MuJoCo's is 29% larger
+    np.testing.assert_allclose(float(final.q[0]) - limit, d.qpos[0] - limit, rtol=0.3)
+
+
+ASSETS = pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
+
+
+def test_the_gymnasium_ant_stands_on_the_floor():
+    with warnings.catch_warnings(action="error"):  # everything in the file is modelled
+        system, _, _, robot = sx.io.load_mjcf(ASSETS / "ant.xml")
+    assert len(robot.actuators) == 8
+    model, state = system.realize_topology()
+    run = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=500))
+    final, trajectory = run(model, state)
+    assert np.all(np.isfinite(np.asarray(trajectory.q)))
+    contact = robot.contact.get_contact_forces(model, model.realize(final, sx.Stage.Velocity))
+    feet = np.asarray(contact.depth) > 0
+    assert feet.sum() == 4 and np.all(np.asarray(contact.depth)[feet] < 1e-3)
+    weight = 9.81 * float(jnp.sum(model.params.mass))
+    np.testing.assert_allclose(float(jnp.sum(contact.force[feet, 2])), weight, rtol=1e-2)
+    assert float(final.q[6]) > 0.5  # the torso stands on its legs, as MuJoCo's (0.54 m after 5 s)
+
+
+@pytest.mark.parametrize("robot", ["ant", "hopper", "walker2d", "half_cheetah", "humanoid"])
+def test_the_gymnasium_robots_load_with_everything_modelled(robot):
+    """Contacts, limits and motors of each gymnasium robot are modelled (no
+    warning, no numpy warning from the material rule: half_cheetah's solimp
+    starts at d0 = 0), with positive, finite stiffnesses."""
+    with warnings.catch_warnings(action="error"):
+        system, _, _, loaded = sx.io.load_mjcf(ASSETS / f"{robot}.xml")
+        model, _ = system.realize_topology()
+    element = loaded.contact.element(model)
+    assert any(g.kinds[0] == "HalfSpace" for g in element.groups)  # the floor
+    assert np.all(np.isfinite(np.asarray(element.stiffness))) and np.all(np.asarray(element.stiffness) > 0)
+    assert loaded.actuators and loaded.stops
