@@ -55,6 +55,13 @@ def test_sphere_capsule_and_capsule_capsule_use_the_closest_points():
     parallel = detection.capsule_capsule(CG.Capsule(0.1, 0.5), _pose(), CG.Capsule(0.1, 0.5), _pose(p=[0.15, 0, 0.3]))
     np.testing.assert_allclose(parallel.depth, [0.05], atol=ATOL)
     np.testing.assert_allclose(parallel.normal, [[1, 0, 0]], atol=ATOL)
+    # axes crossing at a point: full overlap along the common perpendicular (x cross z = -y)
+    crossing = detection.capsule_capsule(CG.Capsule(0.1, 0.5), _pose(along_x), CG.Capsule(0.15, 0.5), _pose())
+    np.testing.assert_allclose(crossing.depth, [0.25], atol=ATOL)
+    np.testing.assert_allclose(crossing.normal, [[0, -1, 0]], atol=ATOL)
+    on_axis = detection.sphere_capsule(CG.Sphere(0.2), _pose(p=[0, 0, 0.1]), CG.Capsule(0.1, 0.5), _pose())
+    np.testing.assert_allclose(on_axis.depth, [0.3], atol=ATOL)
+    assert abs(float(on_axis.normal[0] @ np.array([0, 0, 1.0]))) < ATOL
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -142,3 +149,27 @@ def test_bad_contact_input_is_a_clear_error():
         smooth.set_contact_sphere_radius(0.0)
     with pytest.raises(ValueError, match="call set_contact_sphere_body, set_contact_half_space_body"):
         system.realize_topology()
+
+
+def test_capsule_kernels_have_finite_derivatives_in_degenerate_poses():
+    """Parallel, coincident, crossing and end-to-end segments: every output of
+    the capsule kernels and its derivative with respect to both poses is
+    finite (sphere-sphere's coincident centres are covered above)."""
+    along_x = sx.Rotation.about_y(0.5 * np.pi).matrix
+    poses = [(np.eye(3), [0.0, 0.0, 0.0]), (np.eye(3), [0.1, 0.0, 0.0]), (np.eye(3), [0.0, 0.0, 1.0]),
+             (along_x, [0.0, 0.0, 0.0]), (along_x, [0.0, 0.05, 0.5]), (_random_rotation(7), [0.02, -0.01, 0.03])]
+
+    def outputs(p1, p2, R2, kernel):
+        c = kernel(CG.Capsule(0.1, 0.5), sx.Transform(np.eye(3), p1), CG.Capsule(0.05, 0.5), sx.Transform(R2, p2))
+        return jnp.concatenate([c.location.ravel(), c.normal.ravel(), c.depth, c.radius])
+
+    def sphere_capsule(capsule1, X1, capsule2, X2):
+        return detection.sphere_capsule(CG.Sphere(0.1), X1, capsule2, X2)
+
+    for kernel in (detection.capsule_capsule, sphere_capsule):
+        for R2, p2 in poses:
+            args = (jnp.zeros(3), jnp.asarray(p2), jnp.asarray(R2))
+            values = outputs(*args, kernel)
+            jacobians = jax.jacfwd(outputs, argnums=(0, 1, 2))(*args, kernel)
+            assert np.all(np.isfinite(np.asarray(values))), (kernel, p2)
+            assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians), (kernel, p2)

@@ -22,7 +22,7 @@ import numpy as np
 
 from simbodyx.module import Module
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import safe_norm
+from simbodyx.spatial.vectors import cross, safe_norm
 
 
 class PointContact(Module):
@@ -49,15 +49,36 @@ def _sphere_on_half_space(X_GH: Transform, center, r):
     return PointContact(location, -X_GH.R[:, 0], depth, r)
 
 
-def _sphere_sphere(p1, r1, p2, r2):
-    """Simbody's Sphere-Sphere; coincident centres give no contact."""
+def _sphere_sphere(p1, r1, p2, r2, fallback=None):
+    """Simbody's Sphere-Sphere. Coincident centres give no contact, as in
+    Simbody, or, given a ``fallback`` unit normal (a capsule's axes
+    crossing), full depth along it; then centres closer than 1e-9 (r1 + r2)
+    count as coincident, their offset being rounding."""
     delta = p2 - p1
     dist = safe_norm(delta)
-    apart = dist > 0
-    normal = jnp.where(apart, delta / jnp.where(apart, dist, 1.0), jnp.zeros_like(delta))
-    depth = jnp.where(apart, r1 + r2 - dist, -jnp.ones_like(dist))
+    apart = dist > (0.0 if fallback is None else 1e-9 * (r1 + r2))
+    normal = delta / jnp.where(apart, dist, 1.0)
+    if fallback is None:
+        normal = jnp.where(apart, normal, jnp.zeros_like(delta))
+        depth = jnp.where(apart, r1 + r2 - dist, -jnp.ones_like(dist))
+    else:
+        normal = jnp.where(apart, normal, fallback)
+        depth = r1 + r2 - dist
     location = p1 + (r1 - depth / 2) * normal
     return PointContact(location, normal, depth, r1 * r2 / (r1 + r2))
+
+
+def _unit(v, other):
+    """v normalized, or ``other`` where v is (nearly) zero."""
+    size = safe_norm(v)
+    ok = size > 1e-9
+    return jnp.where(ok, v / jnp.where(ok, size, 1.0), other)
+
+
+def _perpendicular(axis):
+    """A unit vector perpendicular to the unit ``axis``."""
+    helper = jnp.where(jnp.abs(axis[0]) < 0.9, jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
+    return _unit(cross(axis, helper.astype(axis.dtype)), helper.astype(axis.dtype))
 
 
 def _segment(capsule, X: Transform):
@@ -126,13 +147,20 @@ def half_space_capsule(half_space, X1, capsule, X2):
 
 
 def sphere_capsule(sphere, X1, capsule, X2):
+    """The sphere against the capsule's nearest point; a centre on the axis
+    is pushed out perpendicular to it."""
     near = _closest_on_segment(*_segment(capsule, X2), X1.p)
-    return _stack([_sphere_sphere(X1.p, sphere.radius, near, capsule.radius)])
+    return _stack([_sphere_sphere(X1.p, sphere.radius, near, capsule.radius, _perpendicular(X2.R[:, 2]))])
 
 
 def capsule_capsule(capsule1, X1, capsule2, X2):
+    """The capsules' closest points as spheres; crossing axes are pushed apart
+    along their common perpendicular (parallel ones, along one perpendicular
+    to both)."""
     p1, p2 = _closest_between_segments(*_segment(capsule1, X1), *_segment(capsule2, X2))
-    return _stack([_sphere_sphere(p1, capsule1.radius, p2, capsule2.radius)])
+    a1, a2 = X1.R[:, 2], X2.R[:, 2]
+    fallback = _unit(cross(a1, a2), _perpendicular(a1))
+    return _stack([_sphere_sphere(p1, capsule1.radius, p2, capsule2.radius, fallback)])
 
 
 #: (kind of surface 1, kind of surface 2) -> kernel; a pair listed the other
