@@ -80,13 +80,10 @@ class ContactGeometry:
 
 
 class ContactSurface(Module):
-    """A shape on body ``body`` with its frame S at ``X_BS`` (in B)."""
+    """A shape on body ``body`` with its frame S at ``X_BS`` (in B); ``name``
+    labels it in messages."""
 
     body: int = eqx.field(static=True)
     shape: Shape
     X_BS: Transform
     name: str = eqx.field(static=True)
-
-    def pose(self, X_GB: Transform) -> Transform:
-        """X_GS from the bodies' poses (nb,)."""
-        return X_GB[self.body].compose(self.X_BS)
