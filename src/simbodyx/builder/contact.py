@@ -13,17 +13,9 @@ from simbodyx.builder.forces import ForceHandle
 from simbodyx.builder.mobilized_body import MobilizedBody
 from simbodyx.contact.detection import candidate_pairs
 from simbodyx.contact.geometry import ContactSurface, Shape
-from simbodyx.forces.base import as_param
+from simbodyx.forces.base import as_frame, as_param
 from simbodyx.forces.contact import HuntCrossley, SmoothSphereHalfSpace
 from simbodyx.spatial.transform import Transform
-
-
-def _frame(X, what, label) -> Transform:
-    if X is None:
-        return Transform()
-    if not isinstance(X, Transform):
-        raise TypeError(f"{label}: {what} must be a Transform, got {type(X).__name__}")
-    return Transform(as_param(X.R, (3, 3), f"{what}.R", label), as_param(X.p, (3,), f"{what}.p", label))
 
 
 class GeneralContactSubsystem:
@@ -67,7 +59,8 @@ class GeneralContactSubsystem:
         if not isinstance(geometry, Shape):
             raise TypeError(f"{label}: geometry must be a ContactGeometry shape (Sphere, HalfSpace, ...), "
                             f"got {type(geometry).__name__}")
-        members.append((mobilized_body, geometry, _frame(X_BS, "X_BS", label), name))
+        members.append((mobilized_body, geometry, as_frame(Transform() if X_BS is None else X_BS, "X_BS", label),
+                        name))
         return len(members) - 1
 
     def exclude_pair(self, contact_set: int, surface1: int, surface2: int) -> None:
@@ -230,7 +223,7 @@ class SmoothSphereHalfSpaceForce(ForceHandle):
         self._radius = radius
 
     def set_contact_half_space_frame(self, X: Transform) -> None:
-        self._half_space_frame = _frame(X, "half-space frame", self.label)
+        self._half_space_frame = as_frame(X, "half-space frame", self.label)
 
     def get_body_sphere(self):
         return self._sphere_body

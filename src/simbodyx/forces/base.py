@@ -17,6 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.module import Module
+from simbodyx.spatial.transform import Transform
+from simbodyx.spatial.vectors import cross, spatial_vec
 
 
 class ForceElement(Module):
@@ -53,6 +55,20 @@ def zeros(state):
     return jnp.zeros(top.nu, state.u.dtype), jnp.zeros((top.num_bodies, 6), state.u.dtype)
 
 
+def forces_at(state, body, offset, force):
+    """Body forces (nb, 6) of ``force`` (in G) on each ``body`` at the point
+    ``offset`` (in G) from that body's origin Bo."""
+    _, F = zeros(state)
+    return F.at[body].add(spatial_vec(cross(offset, force), force))
+
+
+def velocity_at(state, body, offset):
+    """Velocity in G of the point of each ``body`` at ``offset`` (in G) from
+    its origin Bo."""
+    V = state.velocity.V_GB[body]
+    return V[..., 3:] + cross(V[..., :3], offset)
+
+
 def as_param(x, shape, what, label):
     """A concrete float64 numpy array of ``shape`` (cast to the model's dtype
     when the system is frozen), or a clear error naming the element."""
@@ -62,3 +78,11 @@ def as_param(x, shape, what, label):
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{label}: {what} contains NaN or infinity")
     return a
+
+
+def as_frame(X, what, label) -> Transform:
+    """A Transform of concrete float64 numpy arrays, or a clear error naming
+    the element and ``what``."""
+    if not isinstance(X, Transform):
+        raise TypeError(f"{label}: {what} must be a Transform, got {type(X).__name__}")
+    return Transform(as_param(X.R, (3, 3), f"{what}.R", label), as_param(X.p, (3,), f"{what}.p", label))

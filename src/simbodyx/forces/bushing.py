@@ -6,7 +6,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
-from simbodyx.forces.base import ForceElement, as_param, zeros
+from simbodyx.forces.base import ForceElement, as_frame, as_param, velocity_at, zeros
 from simbodyx.mobilizers.euler import Gimbal
 from simbodyx.spatial.rotation import matrix_to_body_fixed_xyz
 from simbodyx.spatial.transform import Transform
@@ -36,13 +36,8 @@ class LinearBushing(ForceElement):
         for body in (body1, body2):
             forces._check_body(body, label)
         self.body1, self.body2 = body1.index, body2.index
-        for what, X in (("frame on body 1", frame_on_body1), ("frame on body 2", frame_on_body2)):
-            if not isinstance(X, Transform):
-                raise TypeError(f"{label}: the {what} must be a Transform, got {type(X).__name__}")
-        self.X_B1F = Transform(as_param(frame_on_body1.R, (3, 3), "frame on body 1", label),
-                               as_param(frame_on_body1.p, (3,), "frame on body 1", label))
-        self.X_B2M = Transform(as_param(frame_on_body2.R, (3, 3), "frame on body 2", label),
-                               as_param(frame_on_body2.p, (3,), "frame on body 2", label))
+        self.X_B1F = as_frame(frame_on_body1, "frame on body 1", label)
+        self.X_B2M = as_frame(frame_on_body2, "frame on body 2", label)
         self.stiffness = as_param(stiffness, (6,), "stiffness", label)
         self.damping = as_param(damping, (6,), "damping", label)
         forces._add(self)
@@ -65,8 +60,7 @@ class LinearBushing(ForceElement):
         p_B2M = X.R[self.body2] @ self.X_B2M.p
         p_FM = X_GF.R @ X_FM.p
         w1, w2 = V[self.body1, :3], V[self.body2, :3]
-        v_F = V[self.body1, 3:] + cross(w1, p_B1F)
-        v_M = V[self.body2, 3:] + cross(w2, p_B2M)
+        v_F, v_M = velocity_at(state, self.body1, p_B1F), velocity_at(state, self.body2, p_B2M)
         w_FM = X_GF.R.T @ (w2 - w1)  # in F
         v_FM = X_GF.R.T @ (v_M - v_F - cross(w1, p_FM))  # derivative taken in F
         A = Gimbal().H_FM(q[:3], None)[:, :3].T  # w_FM (in F) = A qdot of the angles

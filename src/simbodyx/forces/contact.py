@@ -19,10 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.contact.detection import detect
-from simbodyx.forces.base import ForceElement, zeros
+from simbodyx.forces.base import ForceElement, forces_at, velocity_at, zeros
 from simbodyx.module import Module
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import cross, safe_norm, spatial_vec
+from simbodyx.spatial.vectors import safe_norm
 
 
 class ContactForces(Module):
@@ -59,17 +59,9 @@ def _harmonic(a, b):
     return jnp.where(total > 0, 2 * a * b / jnp.where(total > 0, total, 1.0), 0.0)
 
 
-def _station_velocity(state, body, point):
-    """Velocity in G of the point of each ``body`` at ground location ``point``."""
-    V, p = state.velocity.V_GB[body], state.position.X_GB.p[body]
-    return V[..., 3:] + cross(V[..., :3], point - p)
-
-
-def _apply(state, body, point, force):
-    """Body forces (nb, 6) of ``force`` (in G) at ground ``point`` on each ``body``."""
-    _, F = zeros(state)
-    r = point - state.position.X_GB.p[body]
-    return F.at[body].add(spatial_vec(cross(r, force), force))
+def _offset(state, body, point):
+    """The ground ``point`` measured from each ``body``'s origin, in G."""
+    return point - state.position.X_GB.p[body]
 
 
 class HuntCrossley(ForceElement):
@@ -131,7 +123,8 @@ class HuntCrossley(ForceElement):
         body1, body2 = self._bodies()[i1], self._bodies()[i2]
         n, point = contacts.normal, contacts.location
         c = self.dissipation[i1] * s1 + self.dissipation[i2] * (1 - s1)
-        v = _station_velocity(state, body1, point) - _station_velocity(state, body2, point)
+        v = (velocity_at(state, body1, _offset(state, body1, point))
+             - velocity_at(state, body2, _offset(state, body2, point)))
         vn = jnp.sum(v * n, axis=-1)
         normal_force = jnp.maximum(hertz * (1 + 1.5 * c * vn), 0.0)
         tangent = v - vn[:, None] * n
@@ -146,9 +139,9 @@ class HuntCrossley(ForceElement):
 
     def calc(self, model, state):
         f = self.contact_forces(model, state)
-        bodies = self._bodies()
-        F = _apply(state, bodies[np.array(f.surface2)], f.location, f.force)
-        F = F + _apply(state, bodies[np.array(f.surface1)], f.location, -f.force)
+        body1, body2 = self._bodies()[np.array(f.surface1)], self._bodies()[np.array(f.surface2)]
+        F = forces_at(state, body2, _offset(state, body2, f.location), f.force)
+        F = F + forces_at(state, body1, _offset(state, body1, f.location), -f.force)
         return zeros(state)[0], F
 
     def potential_energy(self, model, state):
@@ -226,8 +219,9 @@ class SmoothSphereHalfSpace(ForceElement):
         """(contact point (3,), force (3,) on the half-space; the sphere gets its
         negative), in G, for a State realized to Velocity."""
         indentation, normal, point = self._geometry(state)
-        v = (_station_velocity(state, self.sphere_body, point)
-             - _station_velocity(state, self.half_space_body, point))
+        sphere, half_space = self.sphere_body, self.half_space_body
+        v = (velocity_at(state, sphere, _offset(state, sphere, point))
+             - velocity_at(state, half_space, _offset(state, half_space, point)))
         vn = jnp.dot(v, normal)
         c = self.dissipation
         dissipative = c > 0
@@ -242,7 +236,9 @@ class SmoothSphereHalfSpace(ForceElement):
 
     def calc(self, model, state):
         point, force = self.contact_force(model, state)
-        F = _apply(state, self.half_space_body, point, force) + _apply(state, self.sphere_body, point, -force)
+        sphere, half_space = self.sphere_body, self.half_space_body
+        F = (forces_at(state, half_space, _offset(state, half_space, point), force)
+             + forces_at(state, sphere, _offset(state, sphere, point), -force))
         return zeros(state)[0], F
 
     def potential_energy(self, model, state):

@@ -15,9 +15,8 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.forces.base import ForceElement, as_param, zeros
+from simbodyx.forces.base import ForceElement, as_param, forces_at, zeros
 from simbodyx.forces.mobility import _mobility_index
-from simbodyx.spatial.vectors import cross
 from simbodyx.stage import Stage
 
 
@@ -91,7 +90,7 @@ class DiscreteForces(_Discrete):
         f = jnp.asarray(force_in_G, state.u.dtype)
         r = mobilized_body.express_vector_in_ground_frame(state, jnp.asarray(station_on_B, state.u.dtype))
         mobility, body = self._values(state)
-        return self._with(state, (mobility, body.at[mobilized_body.index].add(jnp.concatenate([cross(r, f), f]))))
+        return self._with(state, (mobility, body + forces_at(state, mobilized_body.index, r, f)))
 
     def clear_all_forces(self, state):
         return self._with(state, tuple(jnp.zeros_like(v) for v in self._values(state)))

@@ -6,15 +6,8 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
-from simbodyx.forces.base import ForceElement, as_param, zeros
-from simbodyx.spatial.vectors import cross, safe_norm, spatial_vec
-
-
-def point_force(state, body, station, force):
-    """Body forces (nb, 6) for ``force`` (in G) applied at ``station`` of ``body``."""
-    r = state.position.X_GB.R[body] @ station
-    _, F = zeros(state)
-    return F.at[body].add(spatial_vec(cross(r, force), force))
+from simbodyx.forces.base import ForceElement, as_param, forces_at, velocity_at, zeros
+from simbodyx.spatial.vectors import safe_norm
 
 
 class _TwoPoint(ForceElement):
@@ -42,8 +35,9 @@ class _TwoPoint(ForceElement):
     def _apply(self, state, tension, direction):
         """Pull the two points toward each other with ``tension`` (N)."""
         f = tension * direction
-        F = point_force(state, self.body1, self.station1, f)
-        F = F + point_force(state, self.body2, self.station2, -f)
+        R = state.position.X_GB.R
+        F = forces_at(state, self.body1, R[self.body1] @ self.station1, f)
+        F = F + forces_at(state, self.body2, R[self.body2] @ self.station2, -f)
         return zeros(state)[0], F
 
 
@@ -87,12 +81,9 @@ class TwoPointLinearDamper(_TwoPoint):
 
     def calc(self, model, state):
         _, direction = self._geometry(state)
-        X, V = state.position.X_GB, state.velocity.V_GB
-
-        def station_velocity(b, s):
-            return V[b, 3:] + cross(V[b, :3], X.R[b] @ s)
-
-        rate = direction @ (station_velocity(self.body2, self.station2) - station_velocity(self.body1, self.station1))
+        R = state.position.X_GB.R
+        rate = direction @ (velocity_at(state, self.body2, R[self.body2] @ self.station2)
+                            - velocity_at(state, self.body1, R[self.body1] @ self.station1))
         return self._apply(state, self.damping * rate, direction)
 
 
@@ -130,7 +121,8 @@ class ConstantForce(ForceElement):
         forces._add(self)
 
     def calc(self, model, state):
-        return zeros(state)[0], point_force(state, self.body, self.station, self.force)
+        offset = state.position.X_GB.R[self.body] @ self.station
+        return zeros(state)[0], forces_at(state, self.body, offset, self.force)
 
 
 class ConstantTorque(ForceElement):
