@@ -122,11 +122,10 @@ class HuntCrossleyForce(ForceHandle):
                             viscous_friction) -> None:
         self._forces.system.check_not_frozen(f"change {self.label}")
         self._contacts._member(self._set_index, surface)
+        names = ("stiffness", "dissipation", "static friction", "dynamic friction", "viscous friction")
         values = tuple(float(as_param(x, (), name, self.label)) for x, name in zip(
-            (stiffness, dissipation, static_friction, dynamic_friction, viscous_friction),
-            ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction")))
-        negative = [name for name, x in zip(("stiffness", "dissipation", "static friction", "dynamic friction",
-                                             "viscous friction"), values) if x < 0]
+            (stiffness, dissipation, static_friction, dynamic_friction, viscous_friction), names))
+        negative = [name for name, x in zip(names, values) if x < 0]
         if negative:
             raise ValueError(f"{self.label}: surface {surface}'s {negative[0]} must be >= 0, got {values}")
         if values[3] > values[2]:

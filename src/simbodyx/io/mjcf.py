@@ -282,6 +282,13 @@ def _resting_depth(solimp, scale):
     return 0.5 * (low + high)
 
 
+def _time_constant(solref):
+    """(time constant, damping ratio) of a MuJoCo solref; its direct
+    (-stiffness, -damping) form gets MuJoCo's default (0.02, 1) instead."""
+    tau, ratio = (float(x) for x in solref[:2])
+    return (tau, ratio) if tau > 0 else (0.02, 1.0)
+
+
 def _stop(m, forces, handle, j, bounds):
     """MuJoCo joint j's limit as a MobilityLinearStop. MuJoCo's soft limit
     (time constant tau and damping ratio z from solreflimit, dmax from
@@ -290,9 +297,7 @@ def _stop(m, forces, handle, j, bounds):
     (1 - dmax) tau^2 z^2 f / I, so the stop's stiffness is
     k = I / ((1 - dmax) tau^2 z^2); its dissipation d damps the stop
     critically (k x d = 2 sqrt(k I)) at an excursion x of 1% of the range."""
-    tau, ratio = (float(x) for x in m.jnt_solref[j][:2])
-    if tau <= 0:  # MuJoCo's direct (-stiffness, -damping) form: its default time constant instead
-        tau, ratio = 0.02, 1.0
+    tau, ratio = _time_constant(m.jnt_solref[j])
     dmax = float(m.jnt_solimp[j][1])
     inertia = 1.0 / float(m.dof_invweight0[m.jnt_dofadr[j]])
     stiffness = inertia / ((1 - dmax) * tau ** 2 * ratio ** 2)
@@ -529,9 +534,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
         return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
 
     def material(g, radius):
-        tau, ratio = (float(x) for x in m.geom_solref[g][:2])
-        if tau <= 0:  # MuJoCo's direct (-stiffness, -damping) form: its default time constant instead
-            tau, ratio = 0.02, 1.0
+        tau, ratio = _time_constant(m.geom_solref[g])
         dmax = float(m.geom_solimp[g][1])
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
         dissipation = 4 / (3 * gravity * dmax * tau)
