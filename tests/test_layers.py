@@ -17,7 +17,7 @@ SOURCE = pathlib.Path(sx.__file__).parent
 #: The layers, lowest first: a module may import from its own layer and the
 #: ones before it. A name stands for a module or a whole subpackage.
 LAYERS = (
-    ("xla_setup", "jax_compat", "trace_context", "scalarize", "module", "stage", "functions", "linalg", "handles"),
+    ("xla_setup", "jax_compat", "trace_context", "scalarize", "module", "stage", "functions", "linalg", "handles", "impulse"),
     ("spatial",),
     ("contact",),
     ("tree",),
@@ -32,7 +32,7 @@ LAYERS = (
     ("projection",),
     ("matter", "realize", "body_queries"),
     ("model",),
-    ("events", "integrate"),
+    ("events", "integrate", "time_stepper"),
     ("integrators", "optimize", "parallel"),
     ("builder",),
     ("assembly", "io", "interop", "viz"),

@@ -55,6 +55,18 @@ from simbodyx.builder import (
     SmoothSphereHalfSpaceForce as SmoothSphereHalfSpaceForce,
 )
 from simbodyx.constraints import Constraint as Constraint
+from simbodyx.constraints.conditional import (
+    ConditionalConstraint as ConditionalConstraint,
+    EdgeEdgeContact as EdgeEdgeContact,
+    HardStopLower as HardStopLower,
+    HardStopUpper as HardStopUpper,
+    PointPlaneContact as PointPlaneContact,
+    PointPlaneFrictionlessContact as PointPlaneFrictionlessContact,
+    Rope as Rope,
+    SpherePlaneContact as SpherePlaneContact,
+    SphereSphereContact as SphereSphereContact,
+    UnilateralContact as UnilateralContact,
+)
 from simbodyx.contact import ContactGeometry as ContactGeometry
 from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent
 from simbodyx.forces import Force as Force
@@ -64,6 +76,7 @@ from simbodyx.integrators import (
     IntegratorStatus as IntegratorStatus,
     simulate as simulate,
 )
+from simbodyx.impulse import PGSImpulseSolver as PGSImpulseSolver
 from simbodyx.motion import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model
@@ -82,5 +95,6 @@ from simbodyx.spatial import (
 )
 from simbodyx.stage import Stage as Stage
 from simbodyx.state import State as State
+from simbodyx.time_stepper import SemiExplicitEulerTimeStepper as SemiExplicitEulerTimeStepper
 
 __version__ = "0.1.0"

@@ -108,10 +108,12 @@ def _held(force, t, state):
     return force
 
 
-def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method: str = "rk4", *,
+def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method="rk4", *,
             controls=None, checkpoint: bool | int = True, energy: bool = True):
     """Run ``num_steps`` fixed steps of ``method`` ("euler", "semi_explicit_euler"
-    or "rk4"); return (final State, Trajectory with num_steps // save_every + 1 rows).
+    or "rk4", or a time stepper such as ``sx.SemiExplicitEulerTimeStepper()``,
+    whose ``step(model, state, dt)`` takes one); return (final State,
+    Trajectory with num_steps // save_every + 1 rows).
 
     ``controls`` (num_steps, nu): mobility forces (N or N m per mobility) held
     over each step (zero-order hold) and added to the Model's forces;
@@ -128,8 +130,8 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     intermediate of every step is kept.
     ``energy=False`` leaves ``Trajectory.energy`` None (no energy evaluation).
     """
-    if method not in STEPS:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(STEPS)}")
+    if isinstance(method, str) and method not in STEPS:
+        raise ValueError(f"unknown method {method!r}; choose one of {sorted(STEPS)} or a time stepper")
     if controls is not None:
         controls = jnp.asarray(controls, state.q.dtype)
         if controls.ndim != 2 or controls.shape[1] != state.topology.nu:
@@ -142,7 +144,7 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
     num_chunks = num_steps // save_every
     chunks_per_segment = _chunks_per_segment(checkpoint, num_chunks, save_every)
-    method_step = STEPS[method]
+    method_step = STEPS[method] if isinstance(method, str) else method.step
     dt = jnp.asarray(dt, state.q.dtype)
     state = _with(state, state.t, state.q, state.u)
 

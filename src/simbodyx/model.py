@@ -71,6 +71,11 @@ class Model(Module):
         return self.params.constraints
 
     @property
+    def unilateral_contacts(self) -> tuple:
+        """The adopted unilateral contacts' elements, in UnilateralContactIndex order."""
+        return self.params.unilateral_contacts
+
+    @property
     def dtype(self):
         return self.params.mass.dtype
 

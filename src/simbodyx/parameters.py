@@ -26,3 +26,6 @@ class Parameters(Module):
     constraints: tuple = ()
     #: the Motions (simbodyx.motion), their numbers as leaves
     motions: tuple = ()
+    #: the unilateral contacts (simbodyx.constraints.conditional), in
+    #: UnilateralContactIndex order
+    unilateral_contacts: tuple = ()

@@ -12,6 +12,7 @@ import numpy as np
 
 from simbodyx.builder.forces import ForceHandle
 from simbodyx.builder.mobilized_body import MobilizedBody
+from simbodyx.constraints.conditional import HardStopLower, HardStopUpper, UnilateralContact
 from simbodyx.model import Model
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
@@ -128,6 +129,7 @@ class SimbodyMatterSubsystem:
         self._constraint_disabled_by_default = []
         self._motions = []
         self._motion_disabled_by_default = []
+        self._unilateral_contacts = []
         self._topology_cache: Topology | None = None
         self._ground = MobilizedBody.Ground._create(self)
 
@@ -188,6 +190,50 @@ class SimbodyMatterSubsystem:
     def _set_constraint_disabled_by_default(self, index: int, disabled: bool) -> None:
         self.system.check_not_frozen(f"change {self._constraints[index].label}")
         self._constraint_disabled_by_default[index] = bool(disabled)
+
+    # -- conditional constraints -------------------------------------------------------
+    def adopt_unilateral_contact(self, contact) -> int:
+        """Make ``contact`` (an ``sx.HardStopUpper``, ``sx.PointPlaneContact``, ...)
+        one of the unilateral contacts the rigid-contact time stepper enforces;
+        returns its UnilateralContactIndex."""
+        if not isinstance(contact, UnilateralContact):
+            raise TypeError(f"adopt_unilateral_contact: expected a unilateral contact (sx.HardStopUpper, "
+                            f"sx.PointPlaneContact, ...), got {type(contact).__name__}")
+        self.system.check_not_frozen(f"adopt {contact.label}")
+        if contact.matter is not self:
+            raise ValueError(f"adopt_unilateral_contact: {contact.label} belongs to a different matter subsystem")
+        if contact.index is not None:
+            raise ValueError(f"adopt_unilateral_contact: {contact.label} was already adopted "
+                             f"(unilateral contact {contact.index})")
+        self._check_stops(contact)
+        object.__setattr__(contact, "index", len(self._unilateral_contacts))
+        self._unilateral_contacts.append(contact)
+        return contact.index
+
+    def _check_stops(self, stop) -> None:
+        """A hard stop's limit against the opposite stops on the same coordinate."""
+        if not isinstance(stop, (HardStopLower, HardStopUpper)):
+            return
+        c = self._constraints[stop.constraint]
+        for other in self._unilateral_contacts:
+            o = self._constraints[other.constraint]
+            if type(other) in (HardStopLower, HardStopUpper) and type(other) is not type(stop) \
+                    and (o.mobilizers, o.which_q) == (c.mobilizers, c.which_q):
+                lower, upper = (o, c) if isinstance(other, HardStopLower) else (c, o)
+                if lower.position > upper.position:
+                    raise ValueError(f"{stop.label}: the lower limit {float(lower.position)} exceeds the upper "
+                                     f"limit {float(upper.position)} of {other.label} on the same coordinate")
+
+    def get_num_unilateral_contacts(self) -> int:
+        return len(self._unilateral_contacts)
+
+    def get_unilateral_contact(self, index: int):
+        """The unilateral contact with this UnilateralContactIndex."""
+        if not 0 <= int(index) < len(self._unilateral_contacts):
+            raise IndexError(f"no unilateral contact {index}; this subsystem has {len(self._unilateral_contacts)}")
+        return self._unilateral_contacts[int(index)]
+
+    upd_unilateral_contact = get_unilateral_contact
 
     def _add_motion(self, motion) -> int:
         """Record a Motion (one per mobilized body) and return its index."""
@@ -254,4 +300,6 @@ class SimbodyMatterSubsystem:
                 lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
                 tuple(_element(c) for c in self._constraints)),
             motions=jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(_element(m) for m in self._motions)),
+            unilateral_contacts=jax.tree.map(lambda a: jnp.asarray(a, dtype),
+                                             tuple(_element(c) for c in self._unilateral_contacts)),
         )

@@ -1,0 +1,278 @@
+"""Simbody's conditional constraints: unilateral contacts that the rigid-contact
+time stepper (``sx.SemiExplicitEulerTimeStepper``) enforces only while they
+touch.
+
+Each unilateral contact wraps one built-in constraint, created disabled by
+default exactly as Simbody does: HardStopUpper and HardStopLower a
+ConstantCoordinate, Rope a Rod, PointPlaneFrictionlessContact a
+PointInPlane, PointPlaneContact a PointOnPlaneContact, SpherePlaneContact a
+SphereOnPlaneContact, SphereSphereContact a SphereOnSphereContact and
+EdgeEdgeContact a LineOnLineContact (the last four with their two no-slip
+rows, which carry the friction). The wrapped constraint's first position
+error is the contact's perr (its derivatives and Jacobian come from the
+constraint protocol); ``sign`` says which side is allowed: sign * perr >= 0
+(a signed distance for sign = 1), sign * verr >= 0 while touching, and the
+normal multiplier satisfies sign * lambda <= 0 (multipliers have the
+opposite sign of the force). A contact takes part in dynamics only once
+``matter.adopt_unilateral_contact`` has it, and only under the time
+stepper; the error-controlled integrators and ``model.realize`` see the
+wrapped constraint only if a user enables it.
+
+The numbers (coefficient of restitution, friction coefficients and the
+wrapped constraint's geometry) are Model leaves; whether a contact is
+enabled is State data (the wrapped constraint's disabled flag, which the
+time stepper sets to the contact's proximity each step).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.constraints.contact import LineOnLineContact, PointOnPlaneContact, SphereOnPlaneContact, \
+    SphereOnSphereContact
+from simbodyx.constraints.coordinate import ConstantCoordinate
+from simbodyx.constraints.geometric import PointInPlane, Rod, perpendicular, scalar, unit3
+from simbodyx.handles import builder_of
+from simbodyx.module import Module
+from simbodyx.spatial.transform import Transform
+from simbodyx.stage import Stage
+
+
+def calc_effective_cor(min_cor, capture_speed, min_cor_speed, impact_speed):
+    """Simbody's ConditionalConstraint::calcEffectiveCOR: 0 at or below the
+    capture speed, ``min_cor`` at or above ``min_cor_speed``, and in between
+    1 - (1 - min_cor) impact_speed / min_cor_speed (speeds >= 0, m/s)."""
+    slope = (1 - min_cor) / jnp.where(min_cor_speed > 0, min_cor_speed, 1.0)
+    between = 1 - slope * impact_speed
+    return jnp.where(impact_speed <= capture_speed, 0.0, jnp.where(impact_speed >= min_cor_speed, min_cor, between))
+
+
+def calc_effective_cof(mu_s, mu_d, mu_v, transition_speed, slip_speed):
+    """Simbody's ConditionalConstraint::calcEffectiveCOF: mu_s at or below the
+    sliding-to-rolling transition speed, mu_d above it, plus mu_v * slip_speed."""
+    return mu_v * slip_speed + jnp.where(slip_speed <= transition_speed, mu_s, mu_d)
+
+
+class ConditionalConstraint:
+    """Simbody's ConditionalConstraint: the coefficient rules shared by the
+    unilateral contacts."""
+
+    calc_effective_cor = staticmethod(calc_effective_cor)
+    calc_effective_cof = staticmethod(calc_effective_cof)
+
+
+def _cor(value, kind: str) -> np.ndarray:
+    a = scalar(value, "min_cor", kind)
+    if not 0 <= a <= 1:
+        raise ValueError(f"{kind}: the coefficient of restitution must be between 0 and 1 but was {value!r}")
+    return a
+
+
+def _friction(mu_s, mu_d, mu_v, kind: str):
+    mu = [scalar(x, name, kind) for x, name in ((mu_s, "mu_s"), (mu_d, "mu_d"), (mu_v, "mu_v"))]
+    if min(mu) < 0:
+        raise ValueError(f"{kind}: all coefficients of friction must be nonnegative; got "
+                         f"mu_s={mu_s!r}, mu_d={mu_d!r}, mu_v={mu_v!r}")
+    if mu[1] > mu[0]:
+        raise ValueError(f"{kind}: the dynamic coefficient of friction can't be larger than the static "
+                         f"coefficient; got mu_s={mu_s!r}, mu_d={mu_d!r}")
+    return mu
+
+
+def _plane_frame(normal, height, kind: str) -> Transform:
+    """Simbody's Rotation(normal, ZAxis) placed at height along the normal."""
+    n = unit3(normal, "normal", kind)
+    x = np.asarray(perpendicular(jnp.asarray(n)))
+    return Transform(np.stack([x, np.cross(n, x), n], axis=-1), scalar(height, "height", kind) * n)
+
+
+class UnilateralContact(Module):
+    """Base of the unilateral contacts: the wrapped constraint (``constraint``,
+    its ConstraintIndex), the sign convention, the minimum coefficient of
+    restitution and, with friction, mu_s >= mu_d >= 0 and mu_v >= 0."""
+
+    constraint: int = eqx.field(static=True)
+    sign: float = eqx.field(static=True)
+    friction: bool = eqx.field(static=True)
+    label: str = eqx.field(static=True)
+    system_uid: int = eqx.field(static=True)
+    matter: object = eqx.field(static=True)  #: the handle's subsystem; None in the Model's element
+    index: int | None = eqx.field(static=True)  #: UnilateralContactIndex, set by adoption
+    min_cor: jnp.ndarray
+    mu_s: jnp.ndarray
+    mu_d: jnp.ndarray
+    mu_v: jnp.ndarray
+
+    def _wrap(self, kind: str, constraint, sign: int, min_cor, friction=None, name=None):
+        """Record the wrapped constraint (left disabled by default) and the numbers."""
+        constraint.set_disabled_by_default(True)
+        self.constraint, self.sign, self.index = constraint.index, float(sign), None
+        self.matter, self.system_uid = constraint.matter, constraint.system_uid
+        self.label = f"{kind} {name!r}" if name else f"{kind} (on constraint {constraint.index})"
+        self.min_cor = _cor(min_cor, kind)
+        self.friction = friction is not None
+        self.mu_s, self.mu_d, self.mu_v = (np.zeros(()),) * 3 if friction is None else _friction(*friction, kind)
+
+    # -- Simbody's queries ------------------------------------------------------------------
+    def get_sign_convention(self) -> float:
+        """1: perr >= 0 is allowed (a signed distance); -1: perr <= 0 is."""
+        return self.sign
+
+    def has_friction(self, state=None) -> bool:
+        return self.friction
+
+    def get_my_index(self):
+        """The UnilateralContactIndex given by ``adopt_unilateral_contact`` (None before)."""
+        return self.index
+
+    def get_constraint(self):
+        """The wrapped constraint's handle (while building)."""
+        return builder_of(self, "get_constraint").get_constraint(self.constraint)
+
+    def _check(self, state):
+        if state.topology.system_uid != self.system_uid:
+            raise ValueError(f"{self.label} belongs to a different MultibodySystem than this State")
+
+    def _wrapped(self, state):
+        self._check(state)
+        return state.instance.constraints[self.constraint]
+
+    def is_enabled(self, state):
+        """Whether the wrapped constraint is enabled in ``state`` (a JAX bool)."""
+        self._check(state)
+        return ~state.constraint_disabled[self.constraint]
+
+    def set_enabled(self, state, enabled):
+        """A new State with the wrapped constraint enabled (or disabled)."""
+        self._check(state)
+        return state.with_constraint_disabled(state.constraint_disabled.at[self.constraint].set(~jnp.asarray(enabled)))
+
+    def enable(self, state):
+        return self.set_enabled(state, True)
+
+    def disable(self, state):
+        return self.set_enabled(state, False)
+
+    def get_perr(self, state):
+        """The contact's position error, enabled or not (Position)."""
+        state.require(Stage.Position, f"{self.label}.get_perr")
+        return self._wrapped(state).get_position_errors_as_vector(state)[0]
+
+    def get_verr(self, state):
+        """Its time derivative (Velocity)."""
+        state.require(Stage.Velocity, f"{self.label}.get_verr")
+        return self._wrapped(state).get_velocity_errors_as_vector(state)[0]
+
+    def get_aerr(self, state):
+        """Its second time derivative at the State's udot (Acceleration)."""
+        state.require(Stage.Acceleration, f"{self.label}.get_aerr")
+        return self._wrapped(state).get_acceleration_errors_as_vector(state)[0]
+
+    def is_proximal(self, state, ptol):
+        """sign * perr <= ptol: close enough to touching to take part in a step."""
+        return self.sign * self.get_perr(state) <= ptol
+
+    def get_slip_velocity(self, state):
+        """(2,) the velocity of the second body's contact point relative to the
+        first's along the contact frame's x and y (Velocity); NaN without friction."""
+        if not self.friction:
+            return jnp.full(2, jnp.nan, state.u.dtype)
+        state.require(Stage.Velocity, f"{self.label}.get_slip_velocity")
+        return self._wrapped(state).get_velocity_errors_as_vector(state)[1:3]
+
+    def calc_effective_cor(self, default_capture_speed, default_min_cor_speed, impact_speed):
+        """The coefficient of restitution at ``impact_speed`` (m/s, >= 0)."""
+        return calc_effective_cor(self.min_cor, default_capture_speed, default_min_cor_speed, impact_speed)
+
+    def calc_effective_cof(self, default_transition_speed, slip_speed):
+        """The coefficient of friction at ``slip_speed`` (m/s, >= 0); NaN without friction."""
+        if not self.friction:
+            return jnp.nan
+        return calc_effective_cof(self.mu_s, self.mu_d, self.mu_v, default_transition_speed, slip_speed)
+
+
+class HardStopUpper(UnilateralContact):
+    """q_which of ``mobod`` may not exceed ``default_upper_limit`` (sign -1);
+    an impact rebounds with coefficient of restitution ``min_cor``."""
+
+    def __init__(self, mobod, which_q: int, default_upper_limit, min_cor, *, name=None):
+        stop = ConstantCoordinate(mobod, which_q, default_upper_limit, name=name)
+        self._wrap("HardStopUpper", stop, -1, min_cor, name=name)
+
+
+class HardStopLower(UnilateralContact):
+    """q_which of ``mobod`` may not fall below ``default_lower_limit`` (sign 1)."""
+
+    def __init__(self, mobod, which_q: int, default_lower_limit, min_cor, *, name=None):
+        stop = ConstantCoordinate(mobod, which_q, default_lower_limit, name=name)
+        self._wrap("HardStopLower", stop, 1, min_cor, name=name)
+
+
+class Rope(UnilateralContact):
+    """Point 1 on ``mobod1`` and point 2 on ``mobod2`` stay at most
+    ``default_length_limit`` apart (sign -1 on perr = distance - length)."""
+
+    def __init__(self, mobod1, point1, mobod2, point2, default_length_limit, min_cor, *, name=None):
+        rod = Rod(mobod1, point1, mobod2, point2, default_length_limit, name=name)
+        self._wrap("Rope", rod, -1, min_cor, name=name)
+
+
+class PointPlaneFrictionlessContact(UnilateralContact):
+    """A point on the follower body stays on the positive side of a plane on
+    the plane body (normal in the plane body, ``height`` along it); no friction."""
+
+    def __init__(self, plane_body, normal, height, follower_body, point, min_cor, *, name=None):
+        kind = "PointPlaneFrictionlessContact"
+        n = unit3(normal, "normal", kind)
+        plane = PointInPlane(plane_body, n, scalar(height, "height", kind), follower_body, point, name=name)
+        self._wrap(kind, plane, 1, min_cor, name=name)
+
+
+class PointPlaneContact(UnilateralContact):
+    """As PointPlaneFrictionlessContact, with Coulomb friction in the plane."""
+
+    def __init__(self, plane_body, normal, height, follower_body, point, min_cor, mu_s, mu_d, mu_v, *,
+                 name=None):
+        kind = "PointPlaneContact"
+        contact = PointOnPlaneContact(plane_body, _plane_frame(normal, height, kind), follower_body, point,
+                                      name=name)
+        self._wrap(kind, contact, 1, min_cor, (mu_s, mu_d, mu_v), name=name)
+
+
+class SpherePlaneContact(UnilateralContact):
+    """A sphere (``center`` on the follower body, ``radius``) stays on the
+    positive side of a plane on the plane body, with friction."""
+
+    def __init__(self, plane_body, normal, height, follower_body, center, radius, min_cor, mu_s, mu_d, mu_v, *,
+                 name=None):
+        kind = "SpherePlaneContact"
+        contact = SphereOnPlaneContact(plane_body, _plane_frame(normal, height, kind), follower_body, center,
+                                       radius, True, name=name)
+        self._wrap(kind, contact, 1, min_cor, (mu_s, mu_d, mu_v), name=name)
+
+
+class SphereSphereContact(UnilateralContact):
+    """Two spheres, one on each body, do not interpenetrate; with friction."""
+
+    def __init__(self, mobod_f, center_on_f, radius_on_f, mobod_b, center_on_b, radius_on_b, min_cor, mu_s, mu_d,
+                 mu_v, *, name=None):
+        contact = SphereOnSphereContact(mobod_f, center_on_f, radius_on_f, mobod_b, center_on_b, radius_on_b, True,
+                                        name=name)
+        self._wrap("SphereSphereContact", contact, 1, min_cor, (mu_s, mu_d, mu_v), name=name)
+
+
+class EdgeEdgeContact(UnilateralContact):
+    """Two crossing edges (edge frames: origin at the edge centre, x along it,
+    z out of its solid) do not pass through each other; with friction."""
+
+    def __init__(self, mobod_f, edge_frame_f, half_length_f, mobod_b, edge_frame_b, half_length_b, min_cor, mu_s,
+                 mu_d, mu_v, *, name=None):
+        contact = LineOnLineContact(mobod_f, edge_frame_f, half_length_f, mobod_b, edge_frame_b, half_length_b, True,
+                                    name=name)
+        self._wrap("EdgeEdgeContact", contact, 1, min_cor, (mu_s, mu_d, mu_v), name=name)
+
+
+UNILATERAL_CONTACTS = (HardStopUpper, HardStopLower, Rope, PointPlaneFrictionlessContact, PointPlaneContact,
+                       SpherePlaneContact, SphereSphereContact, EdgeEdgeContact)

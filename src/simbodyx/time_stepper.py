@@ -1,0 +1,478 @@
+"""Simbody's SemiExplicitEulerTimeStepper: rigid (non-penetrating, impulsive)
+contact through the unilateral contacts (``simbodyx.constraints.conditional``)
+and an impulse solver, one fixed step at a time, as a pure function.
+
+One step of length h from (t, q, u), Simbody's algorithm:
+
+1. *Proximity.* Each adopted unilateral contact whose separation sign *
+   perr, advanced by h times its approach speed, is at most the constraint
+   tolerance takes part in this step (with its friction rows); the others
+   are left out (and disabled in the returned State). Simbody tests the
+   separation alone, so a contact approaching at speed v is first seen up
+   to v h deep; looking one step ahead keeps every step's end within the
+   tolerance.
+2. *Impact* (Simultaneous, Simbody's default). Contacts approaching faster
+   than a tenth of the tolerance that reach the surface within the step
+   are impacters (Simbody: approaching and within the tolerance, since it
+   does not look ahead); if there are any, a
+   compression impulse removes every participating velocity error, with
+   Newton restitution folded into the target or, for Poisson restitution, an
+   expansion impulse e times each impacter's compression impulse applied in
+   a second round, and a third round removes any approach that creates. The
+   coefficient of restitution follows Simbody's rule (zero below the capture
+   velocity, the contact's ``min_cor`` above the min-COR velocity, linear
+   between); friction's coefficient is set once from the slip speed at the
+   start of the step (mu_s at or below the transition velocity, mu_d above).
+3. *Dynamics.* The forces at the post-impact velocities give the tree's
+   unconstrained acceleration udot0; one more solve finds the impulses that
+   keep every participating constraint from approaching by the end of the
+   step: G (u + h udot0) - A lambda = 0 within the bounds, and
+   u1 = u + h udot0 - M^-1 G^T lambda (lambda / h are the multipliers). A
+   contact still apart may close its gap within the step (its target is an
+   approach speed of gap / h rather than zero), so it does not push before
+   it touches.
+4. *Position.* With ``Bilateral`` projection (the default) the contacts
+   that pushed, or that penetrate, and the bilateral constraints are
+   corrected to zero position error with a velocity used only for the
+   position update, q1 = q + h N (u1 - M^-1 G^T x), A x = e / h, e the
+   bilateral constraints' perr and each contact's penetration (a pushing
+   contact's remaining gap is closed by its velocity); ``Unilateral`` only
+   pushes penetrating contacts out; ``NoPositionProjection`` uses
+   q1 = q + h N u1.
+
+With ``localize_impacts=True`` (not Simbody's) a step in which a contact
+reaches its surface is split at that moment: the time tau at which the
+earliest one touches solves gap + tau rate + tau^2 a = 0 (its separation,
+approach speed and contact-free approach acceleration, advanced as a step
+advances them), a step of length tau without impacts brings it to the
+surface, and the rest of the step starts with the impact. The impact then
+happens at the speed it has on arrival, and derivatives see how its timing
+moves with the inputs: the rebound height's derivative with respect to a
+ball's drop height is e^2 (with the impact at the start of the step it is
+1). It costs a second step's work in the steps that localize.
+
+The model's enabled bilateral constraints take part in every solve as
+unconditional rows (Simbody's stepper leaves them out), so a mechanism with
+loops can hit stops. Every contact is in the program every step, masked
+when out of play, so ``jax.vmap`` runs States with different contact sets
+in one program; each solve is ``PGSImpulseSolver``'s fixed number of sweeps,
+so ``jax.grad`` differentiates a step (the derivative of the iterate, exact
+between events once the sweeps converge).
+
+Not provided: Simbody's Sequential and Mixed induced-impact models (a
+data-dependent number of impact rounds; Simultaneous resolves every impact
+in one to three rounds of fixed shape), the PLUS impulse solver, prescribed
+motion and locks, and state-limited friction.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.algorithms.aba import forward_dynamics
+from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
+from simbodyx.algorithms.crba import mass_matrix
+from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
+from simbodyx.constraints.equations import Equations
+from simbodyx.impulse import PGSImpulseSolver, Rows, SolveStats
+from simbodyx.module import Module
+from simbodyx.stage import Stage
+from simbodyx.state import State
+
+
+class RestitutionModel(enum.IntEnum):
+    Poisson = 0  #: the coefficient of restitution is a ratio of impulses
+    Newton = 1  #: a ratio of velocities
+    NoRestitution = 2  #: every impact is maximally dissipative
+
+
+class InducedImpactModel(enum.IntEnum):
+    Simultaneous = 0
+    Sequential = 1
+    Mixed = 2
+
+
+class PositionProjectionMethod(enum.IntEnum):
+    Bilateral = 0
+    Unilateral = 1
+    NoPositionProjection = 2
+
+
+class ImpulseSolverType(enum.IntEnum):
+    PLUS = 0
+    PGS = 1
+
+
+class StepReport(Module):
+    """What one step did (arrays, batched under vmap)."""
+
+    proximal: jnp.ndarray  #: (nc,) bool, the unilateral contacts that took part
+    impacters: jnp.ndarray  #: (nc,) bool, those that were hit at the start of the step
+    num_impact_rounds: jnp.ndarray  #: int32, 0 to 3
+    impact_time: jnp.ndarray  #: s into the step of the localized impact (0 unless ``localize_impacts``)
+    impulse: jnp.ndarray  #: (m,) total constraint impulses of the step (N s), Simbody's sign
+    multipliers: jnp.ndarray  #: (m,) the dynamics phase's multipliers (impulse / h)
+    dynamics: SolveStats  #: the dynamics solve's convergence
+
+
+def _enum(cls, value, what: str):
+    try:
+        return cls[value] if isinstance(value, str) else cls(value)
+    except (KeyError, ValueError):
+        raise ValueError(f"SemiExplicitEulerTimeStepper: unknown {what} {value!r}; choose one of "
+                         f"{[m.name for m in cls]}") from None
+
+
+class _Problem:
+    """One State's constraint rows for the stepper (a trace-time helper): the
+    enabled bilateral constraints (unconditional) and every adopted contact."""
+
+    def __init__(self, model, state: State):
+        params = model.params
+        contacts = params.unilateral_contacts
+        wrapped = {c.constraint for c in contacts}
+        bilateral = tuple(c for c in params.constraints if c.index not in wrapped)
+        for c in bilateral:
+            if c.ma:
+                raise ValueError(f"SemiExplicitEulerTimeStepper: {c.label} has acceleration-only equations, "
+                                 "which an impulse cannot enforce")
+        elements = bilateral + tuple(params.constraints[c.constraint] for c in contacts)
+        self.eqs = Equations(state.topology, elements, state.t, state.q, state.position.X_GB, state.velocity.V_GB,
+                             state.velocity.qdot, state.u)
+        rows = self.eqs.layout.rows
+        nb = len(bilateral)
+        unconditional = tuple(int(r) for i in range(nb) for r in rows[i])
+        self.rows = Rows(
+            unconditional=unconditional,
+            normal=tuple(int(rows[nb + k][0]) for k in range(len(contacts))),
+            sign=tuple(c.sign for c in contacts),
+            friction=tuple((int(rows[nb + k][1]), int(rows[nb + k][2])) for k, c in enumerate(contacts) if c.friction),
+            friction_contact=tuple(k for k, c in enumerate(contacts) if c.friction))
+        mp = self.eqs.layout.mp
+        self.position_rows = Rows(unconditional=tuple(r for r in unconditional if r < mp), normal=self.rows.normal,
+                                  sign=self.rows.sign)
+        self.bilateral_rows = Rows(unconditional=self.position_rows.unconditional + self.rows.normal)
+        m = self.eqs.layout.m
+        on = np.zeros(m, bool)
+        on[list(unconditional)] = True
+        enabled = np.ones(m, bool)
+        if state.constraint_disabled is not None and nb:
+            off = state.constraint_disabled[np.asarray([c.index for c in bilateral], np.int32)]
+            enabled = jnp.ones(m, bool).at[np.asarray(unconditional, np.int32)].set(
+                ~off[self.eqs.layout.owner[np.asarray(unconditional, np.int32)]])
+        self.bilateral_on = jnp.asarray(on) & enabled  # (m,) enabled unconditional rows
+        self.contacts = contacts
+        self.wrapped = np.asarray([c.constraint for c in contacts], np.int32)
+
+    def contact_rows(self, proximal):
+        """(m,) bool: the rows of the proximal contacts (normal and friction)."""
+        m = self.eqs.layout.m
+        if not self.contacts:
+            return jnp.zeros(m, bool)
+        owner = np.full(m, -1)
+        for k, r in enumerate(self.rows.normal):
+            owner[r] = k
+        for (rx, ry), k in zip(self.rows.friction, self.rows.friction_contact):
+            owner[[rx, ry]] = k
+        has = owner >= 0
+        return jnp.where(jnp.asarray(has), proximal[np.maximum(owner, 0)], False)
+
+    def coefficients(self, name):
+        return jnp.stack([getattr(c, name) for c in self.contacts]) if self.contacts else jnp.zeros(0)
+
+
+class SemiExplicitEulerTimeStepper(Module):
+    """Simbody's rigid-contact time stepper (see the module notes); settings
+    are static and named as Simbody's setters name them:
+    ``restitution_model`` (Poisson, Newton, NoRestitution; "Poisson"),
+    ``induced_impact_model`` (only Simultaneous), ``position_projection_method``
+    (Bilateral, Unilateral, NoPositionProjection; "Bilateral"),
+    ``impulse_solver_type`` (only PGS; Simbody's default PLUS is not
+    provided), ``accuracy`` (1e-2; unused by fixed steps, kept for Simbody's
+    getter), ``constraint_tolerance`` (accuracy / 10, m or rad),
+    ``default_impact_capture_velocity``, ``default_impact_min_cor_velocity``
+    and ``default_friction_transition_velocity`` (m/s; 0 means Simbody's
+    floors: twice the constraint tolerance for the capture and transition
+    velocities, the capture velocity for the min-COR velocity), and
+    ``solver``, the PGSImpulseSolver; ``localize_impacts`` (False) splits a
+    step at the moment of an impact (see the module notes)."""
+
+    restitution_model: RestitutionModel = eqx.field(static=True, default=RestitutionModel.Poisson,
+                                                    converter=lambda v: _enum(RestitutionModel, v, "restitution_model"))
+    induced_impact_model: InducedImpactModel = eqx.field(
+        static=True, default=InducedImpactModel.Simultaneous,
+        converter=lambda v: _enum(InducedImpactModel, v, "induced_impact_model"))
+    position_projection_method: PositionProjectionMethod = eqx.field(
+        static=True, default=PositionProjectionMethod.Bilateral,
+        converter=lambda v: _enum(PositionProjectionMethod, v, "position_projection_method"))
+    impulse_solver_type: ImpulseSolverType = eqx.field(
+        static=True, default=ImpulseSolverType.PGS, converter=lambda v: _enum(ImpulseSolverType, v, "impulse_solver_type"))
+    accuracy: float = eqx.field(static=True, default=1e-2)
+    constraint_tolerance: float | None = eqx.field(static=True, default=None)
+    default_impact_capture_velocity: float = eqx.field(static=True, default=0.0)
+    default_impact_min_cor_velocity: float = eqx.field(static=True, default=0.0)
+    default_friction_transition_velocity: float = eqx.field(static=True, default=0.0)
+    solver: PGSImpulseSolver = eqx.field(static=True, default=PGSImpulseSolver())
+    localize_impacts: bool = eqx.field(static=True, default=False)
+
+    RestitutionModel = RestitutionModel
+    InducedImpactModel = InducedImpactModel
+    PositionProjectionMethod = PositionProjectionMethod
+    ImpulseSolverType = ImpulseSolverType
+
+    def __check_init__(self):
+        label = "SemiExplicitEulerTimeStepper"
+        if self.induced_impact_model != InducedImpactModel.Simultaneous:
+            raise ValueError(f"{label}: induced_impact_model {self.induced_impact_model.name} is not provided: its "
+                             "number of impact rounds depends on the data, which a fixed-shape program cannot "
+                             "follow; Simultaneous resolves every impact in one program")
+        if self.impulse_solver_type != ImpulseSolverType.PGS:
+            raise ValueError(f"{label}: the PLUS impulse solver is not provided; use impulse_solver_type='PGS'")
+        for name in ("accuracy", "constraint_tolerance"):
+            value = getattr(self, name)
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{label}: {name} must be a positive number, got {value}")
+        for name in ("default_impact_capture_velocity", "default_impact_min_cor_velocity",
+                     "default_friction_transition_velocity"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"{label}: {name} must be nonnegative, got {value}")
+        if not isinstance(self.solver, PGSImpulseSolver):
+            raise TypeError(f"{label}: solver must be a PGSImpulseSolver, got {type(self.solver).__name__}")
+
+    # -- Simbody's getters ------------------------------------------------------------------
+    def get_restitution_model(self) -> RestitutionModel:
+        return self.restitution_model
+
+    def get_induced_impact_model(self) -> InducedImpactModel:
+        return self.induced_impact_model
+
+    def get_position_projection_method(self) -> PositionProjectionMethod:
+        return self.position_projection_method
+
+    def get_impulse_solver_type(self) -> ImpulseSolverType:
+        return self.impulse_solver_type
+
+    def get_impulse_solver(self) -> PGSImpulseSolver:
+        return self.solver
+
+    def get_accuracy_in_use(self) -> float:
+        return self.accuracy
+
+    def get_constraint_tolerance_in_use(self) -> float:
+        return self.accuracy / 10 if self.constraint_tolerance is None else self.constraint_tolerance
+
+    def get_default_impact_capture_velocity(self) -> float:
+        return self.default_impact_capture_velocity
+
+    def get_default_impact_min_cor_velocity(self) -> float:
+        return self.default_impact_min_cor_velocity
+
+    def get_default_friction_transition_velocity(self) -> float:
+        return self.default_friction_transition_velocity
+
+    def get_default_impact_capture_velocity_in_use(self) -> float:
+        return max(self.default_impact_capture_velocity, 2 * self.get_constraint_tolerance_in_use())
+
+    def get_default_impact_min_cor_velocity_in_use(self) -> float:
+        return max(self.default_impact_min_cor_velocity, self.get_default_impact_capture_velocity_in_use())
+
+    def get_default_friction_transition_velocity_in_use(self) -> float:
+        return max(self.default_friction_transition_velocity, 2 * self.get_constraint_tolerance_in_use())
+
+    @staticmethod
+    def get_restitution_model_name(model) -> str:
+        return RestitutionModel(model).name
+
+    @staticmethod
+    def get_induced_impact_model_name(model) -> str:
+        return InducedImpactModel(model).name
+
+    @staticmethod
+    def get_position_projection_method_name(method) -> str:
+        return PositionProjectionMethod(method).name
+
+    @staticmethod
+    def get_impulse_solver_type_name(solver_type) -> str:
+        return ImpulseSolverType(solver_type).name
+
+    # -- stepping ---------------------------------------------------------------------------
+    def step(self, model, state: State, dt) -> State:
+        """The State one step of length ``dt`` (s) later, at Stage.Time, its
+        unilateral contacts enabled where they took part."""
+        return self.take_step(model, state, dt)[0]
+
+    def take_step(self, model, state: State, dt):
+        """(next State, StepReport)."""
+        state = state.check_model(model)
+        if model.params.motions or state.locks is not None:
+            raise ValueError("SemiExplicitEulerTimeStepper: prescribed motion and locks are not provided; "
+                             "model them with bilateral constraints (Constraint.ConstantSpeed, ...)")
+        h = jnp.asarray(dt, state.u.dtype)
+        s = model.realize(state, Stage.Velocity)
+        tau = jnp.zeros((), h.dtype)
+        if self.localize_impacts and model.params.unilateral_contacts:
+            tau = self._time_of_impact(model, s, h)
+            moved = tau > 0
+            first, _ = self._advance(model, s, jnp.where(moved, tau, h), impacts=False)
+            pick = functools.partial(jnp.where, moved)
+            s = s.with_constraint_disabled(pick(first.constraint_disabled, s.constraint_disabled))
+            s = model.realize(s.replace(t=pick(first.t, s.t), q=pick(first.q, s.q), u=pick(first.u, s.u)),
+                              Stage.Velocity)
+        out, report = self._advance(model, s, h - tau, impacts=True)
+        return out, eqx.tree_at(lambda r: r.impact_time, report, tau)
+
+    def _time_of_impact(self, model, s: State, h):
+        """The earliest time within the step (s) at which a contact approaching
+        faster than a tenth of the tolerance reaches the surface, its separation
+        advanced as the step advances it: gap + tau rate + tau^2 a = 0 with a
+        the approach acceleration without contact; 0 when none does, or one
+        already touches."""
+        problem = _Problem(model, s)
+        eqs, normal = problem.eqs, np.asarray(problem.rows.normal, np.int32)
+        sign = jnp.asarray(problem.rows.sign, s.u.dtype)
+        gap, rate = sign * eqs.position_errors()[normal], sign * eqs.velocity_errors()[normal]
+        d = model.realize(s, Stage.Dynamics)
+        udot, _ = forward_dynamics(model.topology, model.params, d.q, d.u, d.position, d.velocity,
+                                   d.dynamics.mobility_forces, d.dynamics.body_forces, None)
+        accel = sign * eqs.multiply_by_g(s.position, udot)[normal]
+        disc = rate * rate - 4 * accel * gap
+        reaching = (rate < -0.1 * self.get_constraint_tolerance_in_use()) & (disc >= 0)
+        root = 2 * gap / (-rate + jnp.sqrt(jnp.where(reaching, disc, 1.0)))
+        tau = jnp.min(jnp.where(reaching, root, h))
+        return jnp.where((tau < h) & jnp.all(~reaching | (gap > 0)), tau, 0.0)
+
+    def _advance(self, model, s: State, h, impacts: bool):
+        """One step of length h from a State realized to Velocity: (next State, StepReport)."""
+        tol = self.get_constraint_tolerance_in_use()
+        top, params = model.topology, model.params
+        problem = _Problem(model, s)
+        rows, eqs = problem.rows, problem.eqs
+        normal = np.asarray(rows.normal, np.int32)
+        sign = jnp.asarray(rows.sign, s.u.dtype)
+        perr = eqs.position_errors()
+        verr0 = eqs.velocity_errors()
+        G = eqs.g_matrix(s.position)
+        M = mass_matrix(top, params, s.position)
+        L = jnp.linalg.cholesky(M)
+        M_inv_Gt = jax.scipy.linalg.cho_solve((L, True), G.T)  # (nu, m)
+        A = G @ M_inv_Gt
+
+        gap = sign * perr[normal]
+        proximal = gap + h * jnp.minimum(sign * verr0[normal], 0) <= tol  # at the end of the step
+        participating = problem.bilateral_on | problem.contact_rows(proximal)
+        mu = self._friction(problem, verr0)
+
+        touching = gap + h * sign * verr0[normal] <= 0  # reaches the surface within the step
+        if impacts:
+            impulse, impacters, rounds = self._impact(problem, A, verr0, proximal, touching, participating, mu)
+        else:
+            impulse, impacters, rounds = jnp.zeros_like(verr0), jnp.zeros_like(proximal), jnp.zeros((), jnp.int32)
+        u1 = s.u - M_inv_Gt @ impulse
+
+        with jax.named_scope("dynamics_phase"):
+            s1 = model.realize(s.replace(u=u1, keep=Stage.Position), Stage.Dynamics)
+            udot0, _ = forward_dynamics(top, params, s1.q, u1, s1.position, s1.velocity, s1.dynamics.mobility_forces,
+                                        s1.dynamics.body_forces, None)
+            verr_start = verr0 - A @ impulse
+            closing = verr_start.at[normal].add(sign * jnp.maximum(gap, 0) / h)  # may close a gap, not pass it
+            lam, stats = self.solver.solve(A, closing + G @ (h * udot0), rows, participating, mu)
+            u2 = u1 + h * udot0 - M_inv_Gt @ lam
+
+        with jax.named_scope("position_phase"):
+            q_rate = self._position_correction(problem, A, M_inv_Gt, perr, gap, h, proximal, stats.active, u2)
+            q2 = normalize_quaternions(top, s.q + h * multiply_by_n(top, s.q, q_rate))
+
+        out = s.replace(t=s.t + h, q=q2, u=u2, keep=Stage.Time)
+        if problem.contacts:
+            out = out.with_constraint_disabled(out.constraint_disabled.at[problem.wrapped].set(~proximal))
+        report = StepReport(proximal=proximal, impacters=impacters, num_impact_rounds=rounds, impact_time=0 * h,
+                            impulse=impulse + lam, multipliers=lam / h, dynamics=stats)
+        return out, report
+
+    def _friction(self, problem: _Problem, verr):
+        """(nc,) effective coefficients of friction from the slip speeds in verr."""
+        nc = problem.rows.num_contacts
+        if not problem.rows.friction:
+            return jnp.zeros(nc, verr.dtype)
+        pairs = np.asarray(problem.rows.friction, np.int32)
+        slip2 = jnp.sum(verr[pairs] ** 2, axis=-1)
+        slip = jnp.sqrt(jnp.where(slip2 > 0, slip2, 1.0)) * (slip2 > 0)
+        owner = np.asarray(problem.rows.friction_contact, np.int32)
+        mu = calc_effective_cof(problem.coefficients("mu_s")[owner], problem.coefficients("mu_d")[owner],
+                                problem.coefficients("mu_v")[owner],
+                                self.get_default_friction_transition_velocity_in_use(), slip)
+        return jnp.zeros(nc, verr.dtype).at[owner].set(mu)
+
+    def _impact(self, problem: _Problem, A, verr, proximal, touching, participating, mu):
+        """(total impact impulse (m,), impacters (nc,), number of rounds): Simbody's
+        simultaneous impact, skipped (one branch) when nothing is hit."""
+        rows, dtype = problem.rows, verr.dtype
+        normal = np.asarray(rows.normal, np.int32)
+        sign = jnp.asarray(rows.sign, dtype)
+        tol = self.get_constraint_tolerance_in_use()
+        solve = self.solver.solve
+
+        def hit(v):
+            return proximal & (sign * v[normal] < -0.1 * tol)
+
+        impacters = hit(verr) & touching
+
+        def impact(verr):
+            speed = sign * verr[normal]
+            if self.restitution_model == RestitutionModel.NoRestitution:
+                cor = jnp.zeros_like(speed)
+            else:
+                cor = calc_effective_cor(problem.coefficients("min_cor"),
+                                         self.get_default_impact_capture_velocity_in_use(),
+                                         self.get_default_impact_min_cor_velocity_in_use(), -speed)
+                cor = jnp.where(speed >= -tol, 0.0, cor)
+            newton = self.restitution_model == RestitutionModel.Newton
+            target = verr.at[normal].add(cor * verr[normal]) if newton else verr
+            compression, _ = solve(A, target, rows, participating, mu)
+            verr = verr - A @ compression
+            if newton:
+                return compression, jnp.ones((), jnp.int32)
+            expanding = impacters & (cor > 0) & (jnp.abs(compression[normal]) >= jnp.finfo(dtype).eps ** 0.875)
+            known = jnp.zeros_like(verr).at[normal].set(jnp.where(expanding, cor * compression[normal], 0.0))
+            expansion = jnp.any(expanding)
+            reaction, _ = solve(A, verr, rows, participating.at[normal].set(participating[normal] & ~expanding), mu,
+                                known)
+            verr_after = verr - A @ (known + reaction)
+            again = jnp.any(hit(verr_after))
+            correction, _ = solve(A, verr_after, rows, participating, mu)
+            total = compression + jnp.where(expansion, known + reaction + jnp.where(again, correction, 0.0), 0.0)
+            rounds = 1 + expansion.astype(jnp.int32) * (1 + again.astype(jnp.int32))
+            return total, rounds
+
+        def no_impact(verr):
+            return jnp.zeros_like(verr), jnp.zeros((), jnp.int32)
+
+        if not rows.num_contacts:
+            return *no_impact(verr)[:1], impacters, jnp.zeros((), jnp.int32)
+        total, rounds = jax.lax.cond(jnp.any(impacters), impact, no_impact, verr)
+        return total, impacters, rounds
+
+    def _position_correction(self, problem: _Problem, A, M_inv_Gt, perr, gap, h, proximal, active, u):
+        """The velocity that moves q this step: u less the correction that
+        removes the position errors of the contacts in play."""
+        method = self.position_projection_method
+        if method == PositionProjectionMethod.NoPositionProjection:
+            return u
+        normal = np.asarray(problem.rows.normal, np.int32)
+        mp = problem.eqs.layout.mp
+        violation = jnp.where(gap < 0, perr[normal], 0.0)  # a pushing contact's gap closes by its velocity
+        rhs = jnp.zeros(A.shape[0], perr.dtype).at[:mp].set(perr / h).at[normal].set(violation / h)
+        holonomic = problem.bilateral_on & (jnp.arange(A.shape[0]) < mp)
+        if method == PositionProjectionMethod.Bilateral:
+            correcting = active | (proximal & (gap < 0))
+            x, _ = self.solver.solve(A, rhs, problem.bilateral_rows, holonomic.at[normal].set(correcting))
+        else:
+            x, _ = self.solver.solve(A, rhs, problem.position_rows, holonomic.at[normal].set(proximal))
+        return u - M_inv_Gt @ x

@@ -1,0 +1,314 @@
+"""Rigid contact under the SemiExplicitEulerTimeStepper against closed forms:
+a ball rebounding to e^2 h (error shrinking with the step) or captured
+below the capture velocity; a brick that sticks on an incline when
+mu_s > tan(theta) and slides at g (sin(theta) - mu_d cos(theta)) when not;
+a pendulum rebounding off a hard stop at e times its impact speed; a rope
+that pulls only when taut; two equal spheres exchanging their velocities in
+an elastic impact. Then batches, gradients and bad input. Each scene is
+built once and each rollout shape compiled once (eqx.filter_jit, numbers
+changed as Model leaves)."""
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import simbodyx as sx
+
+G = 9.81
+RADIUS = 0.1
+HALF = np.array([0.2, 0.05, 0.1])  # the brick's half-lengths (m)
+INCLINE = np.deg2rad(20.0)
+NORMAL = np.array([-np.sin(INCLINE), np.cos(INCLINE), 0.0])  # the incline's upward normal
+DOWNHILL = -np.array([np.cos(INCLINE), np.sin(INCLINE), 0.0])
+TIGHT = sx.PGSImpulseSolver(convergence_tolerance=1e-10)
+
+
+def _system(gravity=True):
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    if gravity:
+        sx.Force.UniformGravity(forces, matter, [0, -G, 0])
+    return system, matter
+
+
+def _sphere(matter, name):
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.4 * RADIUS ** 2)))
+    return sx.MobilizedBody.Translation(matter.Ground(), body, name=name)
+
+
+@functools.lru_cache(maxsize=None)
+def ball():
+    """A ball (translations only) over the floor y = 0, min_cor 0.5, frictionless."""
+    system, matter = _system()
+    b = _sphere(matter, "ball")
+    matter.adopt_unilateral_contact(
+        sx.SpherePlaneContact(matter.Ground(), [0, 1, 0], 0.0, b, [0, 0, 0], RADIUS, 0.5, 0.0, 0.0, 0.0, name="floor"))
+    return system.realize_topology()
+
+
+@functools.lru_cache(maxsize=None)
+def brick():
+    """A free brick on the incline, a PointPlaneContact at each bottom corner
+    (mu_s 0.6, mu_d 0.5: it sticks, tan(20 deg) = 0.36)."""
+    system, matter = _system()
+    mass = 2.0
+    inertia = mass / 3 * np.array([HALF[1] ** 2 + HALF[2] ** 2, HALF[0] ** 2 + HALF[2] ** 2, HALF[0] ** 2 + HALF[1] ** 2])
+    b = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(sx.MassProperties(mass, [0, 0, 0], sx.Inertia(*inertia))),
+                              name="brick")
+    for x in (-1, 1):
+        for z in (-1, 1):
+            matter.adopt_unilateral_contact(sx.PointPlaneContact(
+                matter.Ground(), NORMAL, 0.0, b, [x * HALF[0], -HALF[1], z * HALF[2]], 0.0, 0.6, 0.5, 0.0))
+    model, state = system.realize_topology()
+    resting = jnp.concatenate([jnp.array([np.cos(INCLINE / 2), 0, 0, np.sin(INCLINE / 2)]), HALF[1] * NORMAL])
+    return model, state.with_q(resting)
+
+
+def with_friction(model, mu_s, mu_d):
+    contacts = model.params.unilateral_contacts
+    return eqx.tree_at(lambda m: [c.mu_s for c in m.params.unilateral_contacts]
+                       + [c.mu_d for c in m.params.unilateral_contacts],
+                       model, [jnp.asarray(mu_s)] * len(contacts) + [jnp.asarray(mu_d)] * len(contacts))
+
+
+@eqx.filter_jit
+def run(model, state, dt, num_steps, stepper, save_every=1):
+    return sx.integrate.rollout(model, state, dt, num_steps, save_every, method=stepper, energy=False)
+
+
+# -- impacts ------------------------------------------------------------------------------------
+
+def _rebound_error(dt):
+    model, state = ball()
+    stepper = sx.SemiExplicitEulerTimeStepper(restitution_model="Newton", constraint_tolerance=1e-5)
+    _, traj = run(model, state.with_q(jnp.array([0.0, 1.0 + RADIUS, 0.0])), dt, int(0.9 / dt), stepper)
+    y, v = np.asarray(traj.q[:, 1]), np.asarray(traj.u[:, 1])
+    up = np.argmax(v > 0)
+    return (y[up:].max() - RADIUS) / 0.25 - 1  # e^2 h = 0.25
+
+
+def test_ball_rebounds_to_e_squared_h():
+    coarse, fine = _rebound_error(1e-3), _rebound_error(1e-4)
+    assert abs(fine) < 1e-3
+    assert abs(coarse) > 3 * abs(fine)  # first order in dt
+
+
+def test_poisson_and_newton_agree_for_one_contact_and_no_restitution_captures():
+    model, state = ball()
+    start = state.with_q(jnp.array([0.0, RADIUS + 0.05, 0.0]))
+    finals = {}
+    for restitution in ("Poisson", "Newton", "NoRestitution"):
+        stepper = sx.SemiExplicitEulerTimeStepper(restitution_model=restitution)
+        finals[restitution] = run(model, start, 1e-3, 200, stepper)[1]
+    np.testing.assert_allclose(finals["Poisson"].u, finals["Newton"].u, atol=1e-6)  # the solver's tolerance
+    rest = finals["NoRestitution"]
+    # at rest to the impulse solver's convergence tolerance (1e-6 m/s RMS)
+    assert np.abs(rest.u[-50:, 1]).max() < 1e-6 and abs(rest.q[-1, 1] - RADIUS) < 1e-9
+
+
+def test_impacts_below_the_capture_velocity_stick():
+    """A drop of 1 mm arrives at 0.14 m/s, below a capture velocity of 0.2 m/s: no rebound."""
+    model, state = ball()
+    stepper = sx.SemiExplicitEulerTimeStepper(default_impact_capture_velocity=0.2)
+    _, traj = run(model, state.with_q(jnp.array([0.0, RADIUS + 1e-3, 0.0])), 1e-3, 100, stepper)
+    assert np.asarray(traj.u[:, 1]).max() < 1e-6  # the solver's convergence tolerance
+    assert abs(traj.q[-1, 1] - RADIUS) < 1e-9
+
+
+def test_hard_stop_rebounds_at_e_times_the_impact_speed():
+    system, matter = _system()
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0.5, 0, 0], sx.Inertia(0.001, 0.26, 0.26)))  # about Bo
+    arm = sx.MobilizedBody.Pin(matter.Ground(), body, name="arm")
+    matter.adopt_unilateral_contact(sx.HardStopLower(arm, 0, -np.pi / 4, 0.6, name="stop"))
+    model, state = system.realize_topology()
+    _, traj = run(model, state, 1e-4, 4000, sx.SemiExplicitEulerTimeStepper())
+    u = np.asarray(traj.u[:, 0])
+    k = np.argmax(u > 0)  # the step of the impact
+    assert traj.q[:, 0].min() > -np.pi / 4 - 1e-3
+    np.testing.assert_allclose(u[k], -0.6 * u[k - 1], rtol=1e-3)
+
+
+def test_rope_pulls_only_when_taut():
+    system, matter = _system()
+    weight = _sphere(matter, "weight")
+    matter.adopt_unilateral_contact(sx.Rope(matter.Ground(), [0, 0, 0], weight, [0, 0, 0], 1.0, 0.0, name="rope"))
+    model, state = system.realize_topology()
+    start = state.with_q(jnp.array([0.0, -0.5, 0.0])).with_u(jnp.array([0.3, 2.0, 0.0]))
+    dt = 1e-3
+    _, traj = run(model, start, dt, 1500, sx.SemiExplicitEulerTimeStepper())
+    slack = np.linalg.norm(np.asarray(traj.q), axis=1) < 1.0 - 1e-2  # taut within the step after
+    steps = np.flatnonzero(slack[:-1] & slack[1:])
+    np.testing.assert_allclose(np.diff(traj.u[:, 1])[steps], -G * dt, rtol=1e-12)  # free flight while slack
+    np.testing.assert_allclose(np.diff(traj.u[:, 0])[steps], 0.0, atol=1e-15)
+    length = np.linalg.norm(np.asarray(traj.q), axis=1)
+    assert length.max() < 1.0 + 1e-6 and slack[0] and not slack[-1]
+
+
+def test_elastic_impact_of_equal_spheres_exchanges_velocities():
+    system, matter = _system(gravity=False)
+    a, b = _sphere(matter, "a"), _sphere(matter, "b")
+    matter.adopt_unilateral_contact(
+        sx.SphereSphereContact(a, [0, 0, 0], RADIUS, b, [0, 0, 0], RADIUS, 1.0, 0.0, 0.0, 0.0))
+    model, state = system.realize_topology()
+    start = state.with_q(jnp.array([-0.5, 0, 0, 0.5, 0.01, 0])).with_u(jnp.array([2.0, 0, 0, 0, 0, 0]))
+    final, _ = run(model, start, 1e-3, 600, sx.SemiExplicitEulerTimeStepper())
+    np.testing.assert_allclose(final.u[:3] + final.u[3:], [2.0, 0, 0], atol=1e-12)  # momentum
+    np.testing.assert_allclose(final.u @ final.u, 4.0, rtol=1e-6)  # kinetic energy, to the solver's tolerance
+    assert final.u[3] > final.u[0]  # the struck sphere leads
+
+
+# -- friction -----------------------------------------------------------------------------------
+
+def test_brick_sticks_when_mu_s_exceeds_tan_theta():
+    model, state = brick()
+    final, traj = run(model, state, 1e-3, 1000, sx.SemiExplicitEulerTimeStepper(solver=TIGHT), 100)
+    assert np.abs(np.asarray(traj.q[:, 4:] - state.q[4:])).max() < 1e-9
+
+
+def test_brick_slides_at_g_sin_minus_mu_d_cos():
+    model, state = brick()
+    model = with_friction(model, 0.2, 0.2)
+    _, traj = run(model, state, 1e-3, 1000, sx.SemiExplicitEulerTimeStepper(solver=TIGHT), 100)
+    x, t = np.asarray(traj.q[:, 4:]) @ DOWNHILL, np.asarray(traj.t)
+    velocity = np.asarray(traj.u[:, 3:]) @ DOWNHILL
+    accel = np.diff(velocity) / np.diff(t)
+    expected = G * (np.sin(INCLINE) - 0.2 * np.cos(INCLINE))
+    np.testing.assert_allclose(accel[1:], expected, rtol=1e-6)
+    assert x[-1] > x[0]
+
+
+# -- batches, gradients, the State ---------------------------------------------------------------
+
+def _dropped(state, key):
+    """A brick dropped from up to 0.3 m with a random tilt and velocity."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    axis = jax.random.normal(k1, (3,))
+    angle = 0.4 * jax.random.uniform(k2)
+    quat = jnp.concatenate([jnp.cos(angle / 2)[None], jnp.sin(angle / 2) * axis / jnp.linalg.norm(axis)])
+    up = jnp.asarray(NORMAL) * (0.15 + 0.3 * jax.random.uniform(k3))
+    u = jax.random.normal(k3, (6,)) * jnp.array([2, 2, 2, 0.5, 0.5, 0.5])
+    return state.with_q(jnp.concatenate([quat, up])).with_u(u)
+
+
+def _corner_heights(q):
+    """(4,) heights of the bottom corners above the incline."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    R = jnp.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                   [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                   [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    corners = jnp.array([[sx_ * HALF[0], -HALF[1], sz * HALF[2]] for sx_ in (-1, 1) for sz in (-1, 1)])
+    return (q[4:] + corners @ R.T) @ jnp.asarray(NORMAL)
+
+
+def test_batched_drops_do_not_penetrate_and_values_and_derivatives_are_finite():
+    """32 random drops in one program, with the forward derivative of every
+    sample along a random direction of the initial q and u."""
+    model, state = brick()
+    starts = jax.vmap(functools.partial(_dropped, state))(jax.random.split(jax.random.PRNGKey(0), 32))
+    stepper = sx.SemiExplicitEulerTimeStepper()
+
+    def samples(q, u, start):
+        return run(model, start.with_q(q).with_u(u), 2e-3, 500, stepper, 10)[1]
+
+    dq, du = (jax.random.normal(k, (32, n)) for k, n in zip(jax.random.split(jax.random.PRNGKey(1)), (7, 6)))
+    traj, tangent = jax.jit(jax.vmap(lambda q, u, s, dq, du: jax.jvp(
+        lambda q, u: samples(q, u, s), (q, u), (dq, du))))(starts.q, starts.u, starts, dq, du)
+    assert all(np.all(np.isfinite(x)) for x in (traj.q, traj.u, tangent.q, tangent.u))
+    heights = jax.vmap(jax.vmap(_corner_heights))(traj.q[:, 1:])
+    assert float(heights.min()) > -stepper.get_constraint_tolerance_in_use()
+
+
+def test_localized_impacts_give_the_rebound_height_derivative_e_squared():
+    """H = y + v^2 / 2g after the bounce; dH / dh0 = e^2 for a drop from h0
+    (0.25; 1% at 2 ms steps), the derivative equal to central differences.
+    A step that applies the impact at its start gives 1 instead."""
+    model, state = ball()
+    stepper = sx.SemiExplicitEulerTimeStepper(restitution_model="Newton", localize_impacts=True)
+
+    def rebound(h0):
+        final, _ = run(model, state.with_q(jnp.stack([0.0, RADIUS + h0, 0.0])), 2e-3, 350, stepper, 350)
+        return final.q[1] - RADIUS + final.u[1] ** 2 / (2 * G)
+
+    height, slope = jax.jit(lambda h0: jax.jvp(rebound, (h0,), (1.0,)))(1.0)
+    np.testing.assert_allclose(slope, 0.25, rtol=0.015)
+    np.testing.assert_allclose(slope, (rebound(1.0 + 1e-6) - rebound(1.0 - 1e-6)) / 2e-6, rtol=1e-6)
+    np.testing.assert_allclose(height, 0.25, rtol=0.02)
+
+
+def test_gradients_are_exact_while_sliding():
+    """A block (a point contact) sliding down the incline at constant
+    deceleration: d x(T) / d v0 = T, d x(T) / d mu_d = -g cos(theta) T^2 / 2."""
+    system, matter = _system()
+    block = _sphere(matter, "block")
+    matter.adopt_unilateral_contact(sx.PointPlaneContact(matter.Ground(), NORMAL, 0.0, block, [0, 0, 0], 0.0, 0.2,
+                                                         0.2, 0.0))
+    model, state = system.realize_topology()
+    stepper = sx.SemiExplicitEulerTimeStepper(solver=TIGHT)
+    dt, steps = 1e-3, 100
+
+    def downhill(v0, mu_d):
+        m = eqx.tree_at(lambda m: m.params.unilateral_contacts[0].mu_d, model, mu_d)
+        start = state.with_u(v0 * jnp.asarray(DOWNHILL))
+        final, _ = run(m, start, dt, steps, stepper, steps)
+        return final.q @ jnp.asarray(DOWNHILL)
+
+    d_v0, d_mu = jax.grad(downhill, argnums=(0, 1))(1.0, 0.2)
+    T = steps * dt
+    np.testing.assert_allclose(d_v0, T, rtol=1e-9)
+    # semi-explicit Euler: x_n = x0 + v0 T - a dt^2 n (n + 1) / 2 for a constant deceleration a
+    np.testing.assert_allclose(d_mu, -G * np.cos(INCLINE) * dt ** 2 * steps * (steps + 1) / 2, rtol=1e-9)
+
+
+def test_a_step_reports_and_enables_the_contacts_in_play():
+    model, state = ball()
+    stepper = sx.SemiExplicitEulerTimeStepper()
+    start = state.with_q(jnp.array([0.0, RADIUS, 0.0])).with_u(jnp.array([0.0, -1.0, 0.0]))
+    contact = model.unilateral_contacts[0]
+    assert not contact.is_enabled(start)
+    after, report = jax.jit(stepper.take_step, static_argnums=())(model, start, 1e-3)
+    assert bool(report.proximal[0]) and bool(report.impacters[0]) and int(report.num_impact_rounds) >= 1
+    assert contact.is_enabled(after)
+    s = model.realize(after, sx.Stage.Velocity)
+    assert float(contact.get_verr(s)) > 0  # rebounding
+    assert contact.calc_effective_cor(0.002, 0.002, 1.0) == 0.5
+
+
+# -- Simbody's rules and bad input ---------------------------------------------------------------
+
+def test_coefficient_rules_are_simbodys():
+    cor = sx.ConditionalConstraint.calc_effective_cor
+    assert cor(0.5, 0.1, 1.0, 0.05) == 0 and cor(0.5, 0.1, 1.0, 2.0) == 0.5
+    np.testing.assert_allclose(cor(0.5, 0.1, 1.0, 0.5), 1 - 0.5 * 0.5)
+    cof = sx.ConditionalConstraint.calc_effective_cof
+    assert cof(0.6, 0.5, 0.1, 0.01, 0.005) == pytest.approx(0.6005)
+    assert cof(0.6, 0.5, 0.0, 0.01, 0.02) == 0.5
+
+
+def test_bad_input_names_the_element():
+    system, matter = _system()
+    b = _sphere(matter, "b")
+    with pytest.raises(ValueError, match="restitution must be between 0 and 1"):
+        sx.HardStopUpper(b, 0, 1.0, 1.5)
+    with pytest.raises(ValueError, match="nonnegative.*mu_s=-0.1"):
+        sx.PointPlaneContact(matter.Ground(), [0, 1, 0], 0, b, [0, 0, 0], 0.5, -0.1, 0.0, 0.0)
+    with pytest.raises(ValueError, match="can't be larger"):
+        sx.SpherePlaneContact(matter.Ground(), [0, 1, 0], 0, b, [0, 0, 0], 0.1, 0.5, 0.2, 0.3, 0.0)
+    with pytest.raises(ValueError, match="between a body and itself"):
+        sx.PointPlaneContact(matter.Ground(), [0, 1, 0], 0, matter.Ground(), [0, 0, 0], 0.5, 0.1, 0.1, 0.0,
+                             name="ground-ground")
+    matter.adopt_unilateral_contact(sx.HardStopUpper(b, 0, 0.1, 0.5, name="upper"))
+    with pytest.raises(ValueError, match="'lower'.*lower limit 0.2 exceeds the upper limit 0.1 of HardStopUpper 'upper'"):
+        matter.adopt_unilateral_contact(sx.HardStopLower(b, 0, 0.2, 0.5, name="lower"))
+    with pytest.raises(TypeError, match="expected a unilateral contact"):
+        matter.adopt_unilateral_contact(sx.Constraint.Rod(matter.Ground(), [0, 0, 0], b, [0, 0, 0], 1.0))
+    with pytest.raises(ValueError, match="Sequential is not provided"):
+        sx.SemiExplicitEulerTimeStepper(induced_impact_model="Sequential")
+    with pytest.raises(ValueError, match="PLUS impulse solver is not provided"):
+        sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")
+    with pytest.raises(ValueError, match="unknown restitution_model 'Hertz'"):
+        sx.SemiExplicitEulerTimeStepper(restitution_model="Hertz")
