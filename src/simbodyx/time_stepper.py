@@ -24,9 +24,10 @@ One step of length h from (t, q, u), Simbody's algorithm:
    between); friction's coefficient is set once from the slip speed at the
    start of the step (mu_s at or below the transition velocity, mu_d above).
 3. *Dynamics.* The forces at the post-impact velocities give the tree's
-   unconstrained acceleration udot0; one more solve finds the impulses that
-   keep every participating constraint from approaching by the end of the
-   step: G (u + h udot0) - A lambda = 0 within the bounds, and
+   unconstrained acceleration udot0; contacts that the impact or the forces
+   would bring within the tolerance by the end of the step join in; one more
+   solve finds the impulses that keep every participating constraint from
+   approaching by the end of the step: G (u + h udot0) - A lambda = 0 within the bounds, and
    u1 = u + h udot0 - M^-1 G^T lambda (lambda / h are the multipliers). A
    contact still apart may close its gap within the step (its target is an
    approach speed of gap / h rather than zero), so it does not push before
@@ -381,8 +382,12 @@ class SemiExplicitEulerTimeStepper(Module):
             udot0, _ = forward_dynamics(top, params, s1.q, u1, s1.position, s1.velocity, s1.dynamics.mobility_forces,
                                         s1.dynamics.body_forces, None)
             verr_start = verr0 - A @ impulse
-            closing = verr_start.at[normal].add(sign * jnp.maximum(gap, 0) / h)  # may close a gap, not pass it
-            lam, stats = self.solver.solve(A, closing + G @ (h * udot0), rows, participating, mu)
+            free_end = verr_start + G @ (h * udot0)  # the velocity errors at the end without contact
+            # the impact or the forces may bring more contacts into play within the step
+            proximal = proximal | (gap + h * jnp.minimum(sign * free_end[normal], 0) <= tol)
+            participating = problem.bilateral_on | problem.contact_rows(proximal)
+            closing = free_end.at[normal].add(sign * jnp.maximum(gap, 0) / h)  # may close a gap, not pass it
+            lam, stats = self.solver.solve(A, closing, rows, participating, mu)
             u2 = u1 + h * udot0 - M_inv_Gt @ lam
 
         with jax.named_scope("position_phase"):

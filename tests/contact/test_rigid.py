@@ -9,6 +9,8 @@ built once and each rollout shape compiled once (eqx.filter_jit, numbers
 changed as Model leaves)."""
 
 import functools
+import pathlib
+import sys
 
 import equinox as eqx
 import jax
@@ -18,11 +20,12 @@ import pytest
 
 import simbodyx as sx
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
+import rigid_contact  # noqa: E402  (the brick scene is the example's)
+
 G = 9.81
 RADIUS = 0.1
-HALF = np.array([0.2, 0.05, 0.1])  # the brick's half-lengths (m)
-INCLINE = np.deg2rad(20.0)
-NORMAL = np.array([-np.sin(INCLINE), np.cos(INCLINE), 0.0])  # the incline's upward normal
+INCLINE, NORMAL = rigid_contact.INCLINE, rigid_contact.NORMAL
 DOWNHILL = -np.array([np.cos(INCLINE), np.sin(INCLINE), 0.0])
 TIGHT = sx.PGSImpulseSolver(convergence_tolerance=1e-10)
 
@@ -53,20 +56,9 @@ def ball():
 
 @functools.lru_cache(maxsize=None)
 def brick():
-    """A free brick on the incline, a PointPlaneContact at each bottom corner
-    (mu_s 0.6, mu_d 0.5: it sticks, tan(20 deg) = 0.36)."""
-    system, matter = _system()
-    mass = 2.0
-    inertia = mass / 3 * np.array([HALF[1] ** 2 + HALF[2] ** 2, HALF[0] ** 2 + HALF[2] ** 2, HALF[0] ** 2 + HALF[1] ** 2])
-    b = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(sx.MassProperties(mass, [0, 0, 0], sx.Inertia(*inertia))),
-                              name="brick")
-    for x in (-1, 1):
-        for z in (-1, 1):
-            matter.adopt_unilateral_contact(sx.PointPlaneContact(
-                matter.Ground(), NORMAL, 0.0, b, [x * HALF[0], -HALF[1], z * HALF[2]], 0.0, 0.6, 0.5, 0.0))
-    model, state = system.realize_topology()
-    resting = jnp.concatenate([jnp.array([np.cos(INCLINE / 2), 0, 0, np.sin(INCLINE / 2)]), HALF[1] * NORMAL])
-    return model, state.with_q(resting)
+    """The example's free brick resting on the incline, a PointPlaneContact at
+    each bottom corner (mu_s 0.6, mu_d 0.5: it sticks, tan(20 deg) = 0.36)."""
+    return rigid_contact.brick_on_incline()
 
 
 def with_friction(model, mu_s, mu_d):
@@ -184,32 +176,11 @@ def test_brick_slides_at_g_sin_minus_mu_d_cos():
 
 # -- batches, gradients, the State ---------------------------------------------------------------
 
-def _dropped(state, key):
-    """A brick dropped from up to 0.3 m with a random tilt and velocity."""
-    k1, k2, k3 = jax.random.split(key, 3)
-    axis = jax.random.normal(k1, (3,))
-    angle = 0.4 * jax.random.uniform(k2)
-    quat = jnp.concatenate([jnp.cos(angle / 2)[None], jnp.sin(angle / 2) * axis / jnp.linalg.norm(axis)])
-    up = jnp.asarray(NORMAL) * (0.15 + 0.3 * jax.random.uniform(k3))
-    u = jax.random.normal(k3, (6,)) * jnp.array([2, 2, 2, 0.5, 0.5, 0.5])
-    return state.with_q(jnp.concatenate([quat, up])).with_u(u)
-
-
-def _corner_heights(q):
-    """(4,) heights of the bottom corners above the incline."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    R = jnp.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                   [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                   [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-    corners = jnp.array([[sx_ * HALF[0], -HALF[1], sz * HALF[2]] for sx_ in (-1, 1) for sz in (-1, 1)])
-    return (q[4:] + corners @ R.T) @ jnp.asarray(NORMAL)
-
-
 def test_batched_drops_do_not_penetrate_and_values_and_derivatives_are_finite():
     """32 random drops in one program, with the forward derivative of every
     sample along a random direction of the initial q and u."""
     model, state = brick()
-    starts = jax.vmap(functools.partial(_dropped, state))(jax.random.split(jax.random.PRNGKey(0), 32))
+    starts = jax.vmap(functools.partial(rigid_contact.dropped, state))(jax.random.split(jax.random.PRNGKey(0), 32))
     stepper = sx.SemiExplicitEulerTimeStepper()
 
     def samples(q, u, start):
@@ -219,7 +190,7 @@ def test_batched_drops_do_not_penetrate_and_values_and_derivatives_are_finite():
     traj, tangent = jax.jit(jax.vmap(lambda q, u, s, dq, du: jax.jvp(
         lambda q, u: samples(q, u, s), (q, u), (dq, du))))(starts.q, starts.u, starts, dq, du)
     assert all(np.all(np.isfinite(x)) for x in (traj.q, traj.u, tangent.q, tangent.u))
-    heights = jax.vmap(jax.vmap(_corner_heights))(traj.q[:, 1:])
+    heights = jax.vmap(jax.vmap(rigid_contact.corner_heights))(traj.q[:, 1:])
     assert float(heights.min()) > -stepper.get_constraint_tolerance_in_use()
 
 
@@ -312,3 +283,49 @@ def test_bad_input_names_the_element():
         sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")
     with pytest.raises(ValueError, match="unknown restitution_model 'Hertz'"):
         sx.SemiExplicitEulerTimeStepper(restitution_model="Hertz")
+
+
+def test_bilateral_constraints_hold_while_a_contact_strikes():
+    """A free body held at one point by a Ball constraint (an unconditional row)
+    swings down into a frictionless floor and rebounds: the Ball's error stays
+    within the tolerance and the impact reverses the floor-normal speed."""
+    system, matter = _system()
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.01)))
+    bob = sx.MobilizedBody.Free(matter.Ground(), body, name="bob")
+    ball = sx.Constraint.Ball(matter.Ground(), [0, 0.5, 0], bob, [-0.5, 0, 0], name="pivot")
+    matter.adopt_unilateral_contact(sx.PointPlaneFrictionlessContact(
+        matter.Ground(), [0, 1, 0], 0.2, bob, [0, 0, 0], 0.8, name="floor"))
+    model, state = system.realize_topology()
+    start = state.with_q(jnp.array([1.0, 0, 0, 0, 0.5, 0.5, 0]))  # the arm horizontal
+    for method in ("Bilateral", "Unilateral"):
+        stepper = sx.SemiExplicitEulerTimeStepper(position_projection_method=method)
+        _, traj = run(model, start, 1e-3, 400, stepper)
+        y, vy = np.asarray(traj.q[:, 5]), np.asarray(traj.u[:, 4])
+        assert y.min() > 0.2 - stepper.get_constraint_tolerance_in_use()
+        k = np.argmax(vy > 0)  # the impact
+        assert 0 < k < 400
+        np.testing.assert_allclose(vy[k], -0.8 * vy[k - 1], rtol=1e-2)  # e, within a step of gravity
+        errors = jax.vmap(lambda q: ball.get_position_errors_as_vector(model.realize(state.with_q(q))))(traj.q)
+        assert float(jnp.abs(errors).max()) < 2 * stepper.get_constraint_tolerance_in_use()
+
+
+def test_without_projection_a_resting_contact_drifts_only_by_the_solver_tolerance():
+    model, state = ball()
+    stepper = sx.SemiExplicitEulerTimeStepper(position_projection_method="NoPositionProjection")
+    _, traj = run(model, state.with_q(jnp.array([0.0, RADIUS, 0.0])), 1e-3, 200, stepper)
+    assert abs(float(traj.q[-1, 1]) - RADIUS) < 200 * 1e-3 * 1e-6
+
+
+def test_an_edge_comes_to_rest_across_another():
+    """EdgeEdgeContact: a falling body's edge (along z) lands across a Ground
+    edge (along x) and rests on it (min_cor 0: no bounce)."""
+    system, matter = _system()
+    falling = _sphere(matter, "falling")
+    down_z = sx.Transform(np.array([[0.0, -1, 0], [0, 0, -1], [1, 0, 0]]), [0, -0.1, 0])  # x = z_B, z = -y_B
+    up_x = sx.Transform(np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]]), [0, 0, 0])  # x = x_G, z = y_G
+    matter.adopt_unilateral_contact(sx.EdgeEdgeContact(matter.Ground(), up_x, 0.5, falling, down_z, 0.5, 0.0, 0.5,
+                                                       0.5, 0.0))
+    model, state = system.realize_topology()
+    final, traj = run(model, state.with_q(jnp.array([0.0, 0.3, 0.0])), 1e-3, 400, sx.SemiExplicitEulerTimeStepper())
+    assert float(traj.q[:, 1].min()) > 0.1 - 1e-3
+    np.testing.assert_allclose(final.q, [0.0, 0.1, 0.0], atol=1e-6)
