@@ -542,6 +542,8 @@ def main():
                         help="trajectories in the adaptive-integration batch (0: skip those rows)")
     parser.add_argument("--rollout-grad-steps", type=int, default=1000,
                         help="RK4 steps of the rollout whose gradient is timed (0: skip those rows)")
+    parser.add_argument("--contact-steps", type=int, default=1000,
+                        help="steps of the contact scenes' trajectories (contact.py; 0: skip those rows)")
     parser.add_argument("--trajopt-iterations", type=int, default=200,
                         help="timed Adam iterations of the batch-1 cart-pole swing-up (0: skip the trajopt rows)")
     args = parser.parse_args()
@@ -622,6 +624,17 @@ def main():
                                                  not args.no_mujoco)
         trajopt.print_table(trajopt_rows)
         rows += [{**r, "op": f"trajopt_{r['op']}"} for r in trajopt_rows]
+        if note:
+            print(note)
+    if args.dtype == "float64" and args.contact_steps:
+        import contact  # beside this script
+
+        print("\nContact scenes (contact.py): rigid contact (the time stepper), compliant contact (Hunt-Crossley, "
+              "RK4) and MuJoCo C, at 1 ms steps")
+        contact_rows, note = contact.contact_rows(sx, args.contact_steps, max(batches), args.repeats,
+                                                  not args.no_mujoco)
+        contact.print_table(contact_rows)
+        rows += [{**r, "op": "contact_step", "model": r["scene"]} for r in contact_rows]
         if note:
             print(note)
     print(json.dumps({"jax": jax.__version__, "dtype": args.dtype, "devices": len(jax.devices()),

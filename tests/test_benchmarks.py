@@ -24,7 +24,8 @@ def test_benchmark_script_smoke():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--models", "chain7",
          "--ops", "forward_dynamics,inverse_dynamics,grad_forward_dynamics", "--batches", "8",
-         "--repeats", "2", "--adaptive-batch", "4", "--rollout-grad-steps", "0", "--trajopt-iterations", "0"],
+         "--repeats", "2", "--adaptive-batch", "4", "--rollout-grad-steps", "0", "--trajopt-iterations", "0",
+         "--contact-steps", "0"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     result = json.loads(out.strip().splitlines()[-1])
@@ -160,3 +161,18 @@ def test_trajopt_rows_agree_with_their_peers():
         ("closed_form", "swing_up_iteration"), ("simbodyx", "swing_up_iteration"),
         ("simbodyx", "rk4_rollout")] + [("mujoco", "rk4_rollout")] * peers
     assert all(r["step_us"] > 0 for r in rows)
+
+
+def test_contact_scene_rows_settle_and_time():
+    """The rigid brick steps (batch 1 and a small batch) and stays on the
+    floor; MuJoCo's brick too, where MuJoCo is installed."""
+    import simbodyx as sx
+
+    contact = _benchmark("contact")
+    rows = contact.simbodyx_rows(sx, "brick", "rigid", steps=500, batch=4, repeats=1)
+    assert [r["batch"] for r in rows] == [1, 4] and all(r["step_us"] > 0 for r in rows)
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        return
+    assert contact.mujoco_rows("brick", 100, 1)[0]["step_us"] > 0

@@ -1,0 +1,244 @@
+"""Contact scenes stepping, side by side: rigid contact (Simbody's
+semi-explicit Euler time stepper), compliant contact (Hunt-Crossley, RK4)
+and MuJoCo C (``mj_step``, its soft contact and semi-implicit Euler), at the
+same step on the same scene.
+
+    python benchmarks/contact.py [--steps 1000] [--batch 1024] [--repeats 5]
+
+Scenes, under gravity, dropped onto a floor and settling on it:
+
+* **brick**: a 2 kg box (0.4 x 0.1 x 0.2 m) dropped from 0.3 m with a
+  tilt. Rigid: a PointPlaneContact at each bottom corner. Compliant: a
+  5 mm sphere at each bottom corner against a half-space. MuJoCo: a box
+  geom on a plane.
+* **spheres3**: three 0.1 m spheres (1 kg) dropped side by side, touching
+  one another on the way down. Rigid: a SpherePlaneContact for each and a
+  SphereSphereContact for each pair. Compliant and MuJoCo: the spheres and
+  the floor in one contact set (every pair).
+
+Reported per engine and scene: compile time, the time per step of one
+trajectory of ``--steps`` steps of 1 ms (one jitted rollout; MuJoCo's
+``mj_step(nstep=)``, no Python per step), and the throughput of
+``--batch`` trajectories of 200 steps in one ``jax.vmap`` (MuJoCo: one
+core, its single-trajectory rate). The engines use different contact laws,
+so states are not compared; each run checks that after 3 s every body is
+on the floor (its centre within 1 cm of its resting height or above) and
+every speed finite. Times are minima over ``--repeats`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+DT = 1e-3
+G = 9.81
+HALF = np.array([0.2, 0.05, 0.1])
+BOX_MASS = 2.0
+RADIUS = 0.1
+CORNER_RADIUS = 0.005
+SPHERES = np.array([[-0.12, 0.4, 0.0], [0.12, 0.45, 0.0], [0.0, 0.65, 0.05]])  # centres (y up)
+TILT = 0.2  # rad about x and z, the brick's drop
+
+
+def _system(sx):
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -G, 0])
+    return system, matter, forces
+
+
+def _resting(scene):
+    """The lowest a body's centre rests above the floor (m): the brick on its
+    largest face, or a sphere."""
+    return HALF[1] if scene == "brick" else RADIUS
+
+
+def _box(sx, matter):
+    inertia = BOX_MASS / 3 * np.array([HALF[1] ** 2 + HALF[2] ** 2, HALF[0] ** 2 + HALF[2] ** 2,
+                                       HALF[0] ** 2 + HALF[1] ** 2])
+    body = sx.Body.Rigid(sx.MassProperties(BOX_MASS, [0, 0, 0], sx.Inertia(*inertia)))
+    return sx.MobilizedBody.Free(matter.Ground(), body, name="brick")
+
+
+def _ball(sx, matter, i):
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.4 * RADIUS ** 2)))
+    return sx.MobilizedBody.Free(matter.Ground(), body, name=f"sphere{i}")
+
+
+CORNERS = [[x * HALF[0], -HALF[1], z * HALF[2]] for x in (-1, 1) for z in (-1, 1)]
+
+
+def rigid(sx, scene):
+    system, matter, _ = _system(sx)
+    if scene == "brick":
+        box = _box(sx, matter)
+        for corner in CORNERS:
+            matter.adopt_unilateral_contact(sx.PointPlaneContact(matter.Ground(), [0, 1, 0], 0.0, box, corner, 0.3,
+                                                                 0.6, 0.5, 0.0))
+    else:
+        balls = [_ball(sx, matter, i) for i in range(3)]
+        for b in balls:
+            matter.adopt_unilateral_contact(sx.SpherePlaneContact(matter.Ground(), [0, 1, 0], 0.0, b, [0, 0, 0],
+                                                                  RADIUS, 0.3, 0.6, 0.5, 0.0))
+        for i in range(3):
+            for j in range(i + 1, 3):
+                matter.adopt_unilateral_contact(sx.SphereSphereContact(balls[i], [0, 0, 0], RADIUS, balls[j], [0, 0, 0],
+                                                                       RADIUS, 0.3, 0.6, 0.5, 0.0))
+    return system
+
+
+def compliant(sx, scene):
+    system, matter, forces = _system(sx)
+    contacts = sx.GeneralContactSubsystem(system)
+    surfaces = contacts.create_contact_set()
+    floor = sx.Transform(sx.Rotation.about_z(-np.pi / 2), np.zeros(3))  # the half-space y < 0
+    contacts.add_body(surfaces, matter.Ground(), sx.ContactGeometry.HalfSpace(), floor)
+    if scene == "brick":
+        box = _box(sx, matter)
+        for corner in CORNERS:
+            contacts.add_body(surfaces, box, sx.ContactGeometry.Sphere(CORNER_RADIUS), sx.Transform(np.eye(3), corner))
+    else:
+        for i in range(3):
+            contacts.add_body(surfaces, _ball(sx, matter, i), sx.ContactGeometry.Sphere(RADIUS))
+    hc = sx.HuntCrossleyForce(forces, contacts, surfaces)
+    for surface in range(contacts.get_num_bodies(surfaces)):
+        hc.set_body_parameters(surface, 2e7, 1.0, 0.6, 0.5, 0.0)
+    hc.set_transition_velocity(0.1)
+    return system
+
+
+def start_state(sx, model, state, scene):
+    if scene == "brick":
+        c, s = np.cos(TILT / 2), np.sin(TILT / 2)
+        quat = np.array([c * c, s * c, s * s, c * s])  # about x, then z (up to normalization)
+        return state.with_q(jnp.concatenate([jnp.asarray(quat / np.linalg.norm(quat)), jnp.array([0.0, 0.3, 0.0])]))
+    q = np.concatenate([np.concatenate([[1.0, 0, 0, 0], p]) for p in SPHERES])
+    return state.with_q(jnp.asarray(q))
+
+
+def mujoco_model(scene):
+    import mujoco
+
+    half = HALF[[0, 2, 1]]  # z up in MuJoCo
+    if scene == "brick":
+        c, s = np.cos(TILT / 2), np.sin(TILT / 2)
+        bodies = (f'<body pos="0 0 0.3" quat="{c * c} {s * c} {c * s} {s * s}"><freejoint/>'
+                  f'<geom type="box" size="{half[0]} {half[1]} {half[2]}" mass="{BOX_MASS}" friction="0.6"/></body>')
+    else:
+        bodies = "".join(f'<body pos="{p[0]} {-p[2]} {p[1]}"><freejoint/><geom type="sphere" size="{RADIUS}" '
+                         f'mass="1" friction="0.6"/></body>' for p in SPHERES)
+    xml = (f'<mujoco><option timestep="{DT}"/><worldbody><geom type="plane" size="5 5 0.1"/>{bodies}'
+           f'</worldbody></mujoco>')
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+def best(fn, repeats):
+    jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def _on_floor(heights, resting, speeds, what):
+    if not (np.all(np.isfinite(speeds)) and np.min(heights - resting) > -0.01):
+        raise AssertionError(f"{what}: a body fell through the floor (centre {np.min(heights - resting):.3g} m "
+                             "from its resting height)")
+
+
+def simbodyx_rows(sx, scene, kind, steps, batch, repeats):
+    system = rigid(sx, scene) if kind == "rigid" else compliant(sx, scene)
+    model, state = system.realize_topology()
+    start = start_state(sx, model, state, scene)
+    method = sx.SemiExplicitEulerTimeStepper() if kind == "rigid" else "rk4"
+
+    def rollout(s, n):
+        return sx.integrate.rollout(model, s, DT, n, n, method=method, energy=False)[0]
+
+    one = jax.jit(lambda s: rollout(s, steps))
+    t = time.perf_counter()
+    final = jax.block_until_ready(one(start))
+    compile_s = time.perf_counter() - t
+    settle = final
+    for _ in range(-(-3000 // steps) - 1):  # to at least 3 s
+        settle = one(settle)
+    positions = np.asarray(settle.q).reshape(-1, 7)[:, 4:]
+    _on_floor(positions[:, 1], _resting(scene), np.asarray(settle.u), f"simbodyx {kind} {scene}")
+    rows = [{"engine": f"simbodyx_{kind}", "scene": scene, "batch": 1, "compile_s": compile_s,
+             "step_us": 1e6 * best(lambda: one(start), repeats) / steps}]
+    if batch:
+        noise = jax.random.normal(jax.random.PRNGKey(0), (batch, state.u.shape[0])) * 0.3
+        starts = jax.vmap(lambda du: start.with_u(start.u + du))(noise)
+        many = jax.jit(jax.vmap(lambda s: rollout(s, 200)))
+        t = time.perf_counter()
+        jax.block_until_ready(many(starts))
+        compile_s = time.perf_counter() - t
+        seconds = best(lambda: many(starts), repeats)
+        rows.append({"engine": f"simbodyx_{kind}", "scene": scene, "batch": batch, "compile_s": compile_s,
+                     "step_us": 1e6 * seconds / (200 * batch)})
+    return rows
+
+
+def mujoco_rows(scene, steps, repeats):
+    import mujoco
+
+    m = mujoco_model(scene)
+    d = mujoco.MjData(m)
+    mujoco.mj_step(m, d, nstep=3000)
+    _on_floor(d.xpos[1:, 2], _resting(scene), d.qvel, f"mujoco {scene}")
+    times = []
+    for _ in range(repeats):
+        mujoco.mj_resetData(m, d)
+        t = time.perf_counter()
+        mujoco.mj_step(m, d, nstep=steps)
+        times.append(time.perf_counter() - t)
+    return [{"engine": "mujoco", "scene": scene, "batch": 1, "step_us": 1e6 * min(times) / steps}]
+
+
+def contact_rows(sx, steps=1000, batch=1024, repeats=5, mujoco=True):
+    rows, note = [], None
+    for scene in ("brick", "spheres3"):
+        for kind in ("rigid", "compliant"):
+            rows += simbodyx_rows(sx, scene, kind, steps, batch, repeats)
+        if mujoco:
+            try:
+                rows += mujoco_rows(scene, steps, repeats)
+            except ImportError as e:
+                note = f"contact scenes: MuJoCo not timed ({e})"
+    return rows, note
+
+
+def print_table(rows):
+    print(f"{'engine':20} {'scene':9} {'batch':>6} {'compile s':>10} {'per step us':>12} {'steps per s':>13}")
+    for r in rows:
+        print(f"{r['engine']:20} {r['scene']:9} {r['batch']:>6} {r.get('compile_s', float('nan')):>10.2f} "
+              f"{r['step_us']:>12.2f} {1e6 / r['step_us']:>13,.0f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=1024, help="trajectories in the batched rows (0: skip them)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-mujoco", action="store_true")
+    args = parser.parse_args()
+    jax.config.update("jax_enable_x64", True)
+    import simbodyx as sx
+
+    print(f"jax {jax.__version__}, float64, {jax.devices()[0].platform}, step {DT * 1e3:g} ms")
+    rows, note = contact_rows(sx, args.steps, args.batch, args.repeats, not args.no_mujoco)
+    print_table(rows)
+    if note:
+        print(note)
+
+
+if __name__ == "__main__":
+    main()
