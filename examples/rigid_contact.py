@@ -93,9 +93,9 @@ def drop(num: int = 1024, seconds: float = 5.0, dt: float = 2e-3, seed: int = 0)
             return sx.integrate.rollout(model, start, dt, steps, every, method=stepper, energy=False)
         return jax.vmap(one)(starts)
 
-    jax.block_until_ready(simulate(starts))  # compile
+    compiled = simulate.lower(starts).compile()
     begin = time.perf_counter()
-    final, samples = jax.block_until_ready(simulate(starts))
+    final, samples = jax.block_until_ready(compiled(starts))
     rate = num * steps / (time.perf_counter() - begin)
     deepest = -float(jnp.min(jax.vmap(jax.vmap(corner_heights))(samples.q)))
     at_rest = float(jnp.mean(jnp.linalg.norm(final.u, axis=1) < 1e-3))

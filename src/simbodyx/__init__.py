@@ -56,6 +56,7 @@ from simbodyx.builder import (
 )
 from simbodyx.constraints import Constraint as Constraint
 from simbodyx.constraints.conditional import (
+    BoundedSpeedConstraint as BoundedSpeedConstraint,
     ConditionalConstraint as ConditionalConstraint,
     EdgeEdgeContact as EdgeEdgeContact,
     HardStopLower as HardStopLower,
@@ -66,6 +67,7 @@ from simbodyx.constraints.conditional import (
     SpherePlaneContact as SpherePlaneContact,
     SphereSphereContact as SphereSphereContact,
     UnilateralContact as UnilateralContact,
+    UnilateralSpeedConstraint as UnilateralSpeedConstraint,
 )
 from simbodyx.contact import ContactGeometry as ContactGeometry
 from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent

@@ -5,8 +5,9 @@ Given the constraint-space compliance A = G M^-1 G^T (m x m) and a right
 side v (the constraint velocity errors to remove), find impulses pi with
 
     A pi = v                                  on participating rows, subject to
-    sign_k pi_k <= 0                          unilateral contact normals
-    |(pi_x, pi_y)_k| <= mu_k |pi_n + known_n| their friction (a Coulomb cone)
+    sign_k pi_k <= 0                          unilateral contact normals and speeds
+    |(pi_x, pi_y)_k| <= mu_k |pi_n + known_n| the normals' friction (a Coulomb cone)
+    lo_j <= pi_j <= hi_j                      bounded rows
 
 in Simbody's sign: a multiplier opposes the force it stands for, so the
 velocity errors after the impulse are v - A pi. Unconditional rows (the
@@ -17,9 +18,9 @@ participate, their friction does.
 Every row of the ``Rows`` structure is in the program; a boolean per row
 says whether it participates this time, so a batch of States with different
 contact sets shares one compiled program. Each sweep visits the
-unconditional rows, then every normal, then every friction pair (both rows
-from the same row sums, then scaled back into the cone), with successive
-over-relaxation (SOR 1.2, reduced by 0.8 down to 0.1 whenever the error
+unconditional rows, the unilateral speed rows, the bounded rows, then every
+normal, then every friction pair (both rows from the same row sums, then
+scaled back into the cone), with successive over-relaxation (SOR 1.2, reduced by 0.8 down to 0.1 whenever the error
 grows). The sweeps stop once the RMS error of the enforced rows
 (participating and not at a bound) is below ``convergence_tolerance``, or
 after ``max_iterations``; under ``vmap`` the batch sweeps until its last
@@ -55,6 +56,9 @@ class Rows:
     sign: tuple = ()  #: (nc,) its sign convention, 1 or -1
     friction: tuple = ()  #: (nf,) pairs (row x, row y) of friction rows
     friction_contact: tuple = ()  #: (nf,) the contact each pair belongs to
+    speed: tuple = ()  #: unilateral speed rows (ratchets)
+    speed_sign: tuple = ()  #: their sign conventions
+    bounded: tuple = ()  #: rows whose impulse lies within given bounds
 
     @property
     def num_contacts(self) -> int:
@@ -93,18 +97,20 @@ class PGSImpulseSolver(Module):
     def get_max_iterations(self) -> int:
         return self.max_iterations
 
-    def solve(self, A, rhs, rows: Rows, participating, mu=None, known=None):
+    def solve(self, A, rhs, rows: Rows, participating, mu=None, known=None, bounds=None):
         """(pi (m,), SolveStats): the impulses that remove ``rhs`` on the
         participating rows within the bounds, non-participating rows zero;
         ``mu`` (nc,) the effective friction coefficients, ``known`` (m,) impulses
-        applied in full (their rows must not participate)."""
+        applied in full (their rows must not participate), ``bounds``
+        (len(rows.bounded), 2) each bounded row's [lowest, highest] impulse."""
         dtype = A.dtype
         mu = jnp.zeros(rows.num_contacts, dtype) if mu is None else mu
         known = jnp.zeros(A.shape[0], dtype) if known is None else known
-        pi, *stats = _solve(self, rows, A, rhs, jnp.asarray(participating, bool), mu, known)
+        bounds = jnp.zeros((len(rows.bounded), 2), dtype) if bounds is None else bounds
+        pi, *stats = _solve(self, rows, A, rhs, jnp.asarray(participating, bool), mu, known, bounds)
         return pi, SolveStats(*stats)
 
-    def iterate(self, rows: Rows, A, rhs, participating, mu, known):
+    def iterate(self, rows: Rows, A, rhs, participating, mu, known, bounds):
         """The sweeps themselves: (pi, residual, iterations, converged, active)."""
         dtype = A.dtype
         m, nc = A.shape[0], rows.num_contacts
@@ -126,6 +132,17 @@ class PGSImpulseSolver(Module):
                 er, step = update(pi, r)
                 pi = pi.at[r].add(sor * step)
                 enforced += jnp.where(participating[r], er * er, 0)
+            for r, sign in zip(rows.speed, rows.speed_sign):
+                er, step = update(pi, r)
+                value = pi[r] + sor * step
+                off = sign * value > 0
+                pi = pi.at[r].set(jnp.where(off, 0.0, value))
+                enforced += jnp.where(participating[r] & ~off, er * er, 0)
+            for r, (lo, hi) in zip(rows.bounded, bounds):
+                er, step = update(pi, r)
+                value = pi[r] + sor * step
+                pi = pi.at[r].set(jnp.clip(value, lo, hi))
+                enforced += jnp.where(participating[r] & (lo < value) & (value < hi), er * er, 0)
             for r, sign in zip(rows.normal, rows.sign):
                 er, step = update(pi, r)
                 value = pi[r] + sor * step
@@ -160,16 +177,21 @@ class PGSImpulseSolver(Module):
         return pi, residual, iterations, done, active
 
 
-def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known):
+def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known, bounds):
     """One projected Jacobi update of every row from ``pi`` minus ``pi``: zero
     exactly at the solver's solutions (a sweep that changes nothing), whatever
     the relaxation, so its derivatives give the solution's."""
     diagonal = jnp.diagonal(A)
     ok = participating & (diagonal > 0)
     y = jnp.where(ok, pi + (rhs - A @ (pi + known)) / jnp.where(diagonal > 0, diagonal, 1.0), 0.0)
-    normal, sign = np.asarray(rows.normal, np.int32), np.asarray(rows.sign)
-    if len(normal):
-        y = y.at[normal].set(jnp.where(sign * y[normal] > 0, 0.0, y[normal]))
+    for index, signs in ((rows.speed, rows.speed_sign), (rows.normal, rows.sign)):
+        if index:
+            index, signs = np.asarray(index, np.int32), np.asarray(signs)
+            y = y.at[index].set(jnp.where(signs * y[index] > 0, 0.0, y[index]))
+    if rows.bounded:
+        bounded = np.asarray(rows.bounded, np.int32)
+        y = y.at[bounded].set(jnp.clip(y[bounded], bounds[:, 0], bounds[:, 1]))
+    normal = np.asarray(rows.normal, np.int32)
     if rows.friction:
         fx, fy = (np.asarray(rows.friction, np.int32)[:, i] for i in (0, 1))
         n = normal[np.asarray(rows.friction_contact, np.int32)]
@@ -182,8 +204,8 @@ def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known):
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def _solve(solver: PGSImpulseSolver, rows: Rows, A, rhs, participating, mu, known):
-    return solver.iterate(rows, A, rhs, participating, mu, known)
+def _solve(solver: PGSImpulseSolver, rows: Rows, A, rhs, participating, mu, known, bounds):
+    return solver.iterate(rows, A, rhs, participating, mu, known, bounds)
 
 
 @_solve.defjvp
@@ -192,16 +214,16 @@ def _solve_jvp(solver, rows, primals, tangents):
     ``_fixed_point_map`` F, so dpi = -(dF/dpi)^+ (dF/dtheta dtheta) with the
     bounds that hold at the solution (a minimum-norm solve: redundant contacts
     leave directions of pi that move nothing, which it sets to zero)."""
-    A, rhs, participating, mu, known = primals
-    dA, drhs, _, dmu, dknown = tangents
+    A, rhs, participating, mu, known, bounds = primals
+    dA, drhs, _, dmu, dknown, dbounds = tangents
     out = _solve(solver, rows, *primals)
     pi = out[0]
 
-    def F(pi, A, rhs, mu, known):
-        return _fixed_point_map(rows, pi, A, rhs, participating, mu, known)
+    def F(pi, A, rhs, mu, known, bounds):
+        return _fixed_point_map(rows, pi, A, rhs, participating, mu, known, bounds)
 
-    K = jax.jacfwd(F)(pi, A, rhs, mu, known)
-    _, b = jax.jvp(lambda A, rhs, mu, known: F(pi, A, rhs, mu, known), (A, rhs, mu, known), (dA, drhs, dmu, dknown))
+    K = jax.jacfwd(F)(pi, A, rhs, mu, known, bounds)
+    _, b = jax.jvp(lambda *theta: F(pi, *theta), (A, rhs, mu, known, bounds), (dA, drhs, dmu, dknown, dbounds))
     dpi = -jnp.linalg.pinv(K) @ b
     zeros = tuple(np.zeros(x.shape, jax.dtypes.float0) if not jnp.issubdtype(x.dtype, jnp.inexact)
                   else jnp.zeros_like(x) for x in out[1:])

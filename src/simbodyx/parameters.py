@@ -29,3 +29,6 @@ class Parameters(Module):
     #: the unilateral contacts (simbodyx.constraints.conditional), in
     #: UnilateralContactIndex order
     unilateral_contacts: tuple = ()
+    #: the ratchets and the motors of limited strength, in adoption order
+    unilateral_speeds: tuple = ()
+    bounded_speeds: tuple = ()

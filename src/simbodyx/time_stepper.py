@@ -25,10 +25,11 @@ One step of length h from (t, q, u), Simbody's algorithm:
    start of the step (mu_s at or below the transition velocity, mu_d above).
 3. *Dynamics.* The forces at the post-impact velocities give the tree's
    unconstrained acceleration udot0; contacts that the impact or the forces
-   would bring within the tolerance by the end of the step join in; one more
-   solve finds the impulses that keep every participating constraint from
-   approaching by the end of the step: G (u + h udot0) - A lambda = 0 within the bounds, and
-   u1 = u + h udot0 - M^-1 G^T lambda (lambda / h are the multipliers). A
+   would bring within the tolerance by the end of the step join in; one
+   more solve finds the impulses that keep every participating constraint
+   from approaching by the end of the step: G (u + h udot0) - A lambda = 0
+   within the bounds, and u1 = u + h udot0 - M^-1 G^T lambda (lambda / h
+   are the multipliers). A
    contact still apart may close its gap within the step (its target is an
    approach speed of gap / h rather than zero), so it does not push before
    it touches.
@@ -50,15 +51,19 @@ surface, and the rest of the step starts with the impact. The impact then
 happens at the speed it has on arrival, and derivatives see how its timing
 moves with the inputs: the rebound height's derivative with respect to a
 ball's drop height is e^2 (with the impact at the start of the step it is
-1). It costs a second step's work in the steps that localize.
+1). Both parts run in every step (one program), so a step costs about
+twice as much.
 
 The model's enabled bilateral constraints take part in every solve as
 unconditional rows (Simbody's stepper leaves them out), so a mechanism with
-loops can hit stops. Every contact is in the program every step, masked
+loops can hit stops. Adopted ratchets (UnilateralSpeedConstraint) take part
+in every solve but the position correction, bounded speed constraints in
+the dynamics solve, their impulse within h times their force bounds. Every contact is in the program every step, masked
 when out of play, so ``jax.vmap`` runs States with different contact sets
-in one program; each solve is ``PGSImpulseSolver``'s fixed number of sweeps,
-so ``jax.grad`` differentiates a step (the derivative of the iterate, exact
-between events once the sweeps converge).
+in one program. Each solve's derivative is the implicit one of its
+solution (``simbodyx.impulse``), so ``jax.grad`` and ``jax.jvp`` through a
+step are exact wherever the contacts pushing, sticking and sliding stay
+the same.
 
 Not provided: Simbody's Sequential and Mixed induced-impact models (a
 data-dependent number of impact rounds; Simultaneous resolves every impact
@@ -132,29 +137,38 @@ def _enum(cls, value, what: str):
 
 class _Problem:
     """One State's constraint rows for the stepper (a trace-time helper): the
-    enabled bilateral constraints (unconditional) and every adopted contact."""
+    bilateral constraints (unconditional rows, masked where disabled), then
+    every adopted contact, ratchet and bounded speed constraint."""
 
     def __init__(self, model, state: State):
         params = model.params
         contacts = params.unilateral_contacts
-        wrapped = {c.constraint for c in contacts}
+        conditional = contacts + params.unilateral_speeds + params.bounded_speeds
+        wrapped = {c.constraint for c in conditional}
         bilateral = tuple(c for c in params.constraints if c.index not in wrapped)
         for c in bilateral:
             if c.ma:
                 raise ValueError(f"SemiExplicitEulerTimeStepper: {c.label} has acceleration-only equations, "
                                  "which an impulse cannot enforce")
-        elements = bilateral + tuple(params.constraints[c.constraint] for c in contacts)
+        elements = bilateral + tuple(params.constraints[c.constraint] for c in conditional)
         self.eqs = Equations(state.topology, elements, state.t, state.q, state.position.X_GB, state.velocity.V_GB,
                              state.velocity.qdot, state.u)
         rows = self.eqs.layout.rows
-        nb = len(bilateral)
+        nb, nc, ns = len(bilateral), len(contacts), len(params.unilateral_speeds)
         unconditional = tuple(int(r) for i in range(nb) for r in rows[i])
         self.rows = Rows(
             unconditional=unconditional,
-            normal=tuple(int(rows[nb + k][0]) for k in range(len(contacts))),
+            normal=tuple(int(rows[nb + k][0]) for k in range(nc)),
             sign=tuple(c.sign for c in contacts),
             friction=tuple((int(rows[nb + k][1]), int(rows[nb + k][2])) for k, c in enumerate(contacts) if c.friction),
-            friction_contact=tuple(k for k, c in enumerate(contacts) if c.friction))
+            friction_contact=tuple(k for k, c in enumerate(contacts) if c.friction),
+            speed=tuple(int(rows[nb + nc + k][0]) for k in range(ns)),
+            speed_sign=tuple(c.sign for c in params.unilateral_speeds),
+            bounded=tuple(int(rows[nb + nc + ns + k][0]) for k in range(len(params.bounded_speeds))))
+        self.speeds_on = jnp.zeros(self.eqs.layout.m, bool).at[np.asarray(self.rows.speed, np.int32)].set(True)
+        self.bounded_on = jnp.zeros(self.eqs.layout.m, bool).at[np.asarray(self.rows.bounded, np.int32)].set(True)
+        self.force_bounds = (jnp.stack([jnp.stack([c.lower, c.upper]) for c in params.bounded_speeds])
+                             if params.bounded_speeds else jnp.zeros((0, 2)))
         mp = self.eqs.layout.mp
         self.position_rows = Rows(unconditional=tuple(r for r in unconditional if r < mp), normal=self.rows.normal,
                                   sign=self.rows.sign)
@@ -169,7 +183,7 @@ class _Problem:
                 ~off[self.eqs.layout.owner[np.asarray(unconditional, np.int32)]])
         self.bilateral_on = jnp.asarray(on) & enabled  # (m,) enabled unconditional rows
         self.contacts = contacts
-        self.wrapped = np.asarray([c.constraint for c in contacts], np.int32)
+        self.wrapped = np.asarray([c.constraint for c in conditional], np.int32)
 
     def contact_rows(self, proximal):
         """(m,) bool: the rows of the proximal contacts (normal and friction)."""
@@ -367,7 +381,7 @@ class SemiExplicitEulerTimeStepper(Module):
 
         gap = sign * perr[normal]
         proximal = gap + h * jnp.minimum(sign * verr0[normal], 0) <= tol  # at the end of the step
-        participating = problem.bilateral_on | problem.contact_rows(proximal)
+        participating = problem.bilateral_on | problem.speeds_on | problem.contact_rows(proximal)
         mu = self._friction(problem, verr0)
 
         touching = gap + h * sign * verr0[normal] <= 0  # reaches the surface within the step
@@ -385,9 +399,11 @@ class SemiExplicitEulerTimeStepper(Module):
             free_end = verr_start + G @ (h * udot0)  # the velocity errors at the end without contact
             # the impact or the forces may bring more contacts into play within the step
             proximal = proximal | (gap + h * jnp.minimum(sign * free_end[normal], 0) <= tol)
-            participating = problem.bilateral_on | problem.contact_rows(proximal)
+            participating = (problem.bilateral_on | problem.speeds_on | problem.bounded_on
+                             | problem.contact_rows(proximal))
             closing = free_end.at[normal].add(sign * jnp.maximum(gap, 0) / h)  # may close a gap, not pass it
-            lam, stats = self.solver.solve(A, closing, rows, participating, mu)
+            bounds = -h * problem.force_bounds[:, ::-1]  # lower <= -lambda <= upper, lambda = pi / h
+            lam, stats = self.solver.solve(A, closing, rows, participating, mu, bounds=bounds)
             u2 = u1 + h * udot0 - M_inv_Gt @ lam
 
         with jax.named_scope("position_phase"):
@@ -395,8 +411,9 @@ class SemiExplicitEulerTimeStepper(Module):
             q2 = normalize_quaternions(top, s.q + h * multiply_by_n(top, s.q, q_rate))
 
         out = s.replace(t=s.t + h, q=q2, u=u2, keep=Stage.Time)
-        if problem.contacts:
-            out = out.with_constraint_disabled(out.constraint_disabled.at[problem.wrapped].set(~proximal))
+        if len(problem.wrapped):
+            in_play = jnp.concatenate([proximal, jnp.ones(len(problem.wrapped) - len(problem.contacts), bool)])
+            out = out.with_constraint_disabled(out.constraint_disabled.at[problem.wrapped].set(~in_play))
         report = StepReport(proximal=proximal, impacters=impacters, num_impact_rounds=rounds, impact_time=0 * h,
                             impulse=impulse + lam, multipliers=lam / h, dynamics=stats)
         return out, report

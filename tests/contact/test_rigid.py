@@ -329,3 +329,27 @@ def test_an_edge_comes_to_rest_across_another():
     final, traj = run(model, state.with_q(jnp.array([0.0, 0.3, 0.0])), 1e-3, 400, sx.SemiExplicitEulerTimeStepper())
     assert float(traj.q[:, 1].min()) > 0.1 - 1e-3
     np.testing.assert_allclose(final.q, [0.0, 0.1, 0.0], atol=1e-6)
+
+
+def test_a_ratchet_turns_one_way_and_a_limited_motor_ramps_at_its_torque():
+    """A pendulum on a ratchet (UnilateralSpeedConstraint, u >= 0) released
+    at rest swings only forward; a free wheel (no gravity) driven by a
+    BoundedSpeedConstraint to 10 rad/s with at most 2 N m accelerates at
+    2 / I until it reaches the speed, and holds it."""
+    system, matter = _system()
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0.5, 0, 0], sx.Inertia(0.001, 0.26, 0.26)))
+    arm = sx.MobilizedBody.Pin(matter.Ground(), body, name="arm")
+    matter.adopt_unilateral_speed_constraint(sx.UnilateralSpeedConstraint(arm, 0, -1, name="ratchet"))
+    wheel = sx.MobilizedBody.Pin(matter.Ground(), sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.5))),
+                                 name="wheel")
+    motor = sx.BoundedSpeedConstraint(wheel, 0, 10.0, -2.0, 2.0, name="motor")
+    assert matter.adopt_bounded_speed_constraint(motor) == 0
+    model, state = system.realize_topology()
+    _, traj = run(model, state, 1e-3, 3000, sx.SemiExplicitEulerTimeStepper())
+    swing = np.asarray(traj.u[:, 0])
+    assert swing.max() <= 1e-6 and swing.min() < -1  # falls (clockwise) and never swings back
+    spin, t = np.asarray(traj.u[:, 1]), np.asarray(traj.t)
+    ramp = t <= 2.4
+    np.testing.assert_allclose(spin[ramp], np.minimum(4.0 * t[ramp], 10.0), atol=1e-9)  # 2 N m / 0.5 kg m^2
+    np.testing.assert_allclose(spin[t >= 2.6], 10.0, atol=1e-6)
+    assert model.params.bounded_speeds[0].calc_effective_bounds() == (-2.0, 2.0)

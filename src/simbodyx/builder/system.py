@@ -12,7 +12,13 @@ import numpy as np
 
 from simbodyx.builder.forces import ForceHandle
 from simbodyx.builder.mobilized_body import MobilizedBody
-from simbodyx.constraints.conditional import HardStopLower, HardStopUpper, UnilateralContact
+from simbodyx.constraints.conditional import (
+    BoundedSpeedConstraint,
+    HardStopLower,
+    HardStopUpper,
+    UnilateralContact,
+    UnilateralSpeedConstraint,
+)
 from simbodyx.model import Model
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
@@ -130,6 +136,8 @@ class SimbodyMatterSubsystem:
         self._motions = []
         self._motion_disabled_by_default = []
         self._unilateral_contacts = []
+        self._unilateral_speeds = []
+        self._bounded_speeds = []
         self._topology_cache: Topology | None = None
         self._ground = MobilizedBody.Ground._create(self)
 
@@ -196,19 +204,32 @@ class SimbodyMatterSubsystem:
         """Make ``contact`` (an ``sx.HardStopUpper``, ``sx.PointPlaneContact``, ...)
         one of the unilateral contacts the rigid-contact time stepper enforces;
         returns its UnilateralContactIndex."""
-        if not isinstance(contact, UnilateralContact):
-            raise TypeError(f"adopt_unilateral_contact: expected a unilateral contact (sx.HardStopUpper, "
-                            f"sx.PointPlaneContact, ...), got {type(contact).__name__}")
-        self.system.check_not_frozen(f"adopt {contact.label}")
-        if contact.matter is not self:
-            raise ValueError(f"adopt_unilateral_contact: {contact.label} belongs to a different matter subsystem")
-        if contact.index is not None:
-            raise ValueError(f"adopt_unilateral_contact: {contact.label} was already adopted "
-                             f"(unilateral contact {contact.index})")
-        self._check_stops(contact)
-        object.__setattr__(contact, "index", len(self._unilateral_contacts))
-        self._unilateral_contacts.append(contact)
-        return contact.index
+        return self._adopt("adopt_unilateral_contact", self._unilateral_contacts, contact, UnilateralContact,
+                           "a unilateral contact (sx.HardStopUpper, sx.PointPlaneContact, ...)")
+
+    def adopt_unilateral_speed_constraint(self, constraint) -> int:
+        """Adopt an ``sx.UnilateralSpeedConstraint`` (a ratchet) for the time stepper; returns its index."""
+        return self._adopt("adopt_unilateral_speed_constraint", self._unilateral_speeds, constraint,
+                           UnilateralSpeedConstraint, "an sx.UnilateralSpeedConstraint")
+
+    def adopt_bounded_speed_constraint(self, constraint) -> int:
+        """Adopt an ``sx.BoundedSpeedConstraint`` (a motor of limited strength) for the
+        time stepper; returns its index."""
+        return self._adopt("adopt_bounded_speed_constraint", self._bounded_speeds, constraint,
+                           BoundedSpeedConstraint, "an sx.BoundedSpeedConstraint")
+
+    def _adopt(self, what: str, registry: list, element, cls, expected: str) -> int:
+        if not isinstance(element, cls):
+            raise TypeError(f"{what}: expected {expected}, got {type(element).__name__}")
+        self.system.check_not_frozen(f"adopt {element.label}")
+        if element.matter is not self:
+            raise ValueError(f"{what}: {element.label} belongs to a different matter subsystem")
+        if element.index is not None:
+            raise ValueError(f"{what}: {element.label} was already adopted (index {element.index})")
+        self._check_stops(element)
+        object.__setattr__(element, "index", len(registry))
+        registry.append(element)
+        return element.index
 
     def _check_stops(self, stop) -> None:
         """A hard stop's limit against the opposite stops on the same coordinate."""
@@ -234,6 +255,12 @@ class SimbodyMatterSubsystem:
         return self._unilateral_contacts[int(index)]
 
     upd_unilateral_contact = get_unilateral_contact
+
+    def get_num_unilateral_speed_constraints(self) -> int:
+        return len(self._unilateral_speeds)
+
+    def get_num_bounded_speed_constraints(self) -> int:
+        return len(self._bounded_speeds)
 
     def _add_motion(self, motion) -> int:
         """Record a Motion (one per mobilized body) and return its index."""
@@ -302,4 +329,7 @@ class SimbodyMatterSubsystem:
             motions=jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(_element(m) for m in self._motions)),
             unilateral_contacts=jax.tree.map(lambda a: jnp.asarray(a, dtype),
                                              tuple(_element(c) for c in self._unilateral_contacts)),
+            unilateral_speeds=tuple(_element(c) for c in self._unilateral_speeds),
+            bounded_speeds=jax.tree.map(lambda a: jnp.asarray(a, dtype),
+                                        tuple(_element(c) for c in self._bounded_speeds)),
         )

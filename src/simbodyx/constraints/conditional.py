@@ -32,7 +32,7 @@ import numpy as np
 
 from simbodyx.constraints.contact import LineOnLineContact, PointOnPlaneContact, SphereOnPlaneContact, \
     SphereOnSphereContact
-from simbodyx.constraints.coordinate import ConstantCoordinate
+from simbodyx.constraints.coordinate import ConstantCoordinate, ConstantSpeed
 from simbodyx.constraints.geometric import PointInPlane, Rod, perpendicular, scalar, unit3
 from simbodyx.handles import builder_of
 from simbodyx.module import Module
@@ -88,43 +88,25 @@ def _plane_frame(normal, height, kind: str) -> Transform:
     return Transform(np.stack([x, np.cross(n, x), n], axis=-1), scalar(height, "height", kind) * n)
 
 
-class UnilateralContact(Module):
-    """Base of the unilateral contacts: the wrapped constraint (``constraint``,
-    its ConstraintIndex), the sign convention, the minimum coefficient of
-    restitution and, with friction, mu_s >= mu_d >= 0 and mu_v >= 0."""
+class _Conditional(Module):
+    """What every conditional constraint has: the wrapped constraint
+    (``constraint``, its ConstraintIndex, left disabled by default), its
+    name, and its index in its adopting list (set by adoption)."""
 
     constraint: int = eqx.field(static=True)
-    sign: float = eqx.field(static=True)
-    friction: bool = eqx.field(static=True)
     label: str = eqx.field(static=True)
     system_uid: int = eqx.field(static=True)
     matter: object = eqx.field(static=True)  #: the handle's subsystem; None in the Model's element
-    index: int | None = eqx.field(static=True)  #: UnilateralContactIndex, set by adoption
-    min_cor: jnp.ndarray
-    mu_s: jnp.ndarray
-    mu_d: jnp.ndarray
-    mu_v: jnp.ndarray
+    index: int | None = eqx.field(static=True)
 
-    def _wrap(self, kind: str, constraint, sign: int, min_cor, friction=None, name=None):
-        """Record the wrapped constraint (left disabled by default) and the numbers."""
+    def _wrap_constraint(self, kind: str, constraint, name):
         constraint.set_disabled_by_default(True)
-        self.constraint, self.sign, self.index = constraint.index, float(sign), None
+        self.constraint, self.index = constraint.index, None
         self.matter, self.system_uid = constraint.matter, constraint.system_uid
         self.label = f"{kind} {name!r}" if name else f"{kind} (on constraint {constraint.index})"
-        self.min_cor = _cor(min_cor, kind)
-        self.friction = friction is not None
-        self.mu_s, self.mu_d, self.mu_v = (np.zeros(()),) * 3 if friction is None else _friction(*friction, kind)
-
-    # -- Simbody's queries ------------------------------------------------------------------
-    def get_sign_convention(self) -> float:
-        """1: perr >= 0 is allowed (a signed distance); -1: perr <= 0 is."""
-        return self.sign
-
-    def has_friction(self, state=None) -> bool:
-        return self.friction
 
     def get_my_index(self):
-        """The UnilateralContactIndex given by ``adopt_unilateral_contact`` (None before)."""
+        """The index given by adoption (None before)."""
         return self.index
 
     def get_constraint(self):
@@ -154,6 +136,35 @@ class UnilateralContact(Module):
 
     def disable(self, state):
         return self.set_enabled(state, False)
+
+
+class UnilateralContact(_Conditional):
+    """Base of the unilateral contacts: the sign convention, the minimum
+    coefficient of restitution and, with friction, mu_s >= mu_d >= 0 and
+    mu_v >= 0; ``index`` is the UnilateralContactIndex."""
+
+    sign: float = eqx.field(static=True)
+    friction: bool = eqx.field(static=True)
+    min_cor: jnp.ndarray
+    mu_s: jnp.ndarray
+    mu_d: jnp.ndarray
+    mu_v: jnp.ndarray
+
+    def _wrap(self, kind: str, constraint, sign: int, min_cor, friction=None, name=None):
+        """Record the wrapped constraint and the numbers."""
+        self._wrap_constraint(kind, constraint, name)
+        self.sign = float(sign)
+        self.min_cor = _cor(min_cor, kind)
+        self.friction = friction is not None
+        self.mu_s, self.mu_d, self.mu_v = (np.zeros(()),) * 3 if friction is None else _friction(*friction, kind)
+
+    # -- Simbody's queries ------------------------------------------------------------------
+    def get_sign_convention(self) -> float:
+        """1: perr >= 0 is allowed (a signed distance); -1: perr <= 0 is."""
+        return self.sign
+
+    def has_friction(self, state=None) -> bool:
+        return self.friction
 
     def get_perr(self, state):
         """The contact's position error, enabled or not (Position)."""
@@ -274,5 +285,45 @@ class EdgeEdgeContact(UnilateralContact):
         self._wrap("EdgeEdgeContact", contact, 1, min_cor, (mu_s, mu_d, mu_v), name=name)
 
 
-UNILATERAL_CONTACTS = (HardStopUpper, HardStopLower, Rope, PointPlaneFrictionlessContact, PointPlaneContact,
-                       SpherePlaneContact, SphereSphereContact, EdgeEdgeContact)
+class UnilateralSpeedConstraint(_Conditional):
+    """A ratchet: u_which of ``mobod`` moves only in the direction of ``sign``
+    (sign * u >= 0), stopped by an impulse otherwise (no restitution: it is a
+    velocity-level constraint). Simbody declares the class but provides none;
+    this one wraps a ConstantSpeed(mobod, which_u, 0). It is always in play
+    under the time stepper, impacts included."""
+
+    sign: float = eqx.field(static=True)
+
+    def __init__(self, mobod, which_u: int, sign: int = 1, *, name=None):
+        if sign not in (1, -1):
+            raise ValueError(f"UnilateralSpeedConstraint: sign must be 1 or -1, got {sign!r}")
+        self._wrap_constraint("UnilateralSpeedConstraint", ConstantSpeed(mobod, which_u, 0.0, name=name), name)
+        self.sign = float(sign)
+
+    def get_sign_convention(self) -> float:
+        return self.sign
+
+
+class BoundedSpeedConstraint(_Conditional):
+    """A speed-control motor of limited strength: u_which of ``mobod`` held at
+    ``speed`` as long as the force (N or N m) that takes stays within
+    [lower, upper], and that bound applied while it slips (Simbody's
+    definition, lower <= -lambda <= upper; Simbody declares the class but
+    provides none). It wraps a ConstantSpeed(mobod, which_u, speed) and acts
+    in the time stepper's dynamics phase (an impact's impulse of a bounded
+    force is zero)."""
+
+    lower: jnp.ndarray
+    upper: jnp.ndarray
+
+    def __init__(self, mobod, which_u: int, speed, lower, upper, *, name=None):
+        kind = "BoundedSpeedConstraint"
+        lo, hi = scalar(lower, "lower", kind), scalar(upper, "upper", kind)
+        if lo > hi:
+            raise ValueError(f"{kind}: the lower bound {float(lo)} exceeds the upper bound {float(hi)}")
+        self._wrap_constraint(kind, ConstantSpeed(mobod, which_u, speed, name=name), name)
+        self.lower, self.upper = lo, hi
+
+    def calc_effective_bounds(self, state=None):
+        """(lower, upper) bounds of the force (N or N m)."""
+        return self.lower, self.upper
