@@ -84,6 +84,7 @@ import numpy as np
 from simbodyx.algorithms.aba import forward_dynamics
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
+from simbodyx.algorithms.kinematics import realize_velocity
 from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
 from simbodyx.impulse import PGSImpulseSolver, Rows, SolveStats
@@ -151,6 +152,7 @@ class _Problem:
                 raise ValueError(f"SemiExplicitEulerTimeStepper: {c.label} has acceleration-only equations, "
                                  "which an impulse cannot enforce")
         elements = bilateral + tuple(params.constraints[c.constraint] for c in conditional)
+        self.elements, self.model, self.state = elements, model, state
         self.eqs = Equations(state.topology, elements, state.t, state.q, state.position.X_GB, state.velocity.V_GB,
                              state.velocity.qdot, state.u)
         rows = self.eqs.layout.rows
@@ -184,6 +186,18 @@ class _Problem:
         self.bilateral_on = jnp.asarray(on) & enabled  # (m,) enabled unconditional rows
         self.contacts = contacts
         self.wrapped = np.asarray([c.constraint for c in conditional], np.int32)
+
+    def velocity_errors_and_g(self):
+        """(verr (m,), G (m, nu)): the velocity-level errors and their
+        derivative with respect to u, which is G (every row here is affine in
+        u), by forward differentiation through the body velocities."""
+        s, top = self.state, self.state.topology
+
+        def errors(u):
+            v = realize_velocity(top, self.model.params, s.position, s.q, u)
+            return Equations(top, self.elements, s.t, s.q, s.position.X_GB, v.V_GB, v.qdot, u).velocity_errors()
+
+        return errors(s.u), jax.jacfwd(errors)(s.u)
 
     def contact_rows(self, proximal):
         """(m,) bool: the rows of the proximal contacts (normal and friction)."""
@@ -372,8 +386,7 @@ class SemiExplicitEulerTimeStepper(Module):
         normal = np.asarray(rows.normal, np.int32)
         sign = jnp.asarray(rows.sign, s.u.dtype)
         perr = eqs.position_errors()
-        verr0 = eqs.velocity_errors()
-        G = eqs.g_matrix(s.position)
+        verr0, G = problem.velocity_errors_and_g()
         M = mass_matrix(top, params, s.position)
         L = jnp.linalg.cholesky(M)
         M_inv_Gt = jax.scipy.linalg.cho_solve((L, True), G.T)  # (nu, m)
