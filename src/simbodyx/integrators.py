@@ -456,6 +456,10 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     stepping loop; on jaxlib 0.6 ``sx.xla_setup.loop_compiler_options()``
     ran one chain7 trajectory 5x faster and compiled it 2x longer.
     """
+    if hasattr(integrator, "take_step"):  # a time stepper (sx.SemiExplicitEulerTimeStepper)
+        raise TypeError(f"simulate: {type(integrator).__name__} takes fixed steps of your choosing, with no error "
+                        "control or interpolation to report times; run it with "
+                        "sx.integrate.rollout(model, state, dt, num_steps, save_every, method=stepper)")
     if not isinstance(integrator, Integrator):
         raise TypeError(f"simulate: integrator must be one of sx.Integrator's methods, got {type(integrator)}")
     events = check_events(events)

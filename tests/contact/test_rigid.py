@@ -283,6 +283,9 @@ def test_bad_input_names_the_element():
         sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")
     with pytest.raises(ValueError, match="unknown restitution_model 'Hertz'"):
         sx.SemiExplicitEulerTimeStepper(restitution_model="Hertz")
+    model, state = ball()
+    with pytest.raises(TypeError, match="fixed steps of your choosing.*integrate.rollout"):
+        sx.simulate(model, state, sx.SemiExplicitEulerTimeStepper(), [0.1])
 
 
 def test_bilateral_constraints_hold_while_a_contact_strikes():
