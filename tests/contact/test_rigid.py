@@ -84,6 +84,7 @@ def _rebound_error(dt):
     return (y[up:].max() - RADIUS) / 0.25 - 1  # e^2 h = 0.25
 
 
+@pytest.mark.smoke
 def test_ball_rebounds_to_e_squared_h():
     coarse, fine = _rebound_error(1e-3), _rebound_error(1e-4)
     assert abs(fine) < 1e-3
@@ -211,6 +212,7 @@ def test_localized_impacts_give_the_rebound_height_derivative_e_squared():
     np.testing.assert_allclose(height, 0.25, rtol=0.02)
 
 
+@pytest.mark.smoke
 def test_gradients_are_exact_while_sliding():
     """A block (a point contact) sliding down the incline at constant
     deceleration: d x(T) / d v0 = T, d x(T) / d mu_d = -g cos(theta) T^2 / 2."""
