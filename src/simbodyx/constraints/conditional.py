@@ -21,7 +21,14 @@ wrapped constraint only if a user enables it.
 The numbers (coefficient of restitution, friction coefficients and the
 wrapped constraint's geometry) are Model leaves; whether a contact is
 enabled is State data (the wrapped constraint's disabled flag, which the
-time stepper sets to the contact's proximity each step).
+time stepper sets to the contact's proximity each step, so a State it
+returns realizes with the touching contacts as bilateral constraints, as
+Simbody's does).
+
+Two velocity-level kinds that Simbody declares without implementing
+complete the family: UnilateralSpeedConstraint (a ratchet) and
+BoundedSpeedConstraint (a speed motor of limited force), each wrapping a
+ConstantSpeed.
 """
 
 from __future__ import annotations
@@ -30,8 +37,12 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.constraints.contact import LineOnLineContact, PointOnPlaneContact, SphereOnPlaneContact, \
-    SphereOnSphereContact
+from simbodyx.constraints.contact import (
+    LineOnLineContact,
+    PointOnPlaneContact,
+    SphereOnPlaneContact,
+    SphereOnSphereContact,
+)
 from simbodyx.constraints.coordinate import ConstantCoordinate, ConstantSpeed
 from simbodyx.constraints.geometric import PointInPlane, Rod, perpendicular, scalar, unit3
 from simbodyx.handles import builder_of
