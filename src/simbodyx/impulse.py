@@ -134,9 +134,8 @@ class PGSImpulseSolver(Module):
                 enforced += jnp.where(participating[r], er * er, 0)
             for r, sign in zip(rows.speed, rows.speed_sign):
                 er, step = update(pi, r)
-                value = pi[r] + sor * step
-                off = sign * value > 0
-                pi = pi.at[r].set(jnp.where(off, 0.0, value))
+                value, off = _one_sided(sign, pi[r] + sor * step)
+                pi = pi.at[r].set(value)
                 enforced += jnp.where(participating[r] & ~off, er * er, 0)
             for r, (lo, hi) in zip(rows.bounded, bounds):
                 er, step = update(pi, r)
@@ -145,20 +144,16 @@ class PGSImpulseSolver(Module):
                 enforced += jnp.where(participating[r] & (lo < value) & (value < hi), er * er, 0)
             for r, sign in zip(rows.normal, rows.sign):
                 er, step = update(pi, r)
-                value = pi[r] + sor * step
-                off = sign * value > 0
+                value, off = _one_sided(sign, pi[r] + sor * step)
                 on = participating[r] & ~off
-                pi = pi.at[r].set(jnp.where(off, 0.0, value))
+                pi = pi.at[r].set(value)
                 enforced += jnp.where(on, er * er, 0)
                 active.append(on)
             for (rx, ry), k in zip(rows.friction, rows.friction_contact):
                 (ex, sx), (ey, sy) = update(pi, rx), update(pi, ry)
-                fx, fy = pi[rx] + sor * sx, pi[ry] + sor * sy
                 limit = mu[k] * jnp.abs(pi[rows.normal[k]] + known_normal[k])
-                norm2 = fx * fx + fy * fy
-                sliding = norm2 > limit * limit
-                scale = jnp.where(sliding, limit / jnp.sqrt(jnp.where(sliding, norm2, 1.0)), 1.0)
-                pi = pi.at[rx].set(fx * scale).at[ry].set(fy * scale)
+                fx, fy, sliding = _into_cone(pi[rx] + sor * sx, pi[ry] + sor * sy, limit)
+                pi = pi.at[rx].set(fx).at[ry].set(fy)
                 enforced += jnp.where(participating[rx] & ~sliding, ex * ex + ey * ey, 0)
             return pi, jnp.sqrt(enforced / p), jnp.stack(active) if active else jnp.zeros(0, bool)
 
@@ -177,6 +172,20 @@ class PGSImpulseSolver(Module):
         return pi, residual, iterations, done, active
 
 
+def _one_sided(sign, value):
+    """(value, off): ``value`` where sign * value <= 0, zero where it is not (off)."""
+    off = sign * value > 0
+    return jnp.where(off, 0.0, value), off
+
+
+def _into_cone(fx, fy, limit):
+    """(fx, fy, sliding): the pair scaled back onto |f| <= limit where it lies outside."""
+    norm2 = fx * fx + fy * fy
+    sliding = norm2 > limit * limit
+    scale = jnp.where(sliding, limit / jnp.sqrt(jnp.where(sliding, norm2, 1.0)), 1.0)
+    return fx * scale, fy * scale, sliding
+
+
 def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known, bounds):
     """One projected Jacobi update of every row from ``pi`` minus ``pi``: zero
     exactly at the solver's solutions (a sweep that changes nothing), whatever
@@ -187,7 +196,7 @@ def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known, bounds):
     for index, signs in ((rows.speed, rows.speed_sign), (rows.normal, rows.sign)):
         if index:
             index, signs = np.asarray(index, np.int32), np.asarray(signs)
-            y = y.at[index].set(jnp.where(signs * y[index] > 0, 0.0, y[index]))
+            y = y.at[index].set(_one_sided(signs, y[index])[0])
     if rows.bounded:
         bounded = np.asarray(rows.bounded, np.int32)
         y = y.at[bounded].set(jnp.clip(y[bounded], bounds[:, 0], bounds[:, 1]))
@@ -196,10 +205,8 @@ def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known, bounds):
         fx, fy = (np.asarray(rows.friction, np.int32)[:, i] for i in (0, 1))
         n = normal[np.asarray(rows.friction_contact, np.int32)]
         limit = mu[np.asarray(rows.friction_contact, np.int32)] * jnp.abs(pi[n] + known[n])
-        norm2 = y[fx] ** 2 + y[fy] ** 2
-        sliding = norm2 > limit ** 2
-        scale = jnp.where(sliding, limit / jnp.sqrt(jnp.where(sliding, norm2, 1.0)), 1.0)
-        y = y.at[fx].set(y[fx] * scale).at[fy].set(y[fy] * scale)
+        x_part, y_part, _ = _into_cone(y[fx], y[fy], limit)
+        y = y.at[fx].set(x_part).at[fy].set(y_part)
     return y - pi
 
 

@@ -153,8 +153,7 @@ class _Problem:
                                  "which an impulse cannot enforce")
         elements = bilateral + tuple(params.constraints[c.constraint] for c in conditional)
         self.elements, self.model, self.state = elements, model, state
-        self.eqs = Equations(state.topology, elements, state.t, state.q, state.position.X_GB, state.velocity.V_GB,
-                             state.velocity.qdot, state.u)
+        self.eqs = Equations(state.topology, elements, state.t, state.q, state.position.X_GB)  # position level
         rows = self.eqs.layout.rows
         nb, nc, ns = len(bilateral), len(contacts), len(params.unilateral_speeds)
         unconditional = tuple(int(r) for i in range(nb) for r in rows[i])
@@ -178,12 +177,16 @@ class _Problem:
         m = self.eqs.layout.m
         on = np.zeros(m, bool)
         on[list(unconditional)] = True
-        enabled = np.ones(m, bool)
-        if state.constraint_disabled is not None and nb:
-            off = state.constraint_disabled[np.asarray([c.index for c in bilateral], np.int32)]
-            enabled = jnp.ones(m, bool).at[np.asarray(unconditional, np.int32)].set(
-                ~off[self.eqs.layout.owner[np.asarray(unconditional, np.int32)]])
-        self.bilateral_on = jnp.asarray(on) & enabled  # (m,) enabled unconditional rows
+        disabled = None if state.constraint_disabled is None else \
+            state.constraint_disabled[np.asarray([c.index for c in elements], np.int32)]
+        enabled = self.eqs.layout.enabled_rows(disabled)
+        self.bilateral_on = jnp.asarray(on) if enabled is None else jnp.asarray(on) & (enabled > 0)  # (m,)
+        #: (m,) the contact each normal and friction row belongs to, -1 elsewhere
+        self.row_contact = np.full(m, -1)
+        for k, r in enumerate(self.rows.normal):
+            self.row_contact[r] = k
+        for (rx, ry), k in zip(self.rows.friction, self.rows.friction_contact):
+            self.row_contact[[rx, ry]] = k
         self.contacts = contacts
         self.wrapped = np.asarray([c.constraint for c in conditional], np.int32)
 
@@ -201,16 +204,9 @@ class _Problem:
 
     def contact_rows(self, proximal):
         """(m,) bool: the rows of the proximal contacts (normal and friction)."""
-        m = self.eqs.layout.m
         if not self.contacts:
-            return jnp.zeros(m, bool)
-        owner = np.full(m, -1)
-        for k, r in enumerate(self.rows.normal):
-            owner[r] = k
-        for (rx, ry), k in zip(self.rows.friction, self.rows.friction_contact):
-            owner[[rx, ry]] = k
-        has = owner >= 0
-        return jnp.where(jnp.asarray(has), proximal[np.maximum(owner, 0)], False)
+            return jnp.zeros(self.eqs.layout.m, bool)
+        return jnp.where(jnp.asarray(self.row_contact >= 0), proximal[np.maximum(self.row_contact, 0)], False)
 
     def coefficients(self, name):
         return jnp.stack([getattr(c, name) for c in self.contacts]) if self.contacts else jnp.zeros(0)
@@ -364,13 +360,14 @@ class SemiExplicitEulerTimeStepper(Module):
         the approach acceleration without contact; 0 when none does, or one
         already touches."""
         problem = _Problem(model, s)
-        eqs, normal = problem.eqs, np.asarray(problem.rows.normal, np.int32)
+        normal = np.asarray(problem.rows.normal, np.int32)
         sign = jnp.asarray(problem.rows.sign, s.u.dtype)
-        gap, rate = sign * eqs.position_errors()[normal], sign * eqs.velocity_errors()[normal]
+        verr, G = problem.velocity_errors_and_g()
+        gap, rate = sign * problem.eqs.position_errors()[normal], sign * verr[normal]
         d = model.realize(s, Stage.Dynamics)
         udot, _ = forward_dynamics(model.topology, model.params, d.q, d.u, d.position, d.velocity,
                                    d.dynamics.mobility_forces, d.dynamics.body_forces, None)
-        accel = sign * eqs.multiply_by_g(s.position, udot)[normal]
+        accel = sign * (G @ udot)[normal]
         disc = rate * rate - 4 * accel * gap
         reaching = (rate < -0.1 * self.get_constraint_tolerance_in_use()) & (disc >= 0)
         root = 2 * gap / (-rate + jnp.sqrt(jnp.where(reaching, disc, 1.0)))
@@ -490,7 +487,7 @@ class SemiExplicitEulerTimeStepper(Module):
             return jnp.zeros_like(verr), jnp.zeros((), jnp.int32)
 
         if not rows.num_contacts:
-            return *no_impact(verr)[:1], impacters, jnp.zeros((), jnp.int32)
+            return jnp.zeros_like(verr), impacters, jnp.zeros((), jnp.int32)
         total, rounds = jax.lax.cond(jnp.any(impacters), impact, no_impact, verr)
         return total, impacters, rounds
 

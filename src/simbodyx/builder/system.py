@@ -308,6 +308,10 @@ class SimbodyMatterSubsystem:
         def frames(xs):
             return Transform(stack([x.R for x in xs]), stack([x.p for x in xs]))
 
+        def elements(handles):
+            """The Model's copies of element handles, their numbers in the Model's dtype."""
+            return jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(_element(h) for h in handles))
+
         joint_params = tuple(
             stack([bodies[b]._joint_params for b in group.bodies]).reshape(
                 len(group.bodies), group.kind.num_params
@@ -326,10 +330,8 @@ class SimbodyMatterSubsystem:
             constraints=jax.tree.map(
                 lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
                 tuple(_element(c) for c in self._constraints)),
-            motions=jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(_element(m) for m in self._motions)),
-            unilateral_contacts=jax.tree.map(lambda a: jnp.asarray(a, dtype),
-                                             tuple(_element(c) for c in self._unilateral_contacts)),
-            unilateral_speeds=tuple(_element(c) for c in self._unilateral_speeds),
-            bounded_speeds=jax.tree.map(lambda a: jnp.asarray(a, dtype),
-                                        tuple(_element(c) for c in self._bounded_speeds)),
+            motions=elements(self._motions),
+            unilateral_contacts=elements(self._unilateral_contacts),
+            unilateral_speeds=elements(self._unilateral_speeds),
+            bounded_speeds=elements(self._bounded_speeds),
         )
