@@ -14,8 +14,12 @@ Two rows (``run.py`` prints them too):
   program forced (``simbodyx_array``), and through the cart-pole's
   closed-form equations of motion in plain JAX with the same ``lax.scan``,
   the same per-step ``jax.checkpoint`` and the same loss; the losses are
-  checked to agree to 1e-9 first. Reported: compile plus first iteration
-  (cold, s) and the best time per iteration after it.
+  checked to agree to 1e-9 first; and through the same RK4 written as a
+  user writes a loop of their own (``simbodyx_own_loop``: ``lax.scan`` with
+  ``model.realize``, ``model.forces.calc_forces`` and
+  ``model.matter.calc_acceleration_ignoring_constraints`` in each stage).
+  Reported: compile plus first iteration (cold, s) and the best time per
+  iteration after it.
 * **chain7 rollout**: one trajectory of ``--rollout-steps`` RK4 steps of
   1 ms from a random State, ``jit(sx.integrate.rollout)`` against MuJoCo C's
   ``mj_step`` with ``mjINT_RK4`` at the same step on the same model (built
@@ -89,6 +93,30 @@ def closed_form_rollout(f, x, forces, dt):
     return jax.lax.scan(lambda x, force: (step(x, force), None), x, forces)[0]
 
 
+def own_loop_final(sx, model, state, controls, dt):
+    """The final (q, u) of RK4 steps under ``controls`` (steps, nu) written as a
+    user writes a loop of their own: ``lax.scan``, each step checkpointed,
+    ``model.realize``, ``model.forces`` and ``model.matter`` inside."""
+
+    def field(q, u, control):
+        s = model.realize(state.with_q(q).with_u(u), sx.Stage.Velocity)
+        mobility_forces, body_forces = model.forces.calc_forces(s)
+        udot, _ = model.matter.calc_acceleration_ignoring_constraints(s, mobility_forces + control, body_forces)
+        return s.velocity.qdot, udot
+
+    @jax.checkpoint
+    def step(x, control):
+        q, u = x
+        k1 = field(q, u, control)
+        k2 = field(q + dt / 2 * k1[0], u + dt / 2 * k1[1], control)
+        k3 = field(q + dt / 2 * k2[0], u + dt / 2 * k2[1], control)
+        k4 = field(q + dt * k3[0], u + dt * k3[1], control)
+        return (q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]),
+                u + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])), None
+
+    return jax.lax.scan(step, (state.q, state.u), controls)[0]
+
+
 def time_iteration(loss, x0, iterations, repeats):
     """(compile + first iteration s, best s per iteration) of one jitted Adam
     iteration on ``loss``, and the loss at x0."""
@@ -133,17 +161,23 @@ def swing_up_rows(sx, iterations, repeats, array_path=True):
                                         energy=False)
         return terminal(jnp.concatenate([final.q, final.u]), forces)
 
+    def own_loop_loss(forces):
+        q, u = own_loop_final(sx, model, state, example.controls_of(forces), SWING_UP_DT)
+        return terminal(jnp.concatenate([q, u]), forces)
+
     f = closed_form_cartpole(example.CART_MASS, example.POLE_MASS, example.POLE_LENGTH)
 
     def closed_form_loss(forces):
         return terminal(closed_form_rollout(f, jnp.zeros(4), forces, SWING_UP_DT), forces)
 
     forces = jnp.asarray(np.random.default_rng(3).normal(size=SWING_UP_STEPS))
-    ours, theirs = float(jax.jit(simbodyx_loss)(forces)), float(jax.jit(closed_form_loss)(forces))
-    if abs(ours - theirs) > 1e-9 * max(1.0, abs(theirs)):
-        raise AssertionError(f"cart-pole: simbodyx loss {ours} != closed form {theirs}")
+    theirs = float(jax.jit(closed_form_loss)(forces))
+    for name, loss in (("simbodyx", simbodyx_loss), ("simbodyx's own loop", own_loop_loss)):
+        ours = float(jax.jit(loss)(forces))
+        if abs(ours - theirs) > 1e-9 * max(1.0, abs(theirs)):
+            raise AssertionError(f"cart-pole: {name} loss {ours} != closed form {theirs}")
     rows = []
-    engines = [("closed_form", closed_form_loss), ("simbodyx", simbodyx_loss)]
+    engines = [("closed_form", closed_form_loss), ("simbodyx", simbodyx_loss), ("simbodyx_own_loop", own_loop_loss)]
     if array_path:
         engines.append(("simbodyx_array", lambda forces: simbodyx_loss(forces, model.with_scalar_path(False))))
     for engine, loss in engines:

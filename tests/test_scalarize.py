@@ -83,7 +83,8 @@ def test_operations_it_does_not_evaluate_raise():
     with pytest.raises(NotScalarizable, match="cholesky"):
         scalarize(jnp.linalg.cholesky)(jnp.eye(3))
     with pytest.raises(NotScalarizable, match="traced indices"):
-        scalarize(lambda x, i: x[i])(jnp.arange(3.0), 1)
+        jax.jit(scalarize(lambda x, i: x[i]))(jnp.arange(3.0), 1)
+    assert scalarize(lambda x, i: x[i])(jnp.arange(3.0), 1) == 1.0  # concrete arguments are known numbers
 
 
 def _models():
@@ -176,7 +177,7 @@ def test_automatic_choice_declines_large_programs_and_remembers():
     for model, state in (chain(3, closed=True), chain(4)):
         assert model.uses_scalar_path()
         array = sx.integrate.derivatives(model.with_scalar_path(False), state)
-        for a, b in zip(sx.integrate.derivatives(model, state), array):
+        for a, b in zip(jax.jit(lambda s: sx.integrate.derivatives(model, s))(state), array):
             np.testing.assert_array_equal(a, b)
         assert not model.uses_scalar_path() and model.with_scalar_path(True).uses_scalar_path()
         forced = sx.integrate.derivatives(model.with_scalar_path(True), state)
@@ -191,3 +192,49 @@ def test_automatic_choice_declines_large_programs_and_remembers():
                     udot_of(model.with_scalar_path(False))(state.q, state.u)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e3 * TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))
     assert not chain(MAX_MOBILITIES + 1)[0].uses_scalar_path()
+
+
+def test_a_loop_of_ones_own_runs_the_rollout_program():
+    """RK4 written as a user writes it (lax.scan; model.realize, model.forces,
+    model.matter in each stage) on the cart-pole: the same trajectory as
+    sx.integrate.rollout (1e-12: the same arithmetic up to the order of a
+    few additions) and the same gradient (1e-10); its vector field is the
+    scalar program of sx.integrate.derivatives (no more arithmetic, no array
+    products), the outputs of model.realize keeping their known entries for
+    the operators after it."""
+    model = MODELS["cartpole"]
+    state = model.default_state().with_q(jnp.array([0.1, 0.5]))
+    dt, controls = 0.01, jnp.asarray(np.random.default_rng(1).normal(size=(40, 2)))
+
+    def field(q, u, control):
+        s = model.realize(state.with_q(q).with_u(u), sx.Stage.Velocity)
+        mobility_forces, body_forces = model.forces.calc_forces(s)
+        udot, _ = model.matter.calc_acceleration_ignoring_constraints(s, mobility_forces + control, body_forces)
+        return s.velocity.qdot, udot
+
+    def own_loop(controls):
+        def step(x, control):
+            q, u = x
+            k1 = field(q, u, control)
+            k2 = field(q + dt / 2 * k1[0], u + dt / 2 * k1[1], control)
+            k3 = field(q + dt / 2 * k2[0], u + dt / 2 * k2[1], control)
+            k4 = field(q + dt * k3[0], u + dt * k3[1], control)
+            x = (q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]), u + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]))
+            return x, x
+        return jax.lax.scan(step, (state.q, state.u), controls)[1]
+
+    def through_rollout(controls):
+        trajectory = sx.integrate.rollout(model, state, dt, controls=controls, energy=False)[1]
+        return trajectory.q[1:], trajectory.u[1:]
+
+    for a, b in zip(jax.jit(own_loop)(controls), jax.jit(through_rollout)(controls)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    grads = [jax.jit(jax.grad(lambda c, f=f: jnp.sum(f(c)[0][-1] ** 2)))(controls) for f in (own_loop, through_rollout)]
+    np.testing.assert_allclose(grads[0], grads[1], rtol=0, atol=1e-10)
+
+    q, u, control = state.q, state.u, controls[0]
+    own = _arithmetic(field, q, u, control)
+    derivatives = _arithmetic(lambda q, u: sx.integrate.derivatives(model, state.with_q(q).with_u(u)), q, u)
+    assert sum(own.values()) <= sum(derivatives.values()) + 2, (own, derivatives)  # + the control's 2 adds
+    names = {e.primitive.name for e in jax.make_jaxpr(field)(q, u, control).jaxpr.eqns}
+    assert not names & {"dot_general", "reduce_sum", "pjit", "jit"}, names

@@ -10,15 +10,14 @@ integrators, with projection onto the constraint manifold, are
 
 from __future__ import annotations
 
-import functools
-
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from simbodyx import scalarize
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
 from simbodyx.module import Module
+from simbodyx.scalarize import entry_point
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -32,28 +31,14 @@ class Trajectory(Module):
     energy: jnp.ndarray | None  #: (n,) kinetic + potential (J); None when not asked for
 
 
+@entry_point(eqx.filter_jit)
 def derivatives(model, state: State):
     """(qdot (nq,), udot (nu,)) at a State: the vector field every integrator
-    steps. Small models evaluate it on the scalar path (``simbodyx.scalarize``;
-    ``model.uses_scalar_path()``), which compiles several times faster and
-    runs up to 30x faster at batch 1; where the scalar program would be too
-    large or holds an operation the scalar path does not evaluate, the
-    automatic choice falls back to the array program (and remembers the
-    topology), and a Model that forced the scalar path
-    (``model.with_scalar_path(True)``) gets ``NotScalarizable``."""
-    if model.uses_scalar_path():
-        forced = model.scalar_path is True
-        limit = None if forced else scalarize.MAX_OPERATIONS
-        try:
-            return scalarize.scalarize(functools.partial(_derivatives, model), limit)(state)
-        except scalarize.NotScalarizable:
-            if forced:
-                raise
-            scalarize.DECLINED.add(model.topology)
-    return _derivatives(model, state)
-
-
-def _derivatives(model, state: State):
+    steps, ``model.realize(state, Stage.Acceleration)``'s, as one program
+    with only these outputs (the function to call in a loop of your own).
+    Traced (under ``jit``, ``vmap``, ``grad`` or in a loop), small models
+    evaluate it on the scalar path (``simbodyx.scalarize``;
+    ``model.uses_scalar_path()``)."""
     s = model.realize(state, Stage.Acceleration)
     return s.velocity.qdot, s.acceleration.udot
 

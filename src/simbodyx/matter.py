@@ -30,11 +30,12 @@ from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.spatial.vectors import mat_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
+from simbodyx.scalarize import entry_point
 from simbodyx.trace_context import per_context_jit
 
 
-@per_context_jit(eqx.filter_jit)
-def _call(method, model, args, kwargs):
+@entry_point(eqx.filter_jit, entry=lambda method, args, kwargs: method.__name__)
+def _call(model, method, args, kwargs):
     return method(Matter(model), *args, **kwargs)
 
 
@@ -42,11 +43,12 @@ def compiled(method):
     """Run ``method`` through ``eqx.filter_jit`` (arrays traced, everything else
     static): an eager call costs one compiled dispatch instead of op-by-op
     execution (calc_m on a 16-body tree: tens of seconds eagerly, about a
-    millisecond compiled); inside a user's jit it is inlined."""
+    millisecond compiled); inside a user's transformation it is inlined,
+    on the scalar path for small models (``simbodyx.scalarize.entry_point``)."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        return _call(method, self.model, args, kwargs)
+        return _call(self.model, method, args, kwargs)
 
     return wrapper
 

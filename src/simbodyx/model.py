@@ -50,8 +50,8 @@ class Model(Module):
     default_time_scale: float = eqx.field(static=True, default=0.1)
     #: Simbody's unit length hint (default 1); computations do not use it
     default_length_scale: float = eqx.field(static=True, default=1.0)
-    #: whether ``integrate.derivatives`` takes the scalar path (``simbodyx.scalarize``):
-    #: True, False, or None to decide by size
+    #: whether the entry points (``realize``, ``matter``, ``forces``) take the scalar
+    #: path when traced (``simbodyx.scalarize``): True, False, or None to decide by size
     scalar_path: bool | None = eqx.field(static=True, default=None)
 
     @property
@@ -151,12 +151,11 @@ class Model(Module):
         return dataclasses.replace(self, scalar_path=use)
 
     def uses_scalar_path(self) -> bool:
-        """Whether ``integrate.derivatives`` tries the scalar path for this model:
-        as forced, or (automatic) up to ``scalarize.MAX_MOBILITIES`` mobilities
-        unless it declined this topology before."""
-        if self.scalar_path is not None:
-            return self.scalar_path
-        return self.topology.nu <= scalarize.MAX_MOBILITIES and self.topology not in scalarize.DECLINED
+        """Whether ``integrate.derivatives`` (the vector field every integrator
+        steps) is tried on the scalar path when traced: as forced, or
+        (automatic) up to ``scalarize.MAX_MOBILITIES`` mobilities unless
+        ``scalarize.CHOICE`` declined it for this topology before."""
+        return scalarize.CHOICE.tries(self, "derivatives")
 
     def check(self) -> Model:
         """This Model, after checking every physical parameter of its concrete

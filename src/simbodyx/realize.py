@@ -5,10 +5,12 @@ the one asked for, from the Model's parameters and the State's t, q, u. So
 ``jax.grad`` of any function of ``model.realize(state, ...)`` with respect
 to the Model's parameters is correct whatever caches ``state`` carried.
 
-The computation is wrapped in ``jax.jit`` (the stage is static). Inside a
-user's jit it is inlined, so this costs nothing there; called eagerly (in a
-notebook) it replaces op-by-op dispatch, which took 0.25 s per call for a
-16-body tree, with one compiled call of about 0.2 ms.
+The computation is wrapped in ``jax.jit`` (the stage is static): called
+eagerly (in a notebook) it replaces op-by-op dispatch, which took 0.25 s
+per call for a 16-body tree, with one compiled call of about 0.2 ms.
+Inside a user's transformation it is inlined, on the scalar path for
+small models (``simbodyx.scalarize.entry_point``), so a loop of one's own
+around ``model.realize`` runs the program ``sx.integrate.rollout`` runs.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from simbodyx.forces.subsystem import applied_forces, potential_energy
 from simbodyx.motion import prescription
 from simbodyx.stage import Stage
 from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
-from simbodyx.trace_context import per_context_jit
+from simbodyx.scalarize import entry_point
 
 
 def realize(model, state: State, stage: Stage = Stage.Position) -> State:
@@ -42,7 +44,7 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
     return _realize(model, state.check_model(model), Stage(stage))
 
 
-@per_context_jit(functools.partial(jax.jit, static_argnames="stage"))
+@entry_point(functools.partial(jax.jit, static_argnames="stage"), entry=lambda state, stage: ("realize", stage))
 def _realize(model, state: State, stage: Stage) -> State:
     topology, params = model.topology, model.params
     prescribed = prescription(params.motions, state)

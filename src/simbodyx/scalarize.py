@@ -8,13 +8,8 @@ scalar operations whose result is not known: ``x * 0``, ``x * 1``, ``x + 0``
 and every operation on known numbers fold away, and reshapes, slices,
 transposes, concatenations, broadcasts and gathers with known indices are
 bookkeeping on the entries that emit nothing. What remains is the model's
-equations of motion written out as a hand derivation would write them: for
-the cart-pole of ``examples/cartpole_swingup.py``, forward dynamics from
-(q, u) is about 250 scalar operations against about 1,100 array
-operations, and its swing-up (value and gradient through 250 RK4 steps)
-compiles 17x and iterates 38x faster than through the array program, as
-fast as the closed-form equations in plain JAX (benchmarks/README.md,
-"Batch 1").
+equations of motion written out as a hand derivation would write them,
+which XLA fuses (figures in benchmarks/README.md, "Batch 1").
 
 The Model's numbers are folded when the function closes over a Model whose
 leaves are concrete (the usual case: a rollout or loss that closes over its
@@ -38,39 +33,47 @@ count, a LAPACK factorization or a gather with traced indices raises
 :class:`NotScalarizable`, and callers fall back to the array program.
 
 The scalar program grows with the model (in arithmetic operations
-emitted, unused ones included, the count :data:`MAX_OPERATIONS` bounds:
-about 440 for the cart-pole, 1,160 for two Pins on tilted frames, 2,000
-for three, 5,500 for seven), and XLA's CPU backend runs a large one worse
-than the array program. Measured on RK4 steps at batch 1, 256 states
-batched and gradients of rollouts: a Ball pendulum on a Slider (1,797)
-wins everywhere (2.6x batched, 26x at batch 1), as does the four-bar of
-``examples/fourbar_control.py`` (1,632: 1.3x batched, 8x at batch 1, and
-its rollout's gradient compiles in 20 against 42 s); three tilted Pins
-(2,006) win 12x at batch 1 and run 0.77x batched; four
-(2,884) 0.46x batched and slower to compile; seven 4.6x slower.
-``integrate.derivatives`` therefore tries it for models of up to
-:data:`MAX_MOBILITIES` mobilities and keeps it when it emits at most
-:data:`MAX_OPERATIONS` operations, remembering the topologies it declined
-(:data:`DECLINED`); ``Model.with_scalar_path`` forces either path.
+emitted, unused ones included, the count :data:`MAX_OPERATIONS` bounds),
+and XLA's CPU backend runs a large one worse than the array program
+(benchmarks/README.md, "Batch 1", has the measurements behind the two
+limits). Where it is used: a Model's entry points (``model.realize``, the
+``model.matter`` operators, ``model.forces`` and
+``sx.integrate.derivatives``, each wrapped by :func:`entry_point`) called
+inside a transformation (``jit``, ``vmap``, ``grad``, a loop body) take
+it for models of up to :data:`MAX_MOBILITIES` mobilities and keep it
+when it emits at most :data:`MAX_OPERATIONS` operations; :data:`CHOICE`
+remembers each (topology, entry point) it declined, and
+``Model.with_scalar_path`` forces either path. An output of one entry
+point passed to the next keeps its known entries (``model.realize``
+then ``model.matter.calc_acceleration_ignoring_constraints`` fold as one
+function would), so a loop of one's own runs the program
+``sx.integrate.rollout`` runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
+import weakref
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend import core as jex_core
 
+from simbodyx.trace_context import per_context_jit
+
 #: ``Model.scalar_path = None`` (automatic) tries the scalar path up to this many mobilities ...
 MAX_MOBILITIES = 6
 #: ... and keeps it when it emits at most this many arithmetic operations.
 MAX_OPERATIONS = 1800
-#: Topologies the automatic choice declined (too large, or not evaluable), not tried again.
-DECLINED: set = set()
+#: True while :func:`scalarize` or an entry point's compiled program traces: entry
+#: points inside it run as they are (the outer program's path holds for all of it).
+_INSIDE = contextvars.ContextVar("simbodyx_scalarizing", default=False)
 
 
 class NotScalarizable(Exception):
@@ -198,10 +201,11 @@ def _entries(value) -> np.ndarray:
 
 def _traced_entries(x) -> np.ndarray:
     """A traced array as an object array of its scalar slices."""
-    flat = jnp.reshape(x, -1)
     out = np.empty(x.shape, dtype=object)
-    for k, index in enumerate(np.ndindex(x.shape)):
-        out[index] = lax.index_in_dim(flat, k, keepdims=False)
+    if x.size:  # one split (its transpose is one concatenation, where slices would each pad)
+        pieces = lax.split(jnp.reshape(x, -1), [1] * x.size)
+        for piece, index in zip(pieces, np.ndindex(x.shape)):
+            out[index] = lax.squeeze(piece, (0,))
     return out
 
 
@@ -418,9 +422,37 @@ def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):
 
 
 def _assemble(obj, aval):
-    values = [jnp.asarray(v, aval.dtype) if _known(v) else lax.convert_element_type(v, aval.dtype)
-              for v in obj.reshape(-1)]
-    return jnp.stack(values).reshape(aval.shape) if values else jnp.zeros(aval.shape, aval.dtype)
+    """An output array from its entries: one concatenation of each known run
+    (one constant) and each emitted scalar."""
+    pieces, run = [], []
+    for v in obj.reshape(-1):
+        if _known(v):
+            run.append(v)
+            continue
+        if run:
+            pieces.append(jnp.asarray(np.asarray(run, aval.dtype)))
+            run = []
+        pieces.append(lax.broadcast_in_dim(lax.convert_element_type(v, aval.dtype), (1,), ()))
+    if run or not pieces:
+        pieces.append(jnp.asarray(np.asarray(run, aval.dtype)))
+    out = (pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, 0)).reshape(aval.shape)
+    if isinstance(out, jax.core.Tracer):
+        _ENTRIES[id(out)] = (weakref.ref(out, lambda _, key=id(out): _ENTRIES.pop(key, None)), obj)
+    return out
+
+
+#: id(array) -> (a weak reference to it, its entries): the outputs of :func:`scalarize`
+#: while they live, so a scalarized function fed another's output reads its entries,
+#: known ones included (``model.realize`` followed by a ``model.matter`` operator).
+_ENTRIES: dict = {}
+
+
+def _input_entries(x) -> np.ndarray:
+    """An argument's entries: a scalarized output's own, else its numbers or its scalar slices."""
+    ref, entries = _ENTRIES.get(id(x), (None, None))
+    if ref is not None and ref() is x:
+        return entries
+    return _const_entries(jnp.asarray(x))
 
 
 def scalarize(fn, max_operations: int | None = None):
@@ -434,10 +466,91 @@ def scalarize(fn, max_operations: int | None = None):
     @functools.wraps(fn)
     def scalarized(*args):
         leaves, tree = jax.tree.flatten(args)
-        closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)),
-                                           return_shape=True)(*leaves)
-        outs = _eval_closed(closed, [_traced_entries(jnp.asarray(x)) for x in leaves], _Budget(max_operations))
+        with _inside():
+            closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)),
+                                               return_shape=True)(*leaves)
+        outs = _eval_closed(closed, [_input_entries(x) for x in leaves], _Budget(max_operations))
         values = [_assemble(o, v.aval) for o, v in zip(outs, closed.jaxpr.outvars)]
         return jax.tree.unflatten(jax.tree.structure(out_shape), values)
 
     return scalarized
+
+
+# -- the automatic choice ------------------------------------------------------------------
+
+
+class Choice:
+    """Which of a Model's entry points (``model.realize``, the
+    ``model.matter`` operators, ``model.forces``) run on the scalar path
+    when they are called inside a transformation (``jit``, ``vmap``,
+    ``grad``, a loop body): all of them where the Model forces it
+    (``Model.scalar_path``), and otherwise, automatically, those of models
+    of up to :data:`MAX_MOBILITIES` mobilities whose scalar program emits at
+    most :data:`MAX_OPERATIONS` operations. ``declined`` holds the
+    (topology, entry point) pairs the automatic choice fell back on, so
+    each is tried once per process. Eager calls run the compiled array
+    program (one dispatch). One per process: :data:`CHOICE`."""
+
+    def __init__(self):
+        self.declined: set = set()
+
+    def tries(self, model, entry) -> bool:
+        """Whether ``entry`` of ``model`` is tried on the scalar path."""
+        if model.scalar_path is not None:
+            return model.scalar_path
+        return model.topology.nu <= MAX_MOBILITIES and (model.topology, entry) not in self.declined
+
+    def call(self, model, entry, fn, *args):
+        """``fn(*args)``, on the scalar path where ``entry`` of ``model`` takes
+        it (``fn``'s non-array arguments are held static); a Model that
+        forces the scalar path gets :class:`NotScalarizable` where it fails."""
+        if self.tries(model, entry):
+            forced = model.scalar_path is True
+            arrays, static = eqx.partition(args, eqx.is_array)
+            try:
+                return scalarize(lambda arrays: fn(*eqx.combine(arrays, static)),
+                                 None if forced else MAX_OPERATIONS)(arrays)
+            except NotScalarizable:
+                if forced:
+                    raise
+                self.declined.add((model.topology, entry))
+        return fn(*args)
+
+
+@contextlib.contextmanager
+def _inside():
+    token = _INSIDE.set(True)
+    try:
+        yield
+    finally:
+        _INSIDE.reset(token)
+
+
+#: The process's automatic choice (``CHOICE.declined`` lists what it fell back on).
+CHOICE = Choice()
+
+
+def entry_point(jit, entry=None):
+    """Decorator for a Model's compiled entry point ``fn(model, *args)``:
+    eagerly, ``fn`` compiled by ``jit`` through :func:`per_context_jit` (one
+    dispatch); inside a transformation, the same program on the scalar path
+    where :data:`CHOICE` takes it. ``entry(*args)`` names the entry point
+    for the choice's memory (default: ``fn``'s name)."""
+
+    def decorate(fn):
+        compiled = per_context_jit(jit)(fn)
+        name = entry or (lambda *args: fn.__name__)
+
+        def plain(*args):
+            with _inside():
+                return compiled(*args)
+
+        @functools.wraps(fn)
+        def call(model, *args):
+            if _INSIDE.get() or not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((model, args))):
+                return plain(model, *args)
+            return CHOICE.call(model, name(*args), functools.partial(plain, model), *args)
+
+        return call
+
+    return decorate

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 
 from simbodyx.forces.base import zeros
 from simbodyx.stage import Stage
-from simbodyx.trace_context import per_context_jit
+from simbodyx.scalarize import entry_point
 
 
 class Forces:
@@ -45,5 +45,5 @@ def potential_energy(model, state):
     return sum((e.potential_energy(model, state) for e in model.force_elements), jnp.zeros((), state.q.dtype))
 
 
-_calc_forces = per_context_jit(eqx.filter_jit)(applied_forces)
-_calc_potential_energy = per_context_jit(eqx.filter_jit)(potential_energy)
+_calc_forces = entry_point(eqx.filter_jit)(applied_forces)
+_calc_potential_energy = entry_point(eqx.filter_jit)(potential_energy)
