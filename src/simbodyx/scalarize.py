@@ -270,7 +270,8 @@ def _dot_general(x, y, dimension_numbers, **_):
     yt = np.transpose(y, list(y_batch) + y_free + list(y_contract))
     nb = len(x_batch)
     batch, xf, yf = xt.shape[:nb], xt.shape[nb:nb + len(x_free)], yt.shape[nb:nb + len(y_free)]
-    xs, ys = xt.reshape(batch + xf + (-1,)), yt.reshape(batch + yf + (-1,))
+    k = math.prod(x.shape[i] for i in x_contract)
+    xs, ys = xt.reshape(batch + xf + (k,)), yt.reshape(batch + yf + (k,))
     out = np.empty(batch + xf + yf, dtype=object)
     for index in np.ndindex(out.shape):
         b, i, j = index[:nb], index[nb:nb + len(xf)], index[nb + len(xf):]
