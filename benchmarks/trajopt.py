@@ -250,11 +250,11 @@ def trajopt_rows(sx, iterations, rollout_steps, repeats, mujoco=True, array_path
 
 
 def print_table(rows):
-    print(f"{'engine':12} {'model':9} {'op':20} {'steps':>6} {'compile s':>10} {'per call ms':>12} "
+    print(f"{'engine':17} {'model':9} {'op':20} {'steps':>6} {'compile s':>10} {'per call ms':>12} "
           f"{'per step us':>12}")
     for r in rows:
         per_call = r.get("latency_us")
-        print(f"{r['engine']:12} {r['model']:9} {r['op']:20} {r['steps']:>6} {r.get('compile_s', float('nan')):>10.2f} "
+        print(f"{r['engine']:17} {r['model']:9} {r['op']:20} {r['steps']:>6} {r.get('compile_s', float('nan')):>10.2f} "
               f"{'' if per_call is None else f'{per_call / 1e3:.2f}':>12} {r['step_us']:>12.2f}")
 
 

@@ -133,7 +133,8 @@ def test_rollout_gradient_rows_on_a_slider():
 def test_trajopt_rows_agree_with_their_peers():
     """benchmarks/trajopt.py's batch-1 rows (run.py's too), tiny: the
     closed-form cart-pole equals simbodyx's accelerations, the swing-up loss
-    agrees between them (checked inside), and MuJoCo C's RK4 rollout ends
+    agrees between them and with a loop of one's own (checked inside), and
+    MuJoCo C's RK4 rollout ends
     where simbodyx's does (checked inside)."""
     trajopt = _benchmark("trajopt")
     import jax.numpy as jnp
@@ -159,7 +160,7 @@ def test_trajopt_rows_agree_with_their_peers():
     assert note is None
     assert [(r["engine"], r["op"]) for r in rows] == [
         ("closed_form", "swing_up_iteration"), ("simbodyx", "swing_up_iteration"),
-        ("simbodyx", "rk4_rollout")] + [("mujoco", "rk4_rollout")] * peers
+        ("simbodyx_own_loop", "swing_up_iteration"), ("simbodyx", "rk4_rollout")] + [("mujoco", "rk4_rollout")] * peers
     assert all(r["step_us"] > 0 for r in rows)
 
 
