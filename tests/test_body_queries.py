@@ -229,8 +229,10 @@ def test_inboard_and_outboard_frames_after_freezing():
 
     reference, _, reference_state = build(True)
     model, bodies, state = build(False)
+    one_pin = sx.MultibodySystem()
+    sx.MobilizedBody.Pin(sx.SimbodyMatterSubsystem(one_pin).Ground(), sx.Body.Rigid(sx.MassProperties(1.0)))
     with pytest.raises(ValueError, match="different MultibodySystem"):
-        bodies[2].set_inboard_frame(reference, X_PF)
+        bodies[2].set_inboard_frame(one_pin.realize_topology()[0], X_PF)
     with pytest.raises(ValueError, match="not a proper rotation"):
         bodies[2].set_inboard_frame(model, sx.Transform(2 * X_PF.R, X_PF.p))
     model = bodies[2].set_outboard_frame(bodies[2].set_inboard_frame(model, X_PF), X_BM)

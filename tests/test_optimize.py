@@ -159,8 +159,12 @@ def test_set_mass_properties_replaces_the_model_leaves():
     np.testing.assert_array_equal(same.params.inertia, model.params.inertia)
     with pytest.raises(ValueError, match="mass"):
         slider.set_mass_properties(model, sx.MassProperties(-1.0))
+    rebuilt = slider.set_mass_properties(_slider()[0], sx.MassProperties(3.0))  # the same tree, built again
+    assert float(rebuilt.params.mass[1]) == 3.0
+    system, matter, _ = new_system()
+    sx.MobilizedBody.Pin(matter.Ground(), sx.Body.Rigid(sx.MassProperties(MASS)))
     with pytest.raises(ValueError, match="different MultibodySystem"):
-        slider.set_mass_properties(_slider()[0], sx.MassProperties(1.0))
+        slider.set_mass_properties(system.realize_topology()[0], sx.MassProperties(1.0))
     with pytest.raises(ValueError, match="Ground has no mass properties"):
         matter.Ground().set_mass_properties(model, sx.MassProperties(1.0))
 

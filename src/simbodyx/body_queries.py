@@ -8,7 +8,7 @@ docstring) and returns arrays; each setter returns a new State. Results are
 measured and expressed in Ground unless the name says otherwise (``V_FM``
 is expressed in F). :class:`BodyQueries` is the base of
 ``simbodyx.builder.MobilizedBody``, which provides ``_index``, ``_label``,
-``_system_uid``, ``_joint_params`` (the default joint parameters),
+``_joint_params`` (the default joint parameters),
 ``parent``, ``is_ground()`` and ``get_matter_subsystem()``.
 """
 
@@ -60,7 +60,7 @@ class BodyQueries:
     # -- State plumbing --------------------------------------------------------------
     def _topology_of(self, state: State):
         top = state.topology
-        if top.system_uid != self._system_uid:
+        if not top.same_tree(self.get_matter_subsystem().topology()):
             raise ValueError(f"{self._label} belongs to a different MultibodySystem than this State")
         return top
 

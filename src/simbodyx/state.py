@@ -203,6 +203,11 @@ class State(Module):
                 "representation); make states with model.default_state() or "
                 "model.matter.convert_to_euler_angles/convert_to_quaternions"
             )
+        for name, elements in (("constraint", model.params.constraints), ("motion", model.params.motions)):
+            flags = getattr(self, f"{name}_disabled")
+            if (0 if flags is None else jnp.shape(flags)[0]) != len(elements):
+                raise ValueError(f"this State is of a model with the same tree but other {name}s "
+                                 f"({len(elements)} in this model); make states with model.default_state()")
         if self.q.dtype != model.dtype:
             raise TypeError(f"the State is {jnp.dtype(self.q.dtype).name} but the Model is "
                             f"{jnp.dtype(model.dtype).name}: a Model computes in its own dtype; convert the "

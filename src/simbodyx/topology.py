@@ -61,13 +61,14 @@ class KindGroup:
 
 
 class Topology:
-    """Frozen, hashable tree description. Equality and hash use a key tuple
-    computed once; identity short-circuits equality (the common case in
-    jit's cache lookup)."""
+    """Frozen, hashable tree description. Equality is structural: two systems
+    built by the same code have equal topologies, so their States, handles
+    and compiled programs are interchangeable. Equality and hash use a key
+    tuple computed once; identity short-circuits equality (the common case
+    in jit's cache lookup)."""
 
-    def __init__(self, specs: tuple[BodySpec, ...], system_uid: int, use_euler_angles: bool):
+    def __init__(self, specs: tuple[BodySpec, ...], use_euler_angles: bool):
         self.specs = specs
-        self.system_uid = system_uid
         self.use_euler_angles = use_euler_angles
         self.names = tuple(s.name for s in specs)
         self.parent = tuple(s.parent for s in specs)
@@ -95,7 +96,7 @@ class Topology:
         self.default_lock_level = tuple(s.lock_level for s in specs)
         self.groups = self._group_by_kind()
         self._group_orders = {}
-        self._key = (system_uid, use_euler_angles, specs)
+        self._key = (use_euler_angles, specs)
         self._hash = hash(self._key)
         self._siblings = {use_euler_angles: self}
 
@@ -158,7 +159,7 @@ class Topology:
     def with_euler_angles(self, use_euler_angles: bool) -> Topology:
         """The sibling topology with the other rotation representation (cached)."""
         if use_euler_angles not in self._siblings:
-            other = Topology(self.specs, self.system_uid, use_euler_angles)
+            other = Topology(self.specs, use_euler_angles)
             other._siblings = self._siblings
             self._siblings[use_euler_angles] = other
         return self._siblings[use_euler_angles]
@@ -185,6 +186,10 @@ class Topology:
 
     def body_label(self, b: int) -> str:
         return f"body {b} ({self.names[b]!r}, {type(self.kinds[b]).__name__})"
+
+    def same_tree(self, other: Topology) -> bool:
+        """The same bodies, joints and defaults, in either rotation representation."""
+        return self.specs is other.specs or self.specs == other.specs
 
     def __hash__(self):
         return self._hash

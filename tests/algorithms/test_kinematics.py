@@ -187,6 +187,35 @@ def test_stage_discipline():
     assert float(report.report.total_energy) == pytest.approx(
         float(model.matter.calc_kinetic_energy(s) + model.forces.calc_potential_energy(s)))
     assert report.with_u(s.u).stage == sx.Stage.Position
-    other_model, _, _, _ = double_pendulum()
+    system = sx.MultibodySystem()
+    sx.MobilizedBody.Pin(sx.SimbodyMatterSubsystem(system).Ground(), rigid())
+    other_model, _ = system.realize_topology()
     with pytest.raises(ValueError, match="different model"):
         other_model.realize(state, sx.Stage.Position)
+
+
+def test_models_built_by_the_same_code_share_states_handles_and_programs():
+    """Rebuilding a system (a notebook cell run again) gives a Model equal in
+    structure: the first one's States and handles work with it, and a
+    jitted function taking the Model compiles once for both. A tree that
+    differs, or the same tree with other constraints, is refused."""
+    model, state, link1, _ = double_pendulum()
+    again, _, link1_again, link2_again = double_pendulum()
+    assert again.topology == model.topology and hash(again.topology) == hash(model.topology)
+    state = model.realize(state.with_q(jnp.array([0.3, -0.8])), sx.Stage.Velocity)
+    np.testing.assert_array_equal(again.realize(state, sx.Stage.Velocity).velocity.qdot, state.velocity.qdot)
+    np.testing.assert_array_equal(link2_again.get_body_transform(state).p,
+                                  link2_again.get_body_transform(again.realize(state)).p)
+    np.testing.assert_array_equal(link1_again.get_one_q(state, 0), link1.get_one_q(state, 0))
+    energy = jax.jit(lambda m, s: m.matter.calc_kinetic_energy(m.realize(s, sx.Stage.Velocity)))
+    assert energy(model, state) == energy(again, state) and energy._cache_size() == 1
+
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    link1 = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform(), rigid(), sx.Transform())
+    link2 = sx.MobilizedBody.Pin(link1, sx.Transform([0, -1.0, 0]), rigid(), sx.Transform())
+    sx.Constraint.Rod(matter.Ground(), [1.0, 0, 0], link2, [0, -1.0, 0], 1.5)
+    constrained, _ = system.realize_topology()
+    assert constrained.topology == model.topology
+    with pytest.raises(ValueError, match="same tree but other constraints"):
+        constrained.realize(state)

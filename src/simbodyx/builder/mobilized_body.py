@@ -183,10 +183,6 @@ class MobilizedBody(BodyQueries):
     def get_matter_subsystem(self):
         return self._matter
 
-    @property
-    def _system_uid(self) -> int:
-        return self._matter.system.uid
-
     # -- layout (from the subsystem's current options, or from a State) -------------
     @property
     def num_q(self) -> int:
@@ -325,7 +321,7 @@ class MobilizedBody(BodyQueries):
                             params.inertia.at[i].set(jnp.asarray(mp.inertia.matrix, dtype))))
 
     def _check_model(self, model):
-        if model.topology.system_uid != self._matter.system.uid:
+        if not model.topology.same_tree(self._matter.topology()):
             raise ValueError(f"{self._label} belongs to a different MultibodySystem than this Model")
 
     def _with_frame(self, model, which: str, X: Transform):

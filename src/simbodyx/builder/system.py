@@ -4,7 +4,6 @@ construction API that ends in ``realize_topology() -> (Model, State)``."""
 from __future__ import annotations
 
 import copy
-import itertools
 
 import jax
 import jax.numpy as jnp
@@ -24,8 +23,6 @@ from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
 from simbodyx.state import State
 from simbodyx.topology import Topology
-
-_system_uids = itertools.count(1)
 
 
 def _positive_scale(x, what: str) -> float:
@@ -60,7 +57,6 @@ class MultibodySystem:
     """
 
     def __init__(self):
-        self.uid = next(_system_uids)
         self._matter = None
         self._force_subsystems = []
         self._realized: tuple[Model, State] | None = None
@@ -293,7 +289,7 @@ class SimbodyMatterSubsystem:
             return self.system._realized[0].topology
         if self._topology_cache is None:
             specs = tuple(b._spec() for b in self._bodies)
-            self._topology_cache = Topology(specs, self.system.uid, self._use_euler_angles)
+            self._topology_cache = Topology(specs, self._use_euler_angles)
         return self._topology_cache
 
     def parameters(self) -> Parameters:

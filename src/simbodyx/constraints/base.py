@@ -87,7 +87,6 @@ class Constraint(Module):
     mv: int = eqx.field(static=True)
     ma: int = eqx.field(static=True)
     label: str = eqx.field(static=True)
-    system_uid: int = eqx.field(static=True)  #: the MultibodySystem's identity
     matter: object = eqx.field(static=True)  #: the handle's subsystem; None in the Model's element
 
     #: Simbody's default-value setters of a built-in, ``set_default_<name>`` and
@@ -130,7 +129,7 @@ class Constraint(Module):
         counts = tuple(int(n) for n in counts)
         if any(n < 0 for n in counts) or sum(counts) == 0:
             raise ValueError(f"{self.label}: equation counts (mp, mv, ma) = {counts} must be >= 0, not all 0")
-        self.index, self.matter, self.system_uid = index, matter, matter.system.uid
+        self.index, self.matter = index, matter
         self.bodies = tuple(h.index for h in bodies)
         self.mobilizers = tuple(h.index for h in mobilizers)
         self.ancestor = _common_ancestor([h for h in bodies])
@@ -225,7 +224,7 @@ class Constraint(Module):
     # -- queries on States of the frozen model (handle and element) ---------------------------
     def _in(self, state, stage: Stage, what: str) -> Constraint:
         """This constraint as the State's Instance stage holds it (its numbers there)."""
-        if state.topology.system_uid != self.system_uid:
+        if self.matter is not None and not state.topology.same_tree(self.matter.topology()):
             raise ValueError(f"{self.label} belongs to a different MultibodySystem than this State")
         state.require(stage, f"{self.label}.{what}")
         return state.instance.constraints[self.index]

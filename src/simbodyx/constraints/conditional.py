@@ -106,14 +106,13 @@ class _Conditional(Module):
 
     constraint: int = eqx.field(static=True)
     label: str = eqx.field(static=True)
-    system_uid: int = eqx.field(static=True)
     matter: object = eqx.field(static=True)  #: the handle's subsystem; None in the Model's element
     index: int | None = eqx.field(static=True)
 
     def _wrap_constraint(self, kind: str, constraint, name):
         constraint.set_disabled_by_default(True)
         self.constraint, self.index = constraint.index, None
-        self.matter, self.system_uid = constraint.matter, constraint.system_uid
+        self.matter = constraint.matter
         self.label = f"{kind} {name!r}" if name else f"{kind} (on constraint {constraint.index})"
 
     def get_my_index(self):
@@ -125,7 +124,7 @@ class _Conditional(Module):
         return builder_of(self, "get_constraint").get_constraint(self.constraint)
 
     def _check(self, state):
-        if state.topology.system_uid != self.system_uid:
+        if self.matter is not None and not state.topology.same_tree(self.matter.topology()):
             raise ValueError(f"{self.label} belongs to a different MultibodySystem than this State")
 
     def _wrapped(self, state):
