@@ -73,7 +73,7 @@ MAX_MOBILITIES = 6
 MAX_OPERATIONS = 1800
 #: True while :func:`scalarize` or an entry point's compiled program traces: entry
 #: points inside it run as they are (the outer program's path holds for all of it).
-_INSIDE = contextvars.ContextVar("simbodyx_scalarizing", default=False)
+_INSIDE = contextvars.ContextVar("simbodyx_inside_entry_point", default=False)
 
 
 class NotScalarizable(Exception):
