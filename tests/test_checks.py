@@ -114,3 +114,53 @@ def test_a_station_of_the_wrong_shape_is_named():
     with pytest.raises(ValueError, match=r"^Pin.calc_station_to_station_distance: location_on_A has shape \(4,\)"):
         b.calc_station_to_station_distance(s, [0, 0, 0], a, location_on_A=np.zeros(4))
     assert b.find_station_location_in_ground(s, np.zeros((5, 3))).shape == (5, 3)  # several stations at once
+
+
+def _checks_model(massless_tip=False):
+    """A Pin and a Ball held by a Rod; with ``massless_tip``, a massless Pin
+    on the Ball instead of the Rod (the mass matrix is then singular)."""
+    system, matter, forces = new_system()
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    pin = sx.MobilizedBody.Pin(matter.Ground(), link())
+    ball = sx.MobilizedBody.Ball(pin, sx.Transform([1.0, 0, 0]), link(), sx.Transform())
+    if massless_tip:
+        sx.MobilizedBody.Pin(ball, sx.Transform([1.0, 0, 0]), sx.Body.Rigid(sx.MassProperties(0.0)), sx.Transform())
+    else:
+        sx.Constraint.Rod(matter.Ground(), [2.0, 0, 0], ball, [1.0, 0, 0], 1.0)
+    model, state = system.realize_topology()
+    return model, state.with_q(state.q.at[0].set(0.2))
+
+
+def test_the_checks_mode_names_the_body_or_constraint_at_fault_inside_jit_and_vmap():
+    """Each fault was silent NaN; with model.with_checks() realize raises,
+    under jit and vmap, naming the first body or constraint at fault: a NaN
+    q, an infinite u, a zero quaternion (set_one_q on a Ball's first entry),
+    a failed constraint solve (a NaN station on the rod) and a singular
+    mass matrix (udot). Off, the program holds no check at all."""
+    model, state = _checks_model()
+    checked = model.with_checks()
+    udot = jax.jit(lambda m, s: sx.integrate.derivatives(m, s)[1])
+    ball_q = model.topology.q_start[2]
+    good = state.with_q(state.q.at[ball_q:ball_q + 4].set(jnp.array([1.0, 0, 0, 0])))
+    faults = [
+        (good.with_q(good.q.at[ball_q + 2].set(jnp.nan)), r"body 2 \('body2', Ball\): q contains NaN"),
+        (good.with_u(good.u.at[0].set(jnp.inf)), r"body 1 \('body1', Pin\): u contains NaN"),
+        (good.with_q(good.q.at[ball_q].set(0.0).at[ball_q + 1:ball_q + 4].set(0.0)),
+         r"body 2 \('body2', Ball\): zero quaternion .*set_q_to_fit_rotation"),
+    ]
+    for bad, message in faults:
+        assert not jnp.all(jnp.isfinite(udot(model, bad)))  # silent without checks
+        with pytest.raises(Exception, match=message):
+            udot(checked, bad)
+    with pytest.raises(Exception, match=r"body 2 \('body2', Ball\): zero quaternion"):
+        jax.vmap(lambda q: udot(checked, good.with_q(q)))(jnp.stack([good.q, faults[2][0].q]))
+    np.testing.assert_array_equal(udot(checked, good), udot(model, good))  # a healthy State passes
+    broken = eqx.tree_at(lambda m: m.params.constraints[0].station2, checked, jnp.full(3, jnp.nan))
+    with pytest.raises(Exception, match="Rod.*: the constraint solve gave NaN or infinite multipliers"):
+        udot(broken, good)
+    assert "callback" not in str(jax.make_jaxpr(udot)(model, good))
+    assert "callback" in str(jax.make_jaxpr(udot)(checked, good))
+    singular, state = _checks_model(massless_tip=True)
+    assert not jnp.all(jnp.isfinite(udot(singular, state)))
+    with pytest.raises(Exception, match=r"udot is NaN or infinite, first at body 1 .*singular mass matrix"):
+        udot(singular.with_checks(), state)

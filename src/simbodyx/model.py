@@ -53,6 +53,8 @@ class Model(Module):
     #: whether the entry points (``realize``, ``matter``, ``forces``) take the scalar
     #: path when traced (``simbodyx.scalarize``): True, False, or None to decide by size
     scalar_path: bool | None = eqx.field(static=True, default=None)
+    #: whether ``realize`` checks its inputs and results at run time (``simbodyx.runtime_checks``)
+    checks: bool = eqx.field(static=True, default=False)
 
     @property
     def forces(self) -> Forces:
@@ -149,6 +151,13 @@ class Model(Module):
         """The same model with the scalar path forced on (True), off (False) or
         chosen by size (None); see ``simbodyx.scalarize``."""
         return dataclasses.replace(self, scalar_path=use)
+
+    def with_checks(self, on: bool = True) -> Model:
+        """The same model with the checks mode on (or off): ``realize`` raises,
+        inside jit and vmap too, on a NaN or infinite t, q or u, a zero
+        quaternion, a non-finite udot or non-finite constraint multipliers,
+        naming the body or constraint (``simbodyx.runtime_checks``)."""
+        return dataclasses.replace(self, checks=bool(on))
 
     def uses_scalar_path(self) -> bool:
         """Whether ``integrate.derivatives`` (the vector field every integrator

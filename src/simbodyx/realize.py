@@ -21,15 +21,16 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from simbodyx import runtime_checks
 from simbodyx.algorithms.aba import forward_dynamics
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.constraints.dynamics import constrained_forward_dynamics
 from simbodyx.forces.subsystem import applied_forces, potential_energy
 from simbodyx.motion import prescription
+from simbodyx.scalarize import entry_point
 from simbodyx.stage import Stage
 from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
-from simbodyx.scalarize import entry_point
 
 
 def realize(model, state: State, stage: Stage = Stage.Position) -> State:
@@ -47,6 +48,8 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
 @entry_point(functools.partial(jax.jit, static_argnames="stage"), entry=lambda state, stage: ("realize", stage))
 def _realize(model, state: State, stage: Stage) -> State:
     topology, params = model.topology, model.params
+    if model.checks:
+        state = runtime_checks.checked_state(model, state)
     prescribed = prescription(params.motions, state)
     q, u = (state.q, state.u) if prescribed is None else prescribed.apply(topology, state.q, state.u)
     instance = params if stage >= Stage.Instance else None
@@ -70,6 +73,8 @@ def _realize(model, state: State, stage: Stage) -> State:
             else:
                 udot, A_GB = forward_dynamics(topology, params, q, u, position, velocity, T, F, known)
                 multipliers = jnp.zeros(0, u.dtype)
+            if model.checks:
+                udot, multipliers = runtime_checks.checked_solution(model, udot, multipliers)
             qdotdot = calc_qdotdot(topology, q, u, udot)
             acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers)
     realized = State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration,

@@ -496,7 +496,10 @@ class Choice:
         self.declined: set = set()
 
     def tries(self, model, entry) -> bool:
-        """Whether ``entry`` of ``model`` is tried on the scalar path."""
+        """Whether ``entry`` of ``model`` is tried on the scalar path (never in
+        the checks mode, whose checks it does not evaluate)."""
+        if model.checks:
+            return False
         if model.scalar_path is not None:
             return model.scalar_path
         return model.topology.nu <= MAX_MOBILITIES and (model.topology, entry) not in self.declined
