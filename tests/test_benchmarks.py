@@ -177,3 +177,12 @@ def test_contact_scene_rows_settle_and_time():
     except ImportError:
         return
     assert contact.mujoco_rows("brick", 100, 1)[0]["step_us"] > 0
+
+
+def test_checks_mode_rows_time_both():
+    """benchmarks/checks.py, tiny: chain7's forward dynamics with the checks
+    off and on, single and batched."""
+    import simbodyx as sx
+
+    rows = _benchmark("checks").checks_rows(sx, ["chain7"], batch=4, rounds=1, repeats=1)
+    assert [r["batch"] for r in rows] == [1, 4] and all(r["off_us"] > 0 and r["on_us"] > 0 for r in rows)

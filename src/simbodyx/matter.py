@@ -26,11 +26,11 @@ from simbodyx.constraints.equations import Equations, Layout, constraint_forces_
 from simbodyx.linalg import min_norm_solve
 from simbodyx.motion import model_prescription, prescribed_udot
 from simbodyx.projection import enabled_position_errors
+from simbodyx.scalarize import entry_point
 from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.spatial.vectors import mat_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
-from simbodyx.scalarize import entry_point
 from simbodyx.trace_context import per_context_jit
 
 

@@ -7,8 +7,8 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from simbodyx.forces.base import zeros
-from simbodyx.stage import Stage
 from simbodyx.scalarize import entry_point
+from simbodyx.stage import Stage
 
 
 class Forces:
