@@ -29,7 +29,7 @@ LAYERS = (
     ("motion",),
     ("forces",),
     ("constraints",),
-    ("projection",),
+    ("projection", "runtime_checks"),
     ("matter", "realize", "body_queries"),
     ("model",),
     ("events", "integrate", "time_stepper"),
