@@ -104,6 +104,25 @@ def test_stage_errors_name_the_query_the_user_called():
                                0.0)
 
 
+def test_a_cache_read_before_its_stage_is_the_stage_error():
+    """state.acceleration.udot on a Position-stage State raised
+    "AttributeError: 'NoneType' object has no attribute 'udot'"; each cache
+    now gives the getters' stage error, inside jit too, and says whether it
+    is there (state.has)."""
+    model, state = pendulum()
+    s = model.realize(state, sx.Stage.Position)
+    for read, stage in ((lambda: s.acceleration.udot, "Acceleration"), (lambda: s.velocity.qdot, "Velocity"),
+                        (lambda: s.dynamics, "Dynamics"), (lambda: s.report.total_energy, "Report"),
+                        (lambda: state.position.X_GB, "Position"), (lambda: state.instance, "Instance")):
+        with pytest.raises(ValueError, match=rf"^state.\w+ needs Stage.{stage} but the State is realized only to "
+                                             rf"Stage.(Position|Model); call model.realize\(state, Stage.{stage}\)"):
+            read()
+    with pytest.raises(ValueError, match="state.acceleration needs Stage.Acceleration"):
+        jax.jit(lambda s: s.acceleration.udot)(s)
+    assert s.has("position") and not s.has("velocity") and s.stage == sx.Stage.Position
+    assert model.realize(s, sx.Stage.Acceleration).acceleration.udot.shape == (2,)
+
+
 def test_a_station_of_the_wrong_shape_is_named():
     """A (2,) station failed with a broadcasting error from inside the query."""
     model, state, a, b = pendulum(handles=True)

@@ -67,12 +67,7 @@ class BodyQueries:
     def _cache(self, state: State, stage: Stage, what: str):
         self._topology_of(state)
         state.require(stage, f"{type(self).__name__}.{_called.get() or what}")
-        return {
-            Stage.Instance: state.instance,
-            Stage.Position: state.position,
-            Stage.Velocity: state.velocity,
-            Stage.Acceleration: state.acceleration,
-        }[stage]
+        return getattr(state, stage.name.lower())
 
     def _q_slice(self, state: State) -> slice:
         top = self._topology_of(state)
@@ -185,7 +180,7 @@ class BodyQueries:
 
     def _joint_params_of(self, state: State):
         """This joint's numeric parameters: the State's Instance values if realized, else the defaults."""
-        if state.instance is None:
+        if not state.has("instance"):
             return jnp.asarray(self._joint_params, state.q.dtype)
         group, row = self._topology_of(state).group_row(self._index)
         return state.instance.joint_params[group][row]

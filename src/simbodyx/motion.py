@@ -343,7 +343,7 @@ def prescribe_u(model, state):
 def prescription_of(state) -> Prescription | None:
     """The Prescription of a State realized through Instance (its Model's Motions
     ride in its Instance cache)."""
-    motions = state.instance.motions if state.instance is not None else ()
+    motions = state.instance.motions if state.has("instance") else ()
     return prescription(motions, state)
 
 

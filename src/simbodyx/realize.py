@@ -82,4 +82,4 @@ def _realize(model, state: State, stage: Stage) -> State:
     if stage < Stage.Report:
         return realized
     kinetic = model.matter.calc_kinetic_energy(realized)
-    return dataclasses.replace(realized, report=ReportCache(kinetic, potential_energy(model, realized)))
+    return dataclasses.replace(realized, _report=ReportCache(kinetic, potential_energy(model, realized)))

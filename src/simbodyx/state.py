@@ -128,24 +128,50 @@ class InstanceData(Module):
     motion_disabled: jnp.ndarray | None = None
 
 
+def _cache(name: str, stage: Stage) -> property:
+    """The State's ``name`` cache (field ``_name``), or the stage error when
+    the State has not reached ``stage`` (``state.acceleration.udot`` on a
+    Position-stage State names the stage to realize, not ``None``)."""
+    field = "_" + name
+
+    def get(self):
+        value = object.__getattribute__(self, field)
+        if value is None:
+            self.require(stage, f"state.{name}")
+        return value
+
+    return property(get, doc=f"The {name} cache (Stage.{stage.name}); the stage error before it is realized.")
+
+
 class State(Module):
     t: jnp.ndarray  #: () time (s)
     q: jnp.ndarray  #: (nq,) generalized coordinates
     u: jnp.ndarray  #: (nu,) generalized speeds
     z: jnp.ndarray  #: (nz,) auxiliary continuous states
     topology: Topology = eqx.field(static=True)
-    instance: Parameters | None = None
-    position: PositionCache | None = None
-    velocity: VelocityCache | None = None
-    dynamics: DynamicsCache | None = None
-    acceleration: AccelerationCache | None = None
+    _instance: Parameters | None = None
+    _position: PositionCache | None = None
+    _velocity: VelocityCache | None = None
+    _dynamics: DynamicsCache | None = None
+    _acceleration: AccelerationCache | None = None
     #: the Instance-stage variables: locks, disabled constraints and Motions
     instance_data: InstanceData = InstanceData()
     #: values of the force elements that hold them (Force.DiscreteForces, ...),
     #: one entry per such element; changing them keeps the caches through Velocity
     discrete: tuple = ()
-    #: report-only quantities (Stage.Report)
-    report: ReportCache | None = None
+    _report: ReportCache | None = None
+
+    instance = _cache("instance", Stage.Instance)  #: the Model's numbers, as realized (Parameters)
+    position = _cache("position", Stage.Position)
+    velocity = _cache("velocity", Stage.Velocity)
+    dynamics = _cache("dynamics", Stage.Dynamics)
+    acceleration = _cache("acceleration", Stage.Acceleration)
+    report = _cache("report", Stage.Report)  #: report-only quantities (kinetic, potential, total energy)
+
+    def has(self, cache: str) -> bool:
+        """Whether this State carries ``cache`` ("instance", "position",
+        "velocity", "dynamics", "acceleration" or "report")."""
+        return object.__getattribute__(self, "_" + cache) is not None
 
     @property
     def locks(self) -> Locks | None:
@@ -162,18 +188,11 @@ class State(Module):
     @property
     def stage(self) -> Stage:
         """The highest stage whose results this State carries."""
-        if self.report is not None:
-            return Stage.Report
-        if self.acceleration is not None:
-            return Stage.Acceleration
-        if self.dynamics is not None:
-            return Stage.Dynamics
-        if self.velocity is not None:
-            return Stage.Velocity
-        if self.position is not None:
-            return Stage.Position
-        if self.instance is not None:
-            return Stage.Time
+        for name, stage in (("report", Stage.Report), ("acceleration", Stage.Acceleration),
+                            ("dynamics", Stage.Dynamics), ("velocity", Stage.Velocity),
+                            ("position", Stage.Position), ("instance", Stage.Time)):
+            if self.has(name):
+                return stage
         return Stage.Model
 
     def require(self, stage: Stage, what: str) -> None:
@@ -254,7 +273,7 @@ class State(Module):
             fields["instance_data"] = dataclasses.replace(self.instance_data, **variables)
         caches = {"instance": Stage.Time, "position": Stage.Position, "velocity": Stage.Velocity,
                   "dynamics": Stage.Dynamics, "acceleration": Stage.Acceleration, "report": Stage.Report}
-        dropped = {name: None for name, stage in caches.items() if stage > keep and name not in fields}
+        dropped = {"_" + name: None for name, stage in caches.items() if stage > keep and name not in fields}
         return dataclasses.replace(self, **{**dropped, **fields})
 
 

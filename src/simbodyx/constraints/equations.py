@@ -118,7 +118,7 @@ class Equations:
         constraints = state.instance.constraints if constraints is None else constraints
         if not velocity:
             return cls(state.topology, constraints, state.t, state.q, state.position.X_GB)
-        if state.velocity is None:
+        if not state.has("velocity"):
             V = jnp.zeros((state.topology.num_bodies, 6), state.u.dtype)
             qdot, u = jnp.zeros_like(state.q), jnp.zeros_like(state.u)
         else:
