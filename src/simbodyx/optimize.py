@@ -42,15 +42,13 @@ def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
     ``optax.lbfgs``'s line search needs; other optimizers ignore them.
 
     ``loss`` and ``optimizer`` are part of the compiled program's identity:
-    build them once and reuse them. L-BFGS converges in fewer iterations but
-    its line search compiles a second derivative program: on the cart-pole
-    example (150 RK4 steps) L-BFGS compiled 3.3 times longer than Adam (3.5
-    against 1.1 s) and then solved in 60 iterations (0.04 s) against
-    Adam's 400 (0.09 s).
+    build them once and reuse them. L-BFGS converges in far fewer
+    iterations, but its line search compiles a second derivative program
+    (examples/cartpole_swingup.py runs both).
 
-    ``compiler_options``: XLA's, for the compiled program; on jaxlib 0.6
-    ``sx.xla_setup.loop_compiler_options()`` ran the cart-pole example's
-    400 iterations 6-7x faster.
+    ``compiler_options``: XLA's, for the compiled program, such as
+    ``sx.xla_setup.loop_compiler_options()`` (jaxlib 0.6: optimization
+    loops at batch 1 run several times faster).
     """
     _check_count("minimize", "num_steps", num_steps)
     solve = jit_with_options(_minimize, compiler_options, static_argnums=(0, 1, 2))

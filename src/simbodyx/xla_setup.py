@@ -118,24 +118,11 @@ def loop_compiler_options() -> dict:
     The thunk runtime, the only one from jaxlib 0.7, runs each kernel through
     an executor that may hand it to another thread, and each loop iteration
     pays that per kernel; the earlier runtime compiles the program, loops
-    included, into one function. At batch 1 on a 2-core x86-64 (jaxlib 0.6.2)
-    loops ran 2-7x faster and array programs compiled about 2x longer:
-
-    - ``sx.simulate`` (Runge-Kutta-Merson, accuracy 1e-6, 2 s): chain7 20.0 ->
-      4.1 ms, compile 3.8 -> 7.5 s; the humanoid 15.6 -> 5.6 ms, compile 6.9
-      -> 13.8 s.
-    - chain7, 1,000 RK4 steps (``jit(sx.integrate.rollout)``): 27.8 -> 9.9 us
-      per step, compile 5.0 -> 12.5 s.
-    - the cart-pole swing-up (``examples/cartpole_swingup.py``, 400 Adam
-      iterations of 150 RK4 steps, the scalar path) through
-      ``sx.optimize.minimize``: 97-113 -> 14-16 ms, compile 1.3 -> 1.2 s;
-      64 such problems under ``jax.vmap``: 1.69 -> 1.35 s.
-
-    Batched operations gained or lost (run.py at 1,024 states, per second:
-    chain7's forward dynamics 649,000 -> 992,000, the humanoid's 271,000 ->
-    178,000) and compiled 1.5-4x longer, so the option is not set
-    process-wide. jaxlib 0.12's thunk runtime runs such loops about as fast
-    by itself (chain7's RK4 steps 11.4 us) and compiles them longer (29 s).
+    included, into one function. Loops at batch 1 run several times faster
+    with it and array programs compile about 2x longer, and batched
+    operations gain or lose, so the option is not set process-wide (the
+    figures per program and release: README.md, "Loops at batch 1", and
+    benchmarks/README.md, "Across JAX releases").
     """
     import jax
     from jaxlib.version import __version__ as jaxlib_version
