@@ -273,6 +273,16 @@ def test_failures_are_reported_or_raised():
         jax.jit(lambda s: sx.simulate(model, s, capped, jnp.array([1.0]))[2].status)(state).block_until_ready()
     with pytest.raises(ValueError, match="nondecreasing"):
         sx.simulate(model, state, capped, jnp.array([1.0, 0.5]))
+    # A torque on the second joint that is NaN: NonFinite, and where.
+    system, matter, forces = new_system()
+    upper = sx.MobilizedBody.Pin(matter.Ground(), link())
+    sx.MobilizedBody.Pin(upper, sx.Transform([1.0, 0, 0]), link(), sx.Transform())
+    sx.Force.Custom(forces, lambda model, s: (jnp.array([0.0, jnp.nan]), jnp.zeros((3, 6))))
+    model, state = system.realize_topology()
+    with pytest.raises(RuntimeError, match=r"simulate failed: NonFinite at t = 0 s \(q, u or their derivatives became "
+                                           r"NaN or infinite; the first non-finite value is mobility_forces\[1\] "
+                                           r"\(body 2 \('body2', Pin\)\)\)"):
+        sx.simulate(model, state, sx.Integrator.RungeKuttaMerson(accuracy=1e-6), jnp.array([1.0]))
     with pytest.raises(ValueError, match="before the State's time"):
         sx.simulate(model, state.with_time(2.0), capped, jnp.array([1.0]))
     with pytest.raises(ValueError, match="accuracy must be a positive number"):

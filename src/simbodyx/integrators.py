@@ -481,7 +481,7 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     final, trajectory, stats = run(
         model, model.matter._check(state), integrator, times, events, max_event_records if events else 0)
     if throw:
-        stats = _raise_on_failure(final, stats)
+        stats = _raise_on_failure(model, final, stats)
     return final, trajectory, stats
 
 
@@ -494,16 +494,37 @@ _FAILURES = {
 }
 
 
-def _raise_on_failure(final, stats):
+def _first_non_finite(model, state) -> str:
+    """Where a State, its applied forces or its derivatives first stop being
+    finite, in that order (a NaN force makes every udot NaN), for the
+    NonFinite error: "mobility_forces[1] (body 2 ('link', Pin))", or ""."""
+    top = state.topology
+    s = model.realize(state, Stage.Acceleration)
+    mobility_forces, body_forces = s.dynamics.mobility_forces, s.dynamics.body_forces
+    for name, values, owner in (("q", state.q, top.q_body), ("u", state.u, top.u_body),
+                                ("qdot", s.velocity.qdot, top.q_body),
+                                ("mobility_forces", mobility_forces, top.u_body),
+                                ("body_forces", jnp.any(~jnp.isfinite(body_forces), axis=1), range(top.num_bodies)),
+                                ("udot", s.acceleration.udot, top.u_body)):
+        values = np.asarray(values)
+        bad = np.flatnonzero(values if values.dtype == bool else ~np.isfinite(values))
+        if bad.size:
+            return f"; the first non-finite value is {name}[{bad[0]}] ({top.body_label(owner[bad[0]])})"
+    return ""
+
+
+def _raise_on_failure(model, final, stats):
     """``stats``, after raising on a failed run: called with concrete arrays the
-    error names the status and the time reached; traced (inside the caller's
-    jit or vmap) it names the status (``eqx.branched_error_if``)."""
+    error names the status, the time reached and, for NonFinite, the first
+    value that is not finite at that time; traced (inside the caller's jit
+    or vmap) it names the status (``eqx.branched_error_if``)."""
     advice = "pass throw=False to get the status instead"
     if not isinstance(stats.status, jax.core.Tracer) and not isinstance(final.t, jax.core.Tracer):
         status = IntegratorStatus(int(stats.status))
         if status != IntegratorStatus.Succeeded:
+            where = _first_non_finite(model, final) if status == IntegratorStatus.NonFinite else ""
             raise RuntimeError(f"simulate failed: {status.name} at t = {float(final.t):.6g} s "
-                               f"({_FAILURES[status]}); {advice}")
+                               f"({_FAILURES[status]}{where}); {advice}")
         return stats
     messages = [f"simulate failed: {status.name} ({_FAILURES.get(status, 'succeeded')}); {advice}"
                 for status in IntegratorStatus]
