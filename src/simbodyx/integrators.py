@@ -453,8 +453,8 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     after it). Samples after a failure are NaN and ``stats.status`` says why;
     ``throw=True`` raises then, naming the status (and, called outside jit,
     the time reached). ``compiler_options``: XLA's, for the compiled
-    stepping loop; on jaxlib 0.6 ``sx.xla_setup.loop_compiler_options()``
-    ran one chain7 trajectory 5x faster and compiled it 2x longer.
+    stepping loop, such as ``sx.xla_setup.loop_compiler_options()``
+    (jaxlib 0.6: one trajectory several times faster, compiled longer).
     """
     if hasattr(integrator, "take_step"):  # a time stepper (sx.SemiExplicitEulerTimeStepper)
         raise TypeError(f"simulate: {type(integrator).__name__} takes fixed steps of your choosing, with no error "

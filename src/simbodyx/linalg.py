@@ -4,8 +4,8 @@ constraint matrix W = G M^-1 G^T.
 At these sizes (a few to a few dozen rows, thousands of matrices) the
 choice of routine matters more than its operation count: on CPU a
 symmetric eigendecomposition per matrix (what ``jnp.linalg.pinv`` does)
-costs about 14 us for 12 x 12, the Cholesky factorizations of a
-least-squares solve 2-5 us.
+costs several times the Cholesky factorizations of a least-squares solve
+(benchmarks/README.md, "Why the code is as it is").
 """
 
 from __future__ import annotations

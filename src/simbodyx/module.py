@@ -6,10 +6,9 @@ equinox's flatten reads each node's ``__dict__`` through
 ``eqx.Module.__getattribute__``, which checks every attribute for a bound
 method to wrap (so that ``eqx.filter_jit(model.realize)`` sees the model's
 arrays). Here plain attributes skip that check and methods still go through
-equinox, so the behaviour is equinox's. Passing the humanoid's Model into a
-jitted call cost 13.3 us against 10.2 us with this lookup (median of 10
-alternating rounds in one process; benchmarks/README.md, "Why the code is
-as it is").
+equinox, so the behaviour is equinox's, and a Model passes into a jitted
+call about a quarter faster (benchmarks/README.md, "Why the code is as it
+is").
 """
 
 from __future__ import annotations

@@ -2,11 +2,9 @@
 
 XLA's CPU runtime handles the scalars of every reduction of a program on
 every call of it, so one state's forward dynamics with its products' sums
-as reductions costs several times JAX's dispatch floor (chain7: 43-175 us
-against 6.5), and with the sums as adds it runs near it (8 us). In a loop
-body the runtime pays that once, and the adds' kernels, run one after
-another many times, are the slower ones (chain7's RK4 rollout: 41 against
-22 us per step). :func:`simbodyx.spatial.vectors.small_sum` asks
+as reductions costs several times JAX's dispatch floor, and with the sums
+as adds it runs near it. In a loop body the runtime pays that once, and
+the adds' kernels, run one after another many times, are the slower ones. :func:`simbodyx.spatial.vectors.small_sum` asks
 :func:`traced_in_loop_body` which to emit (benchmarks/README.md, "Why the
 code is as it is").
 

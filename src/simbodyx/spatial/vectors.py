@@ -42,12 +42,11 @@ def small_sum(p, axis):
     once ``jax.vmap`` batches it; linear, so its reverse pass is a broadcast.
 
     XLA's CPU runtime pays for each reduction on every call of a program,
-    about 0.3-0.5 us at batch 1 (chain7's forward dynamics held 63 and took
-    43-175 us a call against 8-17 us with adds); in a loop body it pays that
-    once, and the adds ran chain7's RK4 rollout at half the speed. Across a
-    batch the reductions vectorize and the adds, fused into long chains,
-    recompute (the humanoid's forward dynamics at 1,024 states ran at 40%
-    of the speed). Slices of the entries would transpose to full-size pads."""
+    where adds cost nothing extra; in a loop body it pays that once, and the
+    adds' long chains run slower. Across a batch the reductions vectorize
+    and the adds, fused into long chains, recompute. Slices of the entries
+    would transpose to full-size pads. (Measurements: benchmarks/README.md,
+    "Why the code is as it is".)"""
     return small_sum_p.bind(p, axis=axis % p.ndim - p.ndim, reduction=traced_in_loop_body())
 
 
@@ -85,11 +84,8 @@ def _small_sum_batch(args, dims, *, axis, reduction):
     return small_sum_p.bind(jnp.moveaxis(p, dim, 0), axis=axis, reduction=reduction), 0
 
 
-#: Batches of up to this many keep :func:`small_sum`'s adds: at batch 4 the
-#: adds ran chain7's forward dynamics in 4.0-4.4 us per state against 11-15
-#: with reductions (the humanoid 22-24 against 26-37); at 16 the humanoid's
-#: reductions won (9.5-12 against 16 us) and chain7's lost (4.2-4.4 against
-#: 3.3); from 64 the reductions won on both.
+#: Batches of up to this many keep :func:`small_sum`'s adds (where the
+#: reductions start to win: benchmarks/README.md, "Why the code is as it is").
 SMALL_SUM_ADDS_MAX_BATCH = 8
 
 #: :func:`small_sum` as a primitive: ``axis`` counted from the end (a batch
