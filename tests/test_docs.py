@@ -8,18 +8,64 @@ import re
 import subprocess
 import sys
 
+import jax
+import numpy as np
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def run(source: str):
-    exec(compile(source, "<doc>", "exec"), {"__name__": "__doc_example__"})
+def run(source: str) -> dict:
+    """The namespace a block leaves behind."""
+    namespace = {"__name__": "__doc_example__"}
+    exec(compile(source, "<doc>", "exec"), namespace)
+    return namespace
 
 
-def test_readme_example_runs():
+def _close(x, expected, tol):
+    return np.allclose(np.asarray(x, float), expected, rtol=0, atol=tol)
+
+
+#: What each README comment on a result claims, checked on the block's
+#: namespace (to the digits the comment shows).
+CLAIMS = {
+    "# inverse dynamics: ~0 here": lambda ns: _close(ns["tau"], 0.0, 1e-4),
+    "# perr (3,)": lambda ns: ns["tip"].get_position_errors_as_vector(ns["state"]).shape == (3,)
+    and _close(ns["tip"].get_position_errors_as_vector(ns["state"]), 0.0, 1e-4),
+    "# lambda (3,), z row 0": lambda ns: ns["tip"].get_multipliers_as_vector(ns["state"]).shape == (3,)
+    and _close(ns["tip"].get_multipliers_as_vector(ns["state"])[2], 0.0, 1e-6),
+    "# G udot - b = 0": lambda ns: _close(ns["model"].matter.calc_constraint_acceleration_errors(
+        ns["state"], ns["state"].acceleration.udot), 0.0, 1e-4),
+    "# d udot_0 / d q": lambda ns: np.all(np.isfinite(np.asarray(jax.grad(
+        lambda q: ns["udot"](ns["state"].with_q(q))[0])(ns["state"].q)))),
+    "# Succeeded, q / |q|, 0": lambda ns: ns["sx"].ProjectStatus(int(ns["results"].status)).name == "Succeeded"
+    and _close(np.linalg.norm(np.asarray(ns["s"].q)), 1.0, 1e-6),
+    "# 0: tangent to the sphere": lambda ns: _close(ns["q_err"] @ ns["s"].q, 0.0, 1e-6),
+    "# ~470 steps, |dE| < 1e-6 J": lambda ns: 440 <= int(ns["stats"].num_steps_taken) <= 500
+    and abs(float(ns["trajectory"].energy[-1] - ns["trajectory"].energy[0])) < 1e-6,
+    "# 3 [0.4515 1.1740 1.7519] s": lambda ns: int(ns["stats"].num_events) == 3
+    and _close(ns["stats"].event_times[:3], [0.4515, 1.1740, 1.7519], 5e-5),
+    "# 0.0990 m up, rolling at 0.709 m/s, 1.03 mm deep, carrying 9.81 N": lambda ns: _close(
+        [ns["final"].q[5], ns["final"].u[3], 1e3 * ns["contact"].depth[0], np.linalg.norm(ns["contact"].force[0])],
+        [0.0990, 0.709, 1.03, 9.81], [5e-5, 5e-4, 5e-3, 5e-3]),
+    "# 0.2501 m (e^2 h = 0.25); u_x 0: the impact's friction stopped the slide": lambda ns: _close(
+        float(ns["trajectory"].q[ns["bounced"], 1].max() - 0.1), 0.2501, 5e-5) and _close(ns["final"].u[0], 0.0, 1e-6),
+}
+
+
+def test_readme_example_runs_and_its_printed_claims_hold():
+    """Every python block of the README runs; each comment that states a
+    result (on a print, or on an inverse-dynamics line) is in CLAIMS and
+    holds."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
     assert blocks, "README has no python example"
+    stated = [comment.strip() for block in blocks for comment in re.findall(r"^print\(.*\)\s+(#.*)$", block, re.M)]
+    stated.append("# inverse dynamics: ~0 here")
+    assert sorted(stated) == sorted(CLAIMS), "each README comment on a printed result needs its check in CLAIMS"
     for block in blocks:
-        run(block)
+        namespace = run(block)
+        for comment, holds in CLAIMS.items():
+            if comment in block:
+                assert holds(namespace), f"README claim not met: {comment}"
 
 
 def test_docs_build_with_warnings_as_errors(tmp_path):
