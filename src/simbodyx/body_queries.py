@@ -180,7 +180,7 @@ class BodyQueries:
 
     def _joint_params_of(self, state: State):
         """This joint's numeric parameters: the State's Instance values if realized, else the defaults."""
-        if not state.has("instance"):
+        if not State.has(state, "instance"):
             return jnp.asarray(self._joint_params, state.q.dtype)
         group, row = self._topology_of(state).group_row(self._index)
         return state.instance.joint_params[group][row]

@@ -37,7 +37,7 @@ import numpy as np
 from simbodyx.algorithms.coordinates import multiply_by_n_dot, multiply_by_n_inv
 from simbodyx.handles import builder_of, registering_matter
 from simbodyx.module import Module
-from simbodyx.state import Level, Locks, Method
+from simbodyx.state import Level, Locks, Method, State
 
 
 class Motion(Module):
@@ -343,7 +343,7 @@ def prescribe_u(model, state):
 def prescription_of(state) -> Prescription | None:
     """The Prescription of a State realized through Instance (its Model's Motions
     ride in its Instance cache)."""
-    motions = state.instance.motions if state.has("instance") else ()
+    motions = state.instance.motions if State.has(state, "instance") else ()
     return prescription(motions, state)
 
 

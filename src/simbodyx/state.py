@@ -128,6 +128,10 @@ class InstanceData(Module):
     motion_disabled: jnp.ndarray | None = None
 
 
+def _has(state, cache: str) -> bool:
+    return object.__getattribute__(state, "_" + cache) is not None
+
+
 def _cache(name: str, stage: Stage) -> property:
     """The State's ``name`` cache (field ``_name``), or the stage error when
     the State has not reached ``stage`` (``state.acceleration.udot`` on a
@@ -171,7 +175,7 @@ class State(Module):
     def has(self, cache: str) -> bool:
         """Whether this State carries ``cache`` ("instance", "position",
         "velocity", "dynamics", "acceleration" or "report")."""
-        return object.__getattribute__(self, "_" + cache) is not None
+        return _has(self, cache)
 
     @property
     def locks(self) -> Locks | None:
@@ -191,7 +195,7 @@ class State(Module):
         for name, stage in (("report", Stage.Report), ("acceleration", Stage.Acceleration),
                             ("dynamics", Stage.Dynamics), ("velocity", Stage.Velocity),
                             ("position", Stage.Position), ("instance", Stage.Time)):
-            if self.has(name):
+            if _has(self, name):
                 return stage
         return Stage.Model
 

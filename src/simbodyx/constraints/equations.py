@@ -31,6 +31,7 @@ from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.constraints.kinematics import Kinematics
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, mat_vec, shift_force
+from simbodyx.state import State
 
 
 class Layout:
@@ -118,7 +119,7 @@ class Equations:
         constraints = state.instance.constraints if constraints is None else constraints
         if not velocity:
             return cls(state.topology, constraints, state.t, state.q, state.position.X_GB)
-        if not state.has("velocity"):
+        if not State.has(state, "velocity"):
             V = jnp.zeros((state.topology.num_bodies, 6), state.u.dtype)
             qdot, u = jnp.zeros_like(state.q), jnp.zeros_like(state.u)
         else:
