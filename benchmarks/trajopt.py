@@ -93,16 +93,25 @@ def closed_form_rollout(f, x, forces, dt):
     return jax.lax.scan(lambda x, force: (step(x, force), None), x, forces)[0]
 
 
-def own_loop_final(sx, model, state, controls, dt):
-    """The final (q, u) of RK4 steps under ``controls`` (steps, nu) written as a
-    user writes a loop of their own: ``lax.scan``, each step checkpointed,
-    ``model.realize``, ``model.forces`` and ``model.matter`` inside."""
+def own_loop_field(sx, model, state):
+    """``field(q, u, control) -> (qdot, udot)`` written as a user writes it:
+    ``model.realize``, ``model.forces`` and ``model.matter``, ``control``
+    (nu,) added to the mobility forces."""
 
     def field(q, u, control):
         s = model.realize(state.with_q(q).with_u(u), sx.Stage.Velocity)
         mobility_forces, body_forces = model.forces.calc_forces(s)
         udot, _ = model.matter.calc_acceleration_ignoring_constraints(s, mobility_forces + control, body_forces)
         return s.velocity.qdot, udot
+
+    return field
+
+
+def own_loop(sx, model, state, controls, dt):
+    """(q (steps, nq), u (steps, nu)) after each RK4 step under ``controls``
+    (steps, nu), written as a user writes a loop of their own: a
+    ``lax.scan`` of :func:`own_loop_field`, each step checkpointed."""
+    field = own_loop_field(sx, model, state)
 
     @jax.checkpoint
     def step(x, control):
@@ -111,10 +120,10 @@ def own_loop_final(sx, model, state, controls, dt):
         k2 = field(q + dt / 2 * k1[0], u + dt / 2 * k1[1], control)
         k3 = field(q + dt / 2 * k2[0], u + dt / 2 * k2[1], control)
         k4 = field(q + dt * k3[0], u + dt * k3[1], control)
-        return (q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]),
-                u + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])), None
+        x = (q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]), u + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]))
+        return x, x
 
-    return jax.lax.scan(step, (state.q, state.u), controls)[0]
+    return jax.lax.scan(step, (state.q, state.u), controls)[1]
 
 
 def time_iteration(loss, x0, iterations, repeats):
@@ -162,8 +171,8 @@ def swing_up_rows(sx, iterations, repeats, array_path=True):
         return terminal(jnp.concatenate([final.q, final.u]), forces)
 
     def own_loop_loss(forces):
-        q, u = own_loop_final(sx, model, state, example.controls_of(forces), SWING_UP_DT)
-        return terminal(jnp.concatenate([q, u]), forces)
+        q, u = own_loop(sx, model, state, example.controls_of(forces), SWING_UP_DT)
+        return terminal(jnp.concatenate([q[-1], u[-1]]), forces)
 
     f = closed_form_cartpole(example.CART_MASS, example.POLE_MASS, example.POLE_LENGTH)
 

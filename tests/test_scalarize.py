@@ -3,6 +3,9 @@ the array program, far fewer operations, the automatic choice and its
 fallback. Tolerances: TOL (a few hundred ulps) for values, which differ
 only in the order of additions; 1e-10 for gradients through a rollout."""
 
+import pathlib
+import sys
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -12,6 +15,12 @@ from conftest import FD_STEP, FD_TOL, TOL, jaxprs_in_params, new_system
 
 import simbodyx as sx
 from simbodyx.scalarize import MAX_MOBILITIES, NotScalarizable, scalarize
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+try:
+    import trajopt  # the own-loop swing-up's loop, as a user writes it
+finally:
+    sys.path.pop(0)
 
 T, MB = sx.Transform, sx.MobilizedBody
 
@@ -195,8 +204,9 @@ def test_automatic_choice_declines_large_programs_and_remembers():
 
 
 def test_a_loop_of_ones_own_runs_the_rollout_program():
-    """RK4 written as a user writes it (lax.scan; model.realize, model.forces,
-    model.matter in each stage) on the cart-pole: the same trajectory as
+    """RK4 written as a user writes it (benchmarks/trajopt.py's own loop:
+    lax.scan; model.realize, model.forces, model.matter in each stage) on
+    the cart-pole: the same trajectory as
     sx.integrate.rollout (1e-12: the same arithmetic up to the order of a
     few additions) and the same gradient (1e-10); its vector field is the
     scalar program of sx.integrate.derivatives (no more arithmetic, no array
@@ -206,22 +216,10 @@ def test_a_loop_of_ones_own_runs_the_rollout_program():
     state = model.default_state().with_q(jnp.array([0.1, 0.5]))
     dt, controls = 0.01, jnp.asarray(np.random.default_rng(1).normal(size=(40, 2)))
 
-    def field(q, u, control):
-        s = model.realize(state.with_q(q).with_u(u), sx.Stage.Velocity)
-        mobility_forces, body_forces = model.forces.calc_forces(s)
-        udot, _ = model.matter.calc_acceleration_ignoring_constraints(s, mobility_forces + control, body_forces)
-        return s.velocity.qdot, udot
+    field = trajopt.own_loop_field(sx, model, state)
 
     def own_loop(controls):
-        def step(x, control):
-            q, u = x
-            k1 = field(q, u, control)
-            k2 = field(q + dt / 2 * k1[0], u + dt / 2 * k1[1], control)
-            k3 = field(q + dt / 2 * k2[0], u + dt / 2 * k2[1], control)
-            k4 = field(q + dt * k3[0], u + dt * k3[1], control)
-            x = (q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]), u + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]))
-            return x, x
-        return jax.lax.scan(step, (state.q, state.u), controls)[1]
+        return trajopt.own_loop(sx, model, state, controls, dt)
 
     def through_rollout(controls):
         trajectory = sx.integrate.rollout(model, state, dt, controls=controls, energy=False)[1]
