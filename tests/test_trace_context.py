@@ -116,3 +116,21 @@ def test_a_models_call_sums_with_adds_and_its_rollout_with_reductions():
     looped = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, 1, save_every=1, energy=False)[0])(state)
     np.testing.assert_allclose(looped.u, step.u, rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose((step.u - state.u) / dt, udot, rtol=1e-2, atol=1e-6)
+
+
+def test_tracing_says_whether_jax_traces():
+    """trace_context.tracing (what the entry points ask before taking the
+    scalar path): False eagerly, True under jit, vmap, grad and in a scan,
+    whether or not the function's arguments are traced."""
+    seen = []
+
+    def probe(x):
+        seen.append(trace_context.tracing())
+        return x
+
+    probe(1.0)
+    jax.jit(lambda: probe(jnp.ones(2)))()
+    jax.vmap(probe)(jnp.ones(2))
+    jax.grad(probe)(1.0)
+    jax.lax.scan(lambda c, _: (probe(c), None), 1.0, None, length=1)
+    assert seen == [False, True, True, True, True]

@@ -65,7 +65,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jex_core
 
-from simbodyx.trace_context import per_context_jit
+from simbodyx.trace_context import per_context_jit, tracing
 
 #: ``Model.scalar_path = None`` (automatic) tries the scalar path up to this many mobilities ...
 MAX_MOBILITIES = 6
@@ -534,6 +534,15 @@ def _inside():
 CHOICE = Choice()
 
 
+def _traced(model, args) -> bool:
+    """Whether an entry point is called inside a transformation: JAX's trace
+    says (O(1), the eager hot path), else whether any argument is traced."""
+    inside = tracing()
+    if inside is not None:
+        return inside
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((model, args)))
+
+
 def entry_point(jit, entry=None):
     """Decorator for a Model's compiled entry point ``fn(model, *args)``:
     eagerly, ``fn`` compiled by ``jit`` through :func:`per_context_jit` (one
@@ -551,7 +560,7 @@ def entry_point(jit, entry=None):
 
         @functools.wraps(fn)
         def call(model, *args):
-            if _INSIDE.get() or not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((model, args))):
+            if _INSIDE.get() or not _traced(model, args):
                 return plain(model, *args)
             return CHOICE.call(model, name(*args), functools.partial(plain, model), *args)
 

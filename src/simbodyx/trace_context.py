@@ -38,6 +38,13 @@ LOOP_BODIES = frozenset({"scan", "while_body", "fori_loop"})
 _CALLER_IN_LOOP_BODY = contextvars.ContextVar("simbodyx_caller_in_loop_body", default=False)
 
 
+def tracing() -> bool | None:
+    """True while JAX traces a function (under jit, vmap, grad, in a loop
+    body), False while it evaluates eagerly; None where a JAX release does
+    not say. One look at JAX's current trace, whatever the arguments."""
+    return None if trace_ctx is None else not isinstance(trace_ctx.trace, EvalTrace)
+
+
 def traced_in_loop_body() -> bool:
     """True while JAX traces the body of a loop (a scan, a while loop, a
     fori_loop), however deep inside it (jit, vmap, grad, checkpoint, the
