@@ -500,14 +500,14 @@ def _first_non_finite(model, state) -> str:
     NonFinite error: "mobility_forces[1] (body 2 ('link', Pin))", or ""."""
     top = state.topology
     s = model.realize(state, Stage.Acceleration)
-    mobility_forces, body_forces = s.dynamics.mobility_forces, s.dynamics.body_forces
     for name, values, owner in (("q", state.q, top.q_body), ("u", state.u, top.u_body),
                                 ("qdot", s.velocity.qdot, top.q_body),
-                                ("mobility_forces", mobility_forces, top.u_body),
-                                ("body_forces", jnp.any(~jnp.isfinite(body_forces), axis=1), range(top.num_bodies)),
+                                ("mobility_forces", s.dynamics.mobility_forces, top.u_body),
+                                ("body_forces", s.dynamics.body_forces, range(top.num_bodies)),
                                 ("udot", s.acceleration.udot, top.u_body)):
         values = np.asarray(values)
-        bad = np.flatnonzero(values if values.dtype == bool else ~np.isfinite(values))
+        rows = values.reshape(len(owner), values.size // max(len(owner), 1))  # a row per owner: an entry or 6 forces
+        bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
         if bad.size:
             return f"; the first non-finite value is {name}[{bad[0]}] ({top.body_label(owner[bad[0]])})"
     return ""

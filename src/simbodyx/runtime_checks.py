@@ -62,6 +62,8 @@ def checked_solution(model, udot, multipliers):
     constraint whose multipliers are not finite before a body whose udot is
     not (a failed solve makes udot NaN too)."""
     top, constraints = model.topology, model.params.constraints
+    if not top.nu:
+        return udot, multipliers
     messages = [f"{c.label}: the constraint solve gave NaN or infinite multipliers (checks mode): a "
                 f"constraint whose numbers are not finite, or a singular mass matrix" for c in constraints]
     messages += [f"udot is NaN or infinite, first at {top.body_label(b)} (checks mode): a singular mass "
@@ -75,6 +77,4 @@ def checked_solution(model, udot, multipliers):
         index = jnp.where(jnp.any(bad_multipliers), jnp.asarray(Layout(constraints).owner)[jnp.argmax(bad_multipliers)],
                           index)
         pred = pred | jnp.any(bad_multipliers)
-    if not top.nu:
-        return udot, multipliers
     return eqx.branched_error_if((udot, multipliers), pred, index, messages)

@@ -128,6 +128,12 @@ class InstanceData(Module):
     motion_disabled: jnp.ndarray | None = None
 
 
+#: Each cache, from the lowest stage, and the stage a State holding it is at
+#: (the Instance cache is filled for Stage.Time).
+_CACHE_STAGES = (("instance", Stage.Time), ("position", Stage.Position), ("velocity", Stage.Velocity),
+                 ("dynamics", Stage.Dynamics), ("acceleration", Stage.Acceleration), ("report", Stage.Report))
+
+
 def _has(state, cache: str) -> bool:
     return object.__getattribute__(state, "_" + cache) is not None
 
@@ -192,9 +198,7 @@ class State(Module):
     @property
     def stage(self) -> Stage:
         """The highest stage whose results this State carries."""
-        for name, stage in (("report", Stage.Report), ("acceleration", Stage.Acceleration),
-                            ("dynamics", Stage.Dynamics), ("velocity", Stage.Velocity),
-                            ("position", Stage.Position), ("instance", Stage.Time)):
+        for name, stage in reversed(_CACHE_STAGES):
             if _has(self, name):
                 return stage
         return Stage.Model
@@ -275,9 +279,7 @@ class State(Module):
                      if name in fields}
         if variables:
             fields["instance_data"] = dataclasses.replace(self.instance_data, **variables)
-        caches = {"instance": Stage.Time, "position": Stage.Position, "velocity": Stage.Velocity,
-                  "dynamics": Stage.Dynamics, "acceleration": Stage.Acceleration, "report": Stage.Report}
-        dropped = {"_" + name: None for name, stage in caches.items() if stage > keep and name not in fields}
+        dropped = {"_" + name: None for name, stage in _CACHE_STAGES if stage > keep}
         return dataclasses.replace(self, **{**dropped, **fields})
 
 
