@@ -62,16 +62,23 @@ def test_the_models_dtype_wins():
 
 
 def test_model_check_finds_what_an_edit_broke():
-    """Raising params.mass by eqx.tree_at keeps the inertia about Bo, so the
-    central inertia I_o - m (|c|^2 - c c^T) gets a negative moment: the mass
-    matrix then had negative eigenvalues and rollouts ran on. model.check()
-    names it; set_mass_properties, the documented way, stays physical."""
+    """The inertia is stored about the mass center, so raising params.mass
+    by eqx.tree_at keeps every body physical (about Bo, the same edit gives a
+    negative central moment and a mass matrix with negative eigenvalues).
+    An edit that does break a body, a central inertia against the triangle
+    inequality, model.check() names; set_mass_properties, the documented
+    way, stays physical."""
     model, state, a, b = pendulum(handles=True)
     assert model.check() is model
     heavy = eqx.tree_at(lambda m: m.params.mass, model, model.params.mass.at[2].set(100.0))
-    with pytest.raises(ValueError, match="body 2 .*negative principal moment .*central inertia"):
-        heavy.check()
-    assert np.linalg.eigvalsh(heavy.matter.calc_m(heavy.realize(state))).min() < 0
+    assert heavy.check() is heavy
+    assert np.linalg.eigvalsh(heavy.matter.calc_m(heavy.realize(state))).min() > 0
+    np.testing.assert_allclose(heavy.params.inertia[2] - heavy.params.central_inertia[2],
+                               sx.spatial.point_inertia(100.0, heavy.params.com[2]), rtol=1e-14)
+    flat = eqx.tree_at(lambda m: m.params.central_inertia, model,
+                       model.params.central_inertia.at[2].set(jnp.diag(jnp.array([0.01, 0.01, 0.1]))))
+    with pytest.raises(ValueError, match="body 2 .*triangle inequality"):
+        flat.check()
     mp = sx.MassProperties.from_central(100.0, [0.5, 0, 0], sx.Inertia(0.01, 0.1, 0.1))
     fine = b.set_mass_properties(model, mp).check()
     assert np.linalg.eigvalsh(fine.matter.calc_m(fine.realize(state))).min() > 0

@@ -15,7 +15,7 @@ from simbodyx.matter import Matter
 from simbodyx.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.realize import realize
-from simbodyx.spatial.inertia import Inertia, MassProperties
+from simbodyx.spatial.inertia import MassProperties
 from simbodyx.spatial.rotation import rotation_problem
 from simbodyx.stage import Stage
 from simbodyx.state import InstanceData, Level, Locks, State
@@ -30,12 +30,11 @@ class Model(Module):
     with respect to a Model gives gradients for masses, inertias, frames and
     force parameters. Models are immutable. Change a body's mass properties
     or joint frames with its handle (``mobod.set_mass_properties(model,
-    mp)``, ``set_inboard_frame``, ``set_outboard_frame``): they take a
-    MassProperties (mass, mass center, inertia) and keep the stored
-    inertia about Bo consistent with them. Other numbers change with
-    ``eqx.tree_at``; ``model.check()`` then validates every physical
-    parameter (``params.inertia`` is about Bo, so editing ``params.mass``
-    alone moves the central inertia and can make it unphysical).
+    mp)``, ``set_inboard_frame``, ``set_outboard_frame``). Other numbers
+    change with ``eqx.tree_at``; ``model.check()`` then validates every
+    physical parameter. A body's inertia is stored about its mass center
+    (``params.central_inertia``; ``params.inertia``, about Bo, is derived),
+    so editing ``params.mass`` or ``params.com`` alone keeps it physical.
     """
 
     topology: Topology = eqx.field(static=True)
@@ -179,7 +178,7 @@ class Model(Module):
         top, params = self.topology, self.params
         for b in range(1, top.num_bodies):
             where = top.body_label(b)
-            MassProperties(params.mass[b], params.com[b], Inertia(params.inertia[b])).check(where)
+            MassProperties.from_central(params.mass[b], params.com[b], params.central_inertia[b]).check(where)
             for name in ("X_PF", "X_BM"):
                 X = getattr(params, name)
                 problem = rotation_problem(X.R[b])

@@ -10,13 +10,16 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from simbodyx.module import Module
+from simbodyx.spatial.inertia import point_inertia
 from simbodyx.spatial.transform import Transform
 
 
 class Parameters(Module):
     mass: jnp.ndarray  #: (nb,) kg
     com: jnp.ndarray  #: (nb, 3) mass center station p_BoBc, in B (m)
-    inertia: jnp.ndarray  #: (nb, 3, 3) inertia about Bo, in B (kg m^2)
+    #: (nb, 3, 3) inertia about the mass center, in B (kg m^2): stored
+    #: central so that editing a mass or mass center alone keeps it physical
+    central_inertia: jnp.ndarray
     X_PF: Transform  #: (nb) inboard frames F on the parent
     X_BM: Transform  #: (nb) outboard frames M on the body
     joint_params: tuple  #: per kind group, (n_in_group, num_params)
@@ -32,3 +35,8 @@ class Parameters(Module):
     #: the ratchets and the motors of limited strength, in adoption order
     unilateral_speeds: tuple = ()
     bounded_speeds: tuple = ()
+
+    @property
+    def inertia(self) -> jnp.ndarray:
+        """(nb, 3, 3) inertia about the body origin Bo, in B (kg m^2)."""
+        return self.central_inertia + point_inertia(self.mass, self.com)

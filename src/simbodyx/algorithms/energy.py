@@ -56,8 +56,7 @@ def system_mass_center_acceleration(instance, position, velocity, A_GB):
 def system_inertia_about_ground_origin(instance, position):
     """(3, 3) inertia of the whole system about the Ground origin, in G."""
     R = position.X_GB.R
-    I_c = instance.inertia - point_inertia(instance.mass, instance.com)  # central, in B
-    I_c_G = R @ I_c @ jnp.swapaxes(R, -1, -2)
+    I_c_G = R @ instance.central_inertia @ jnp.swapaxes(R, -1, -2)
     p = mass_centers_in_ground(instance, position)
     return jnp.sum((I_c_G + point_inertia(instance.mass, p))[1:], axis=0)
 

@@ -315,10 +315,11 @@ class MobilizedBody(BodyQueries):
         if not any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(mp)):
             mp = self._checked_mass_properties(mp)
         i, dtype, params = self._index, model.dtype, model.params
-        return eqx.tree_at(lambda m: (m.params.mass, m.params.com, m.params.inertia), model,
+        return eqx.tree_at(lambda m: (m.params.mass, m.params.com, m.params.central_inertia), model,
                            (params.mass.at[i].set(jnp.asarray(mp.mass, dtype)),
                             params.com.at[i].set(jnp.asarray(mp.com, dtype)),
-                            params.inertia.at[i].set(jnp.asarray(mp.inertia.matrix, dtype))))
+                            params.central_inertia.at[i].set(jnp.asarray(mp.calc_central_inertia().matrix,
+                                                                         dtype))))
 
     def _check_model(self, model):
         if not model.topology.same_tree(self._matter.topology()):

@@ -318,7 +318,7 @@ class SimbodyMatterSubsystem:
         return Parameters(
             mass=stack([m.mass for m in mp]),
             com=stack([m.com for m in mp]),
-            inertia=stack([m.inertia.matrix for m in mp]),
+            central_inertia=stack([m.calc_central_inertia().matrix for m in mp]),
             X_PF=frames([b._X_PF for b in bodies]),
             X_BM=frames([b._X_BM for b in bodies]),
             joint_params=joint_params,
