@@ -3,6 +3,7 @@ unsharded batch does; clear errors for what cannot be sharded."""
 
 import functools
 import pathlib
+import socket
 import subprocess
 import sys
 import textwrap
@@ -137,7 +138,8 @@ def test_two_cpu_devices_in_a_fresh_process():
     dynamics, an RK4 rollout and its gradient with respect to shared controls
     equal the unsharded ones and stay spread over both devices. batched: a per-state gradient with respect to a shared
     argument stays per state (no sum over devices), the gradient through the
-    map is the sum over all states."""
+    map is the sum over all states. In one process, shard_process_batch
+    places the whole batch as shard_batch does and gather returns NumPy."""
     script = textwrap.dedent("""
         import jax, jax.numpy as jnp, numpy as np
         import conftest  # float64 and the persistent compilation cache
@@ -167,14 +169,62 @@ def test_two_cpu_devices_in_a_fresh_process():
         expected = outer_grad(jax.vmap, states, p)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * float(jnp.abs(expected).max()))
 
-        try:
-            sx.parallel.shard_batch(t._pendulum_states(5)[1])
-        except ValueError as e:
-            assert "batch size 5 is not divisible by the 2 devices" in str(e), e
-        else:
-            raise AssertionError("no error for 5 states on 2 devices")
+        for shard, message in ((sx.parallel.shard_batch, "batch size 5 is not divisible by the 2 devices"),
+                               (sx.parallel.shard_process_batch, "batch size 5 is not divisible by its 2 local")):
+            try:
+                shard(t._pendulum_states(5)[1])
+            except ValueError as e:
+                assert message in str(e), e
+            else:
+                raise AssertionError(f"no error for 5 states on 2 devices from {shard.__name__}")
+        # one process: its part is the whole batch, gathered back as NumPy
+        mine = sx.parallel.shard_process_batch(states)
+        assert mine.q.sharding == sharded.q.sharding
+        back = sx.parallel.gather(jax.jit(jax.vmap(fd))(mine))
+        assert isinstance(back, np.ndarray) and back.shape == (6, model.topology.nu)
+        np.testing.assert_array_equal(back, jax.jit(jax.vmap(fd))(sharded))
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                          cwd=ROOT / "tests")
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
+
+
+def test_two_processes_split_a_global_batch(tmp_path):
+    """jax.distributed with two CPU processes started here (JAX's gloo
+    collectives over localhost), one device each: each passes its half of 8
+    states to shard_process_batch; forward dynamics and a 10-step rollout
+    through batched, gathered on both processes, equal one process's vmap."""
+    script = textwrap.dedent("""
+        import sys
+        import jax
+        port, process = int(sys.argv[1]), int(sys.argv[2])
+        jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=process)
+        import numpy as np
+        import conftest  # float64 and the persistent compilation cache
+        import simbodyx as sx
+        import test_parallel as t
+        assert jax.process_count() == 2 and len(jax.devices()) == 2 and jax.local_device_count() == 1
+        model, states = t._pendulum_states(8)
+        mine = sx.parallel.shard_process_batch(jax.tree.map(lambda x: x[4 * process:4 * process + 4], states))
+        assert mine.q.shape == states.q.shape and not mine.q.is_fully_addressable
+        fd = lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot
+        rollout = lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[0].u
+        whole = [sx.parallel.gather(jax.jit(sx.parallel.batched(f, chunk_size=2))(mine)) for f in (fd, rollout)]
+        np.save(sys.argv[3], np.stack(whole))
+    """)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    outputs = [tmp_path / f"process{i}.npy" for i in range(2)]
+    processes = [subprocess.Popen([sys.executable, "-c", script, str(port), str(i), str(outputs[i])],
+                                  cwd=ROOT / "tests", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for i in range(2)]
+    for process in processes:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr[-3000:]
+    model, states = _pendulum_states(8)
+    expected = np.stack([jax.vmap(lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot)(states),
+                         jax.vmap(lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[0].u)(states)])
+    for path in outputs:
+        np.testing.assert_allclose(np.load(path), expected, rtol=1e-13, atol=1e-13)

@@ -1,4 +1,5 @@
-"""Running a batch fast: over every CPU core, in cache-sized chunks.
+"""Running a batch fast: over every CPU core, in cache-sized chunks, and
+over every device of every process.
 
 JAX's CPU backend is one device by default: a batched call runs its kernels
 one after another and splits each across a shared thread pool. The dynamics
@@ -21,6 +22,19 @@ benchmarks/README.md.
 
 Nothing here changes JAX's configuration unless ``use_cpu_cores`` is called.
 On a GPU or TPU the same calls spread the batch over the accelerators.
+
+Across processes and machines it is JAX's own multi-controller model: start
+the same script once per process, call ``jax.distributed.initialize()``
+first (arguments detected under SLURM, Open MPI and on Cloud TPU, given
+otherwise), and ``jax.devices()`` is then every device of every process.
+Each process passes its part of the batch to :func:`shard_process_batch`,
+the computation is the same ``jax.jit(batched(f))`` over the one global
+batch, and :func:`gather` brings the whole result to every process:
+
+    jax.distributed.initialize()          # before any JAX computation
+    mine = sx.parallel.shard_process_batch(my_states)   # this process's rows
+    out = jax.jit(sx.parallel.batched(forward_dynamics))(mine)
+    everything = sx.parallel.gather(out)  # NumPy, the rows of every process
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ import os
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 #: States per chunk in :func:`batched`. For the suite's chain7 and humanoid
@@ -102,6 +117,31 @@ def shard_batch(tree, devices=None):
         raise ValueError(f"shard_batch: batch size {batch} is not divisible by the {len(devices)} devices; "
                          "pad the batch or pass fewer devices")
     return jax.device_put(tree, NamedSharding(_batch_mesh(devices), PartitionSpec("batch")))
+
+
+def shard_process_batch(tree):
+    """This process's part of a batch spread over processes (``tree``: a
+    State, arrays, any pytree batched along axis 0), as its rows of one
+    global batch over every device of every process
+    (``jax.make_array_from_process_local_data``). The global batch is the
+    processes' parts in process order; every process passes the same number
+    of rows, a multiple of its local device count. With one process it is
+    :func:`shard_batch`."""
+    batch = _batch_size("shard_process_batch", tree)
+    local = jax.local_device_count()
+    if batch % local:
+        raise ValueError(f"shard_process_batch: this process's batch size {batch} is not divisible by its {local} "
+                         "local devices; pad the batch")
+    sharding = NamedSharding(_batch_mesh(jax.devices()), PartitionSpec("batch"))
+    return jax.tree.map(lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), tree)
+
+
+def gather(tree):
+    """A batch spread over devices and processes (as :func:`batched`,
+    :func:`shard_batch` or :func:`shard_process_batch` leave it), whole, as
+    NumPy arrays on every process (``multihost_utils.process_allgather``);
+    one process: its arrays as NumPy. A collective: every process calls it."""
+    return multihost_utils.process_allgather(tree, tiled=True)
 
 
 def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
