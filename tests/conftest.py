@@ -12,8 +12,10 @@ import pytest
 jax.config.update("jax_enable_x64", True)
 #: The suite is bound by compiling: XLA's LLVM optimization passes took a
 #: quarter of its compile time and change no result at the suite's
-#: tolerances, so tests (and the notebooks' kernels and the scripts they
-#: start, through the environment) compile without them. Benchmarks do not.
+#: tolerances, so tests (and the scripts and notebook kernels they start,
+#: through the environment) compile without them; the notebooks that run
+#: long simulations are the exception (tests/test_notebooks.py). Benchmarks
+#: run on their own compile with them.
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] == "1")
 #: The persistent compilation cache (SIMBODYX_JAX_CACHE: its folder, or "off").
