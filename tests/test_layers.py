@@ -215,3 +215,47 @@ def test_the_model_holds_elements_not_handles():
     assert not model.params.motions[0].is_disabled(state) and not motion.is_disabled(state)
     with pytest.raises(ValueError, match="Motion.Steady .*get_mobilized_body: this is the frozen Model's copy"):
         model.params.motions[0].get_mobilized_body()
+
+
+#: Functions with 8 or more positional parameters (self not counted), each
+#: with its reason; any other is an error. Pass a record instead (as
+#: ``aba.ForwardInputs`` does for forward dynamics).
+LONG_SIGNATURES = {
+    # Simbody's own signatures, argument for argument
+    "body_queries.BodyQueries.calc_moving_point_to_point_distance_2nd_time_derivative": "Simbody's signature",
+    "builder/contact.SmoothSphereHalfSpaceForce.set_parameters": "Simbody's setParameters",
+    "constraints/conditional.PointPlaneContact.__init__": "Simbody's constructor",
+    "constraints/conditional.SpherePlaneContact.__init__": "Simbody's constructor",
+    "constraints/conditional.SphereSphereContact.__init__": "Simbody's constructor",
+    "constraints/conditional.EdgeEdgeContact.__init__": "Simbody's constructor",
+    "forces/discrete.MobilityActuator.__init__": "Simbody's constructor",
+    # internal, to be passed records
+    "algorithms/reactions.reactions_articulated": "a State's caches, one by one",
+    "algorithms/residual_tangent.residual_tangent": "a State's caches and their tangents, one by one",
+    "algorithms/residual_tangent._joint_tangents": "a State's caches and their tangents, one by one",
+    "body_queries.BodyQueries._point_pair": "two stations of two bodies at two stages",
+    "constraints/equations.Equations.__init__": "a State's arrays, one by one",
+    "events.localize": "the bracketing steps' states and values",
+    "impulse._fixed_point_map": "the impulse problem's arrays, one by one",
+    "impulse._solve": "the impulse problem's arrays, one by one",
+    "io/mjcf._equalities": "the importer's tables",
+    "io/mjcf._report_dropped": "the importer's tables",
+    "io/robot.Robot.__init__": "the importer's tables",
+    "optimize._augmented_lagrangian": "the method's options, forwarded",
+    "time_stepper.SemiExplicitEulerTimeStepper._position_correction": "the step's arrays, one by one",
+}
+
+
+def test_long_positional_signatures_are_the_listed_exceptions():
+    found = {}
+    for path in SOURCE.rglob("*.py"):
+        module = path.relative_to(SOURCE).with_suffix("").as_posix().removesuffix("/__init__")
+        tree = ast.parse(path.read_text())
+        owners = {id(f): f"{c.name}." for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]
+                if len(names) >= 8:
+                    found[f"{module}.{owners.get(id(node), '')}{node.name}"] = len(names)
+    assert set(found) == set(LONG_SIGNATURES), (sorted(set(found) - set(LONG_SIGNATURES)),
+                                                sorted(set(LONG_SIGNATURES) - set(found)))

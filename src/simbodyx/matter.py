@@ -282,8 +282,7 @@ class Matter:
         locked mobilities take their prescribed udot."""
         s = self._at(state, Stage.Velocity)
         T, F = self._applied(s, mobility_forces, body_forces)
-        return aba.forward_dynamics(s.topology, s.instance, s.q, s.u, s.position, s.velocity, T, F,
-                                    prescribed_udot(s))
+        return aba.forward_dynamics(s.topology, aba.ForwardInputs.at(s, T, F, prescribed_udot(s)))
 
     @compiled
     def calc_residual_force_ignoring_constraints(self, state: State, mobility_forces, body_forces, known_udot):
@@ -713,8 +712,8 @@ class Matter:
         T, F = self._applied(s, mobility_forces, body_forces)
         if not s.instance.constraints:
             return self.calc_acceleration_ignoring_constraints(s, T, F)
-        udot, A_GB, _ = constrained_forward_dynamics(s.topology, s.instance, s.t, s.q, s.u, s.position, s.velocity,
-                                                     T, F, prescribed_udot(s), s.constraint_disabled)
+        udot, A_GB, _ = constrained_forward_dynamics(s.topology, aba.ForwardInputs.at(s, T, F, prescribed_udot(s)), s.t,
+                                                     s.constraint_disabled)
         return udot, A_GB
 
     @compiled

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from simbodyx import runtime_checks
-from simbodyx.algorithms.aba import forward_dynamics
+from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.constraints.dynamics import constrained_forward_dynamics
@@ -67,11 +67,11 @@ def _realize(model, state: State, stage: Stage) -> State:
         with jax.named_scope("realize_acceleration"):
             known = None if prescribed is None else prescribed.known_udot(topology)
             T, F = dynamics.mobility_forces, dynamics.body_forces
+            x = ForwardInputs.at(realized, T, F, known)
             if params.constraints:
-                udot, A_GB, multipliers = constrained_forward_dynamics(
-                    topology, params, state.t, q, u, position, velocity, T, F, known, disabled)
+                udot, A_GB, multipliers = constrained_forward_dynamics(topology, x, state.t, disabled)
             else:
-                udot, A_GB = forward_dynamics(topology, params, q, u, position, velocity, T, F, known)
+                udot, A_GB = forward_dynamics(topology, x)
                 multipliers = jnp.zeros(0, u.dtype)
             if model.checks:
                 udot, multipliers = runtime_checks.checked_solution(model, udot, multipliers)

@@ -15,7 +15,7 @@ import pytest
 from conftest import ALL_KINDS, random_state, with_forces
 
 import simbodyx as sx
-from simbodyx.algorithms.aba import forward_dynamics
+from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.algorithms import residual_tangent as twists
 from simbodyx.algorithms.residual_tangent import residual_tangent
@@ -84,7 +84,7 @@ def test_forward_dynamics_gradient_equals_the_one_through_the_caches():
     no_locks = (jnp.zeros(top.nu), jnp.zeros(top.nu))  # the locked-path rule, nothing locked
 
     def loss(model, q, u, T, F, prescribed):
-        udot, A = forward_dynamics(top, model.params, q, u, *caches(model, q, u), T, F, prescribed)
+        udot, A = forward_dynamics(top, ForwardInputs(model.params, q, u, *caches(model, q, u), T, F, prescribed))
         return jnp.sum(jnp.sin(udot)) + jnp.sum(A ** 2) * 1e-3
 
     grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4)), static_argnums=5)
@@ -107,7 +107,8 @@ def test_forward_and_reverse_mode_agree_under_vmap():
     zero_F = jnp.zeros((top.num_bodies, 6))
 
     def udot(q, u):
-        return forward_dynamics(top, model.params, q, u, *caches(model, q, u), jnp.zeros(top.nu), zero_F)[0]
+        return forward_dynamics(top, ForwardInputs(model.params, q, u, *caches(model, q, u), jnp.zeros(top.nu),
+                                                   zero_F))[0]
 
     rng = np.random.default_rng(9)
     qs = s.q + 0.1 * jnp.asarray(rng.normal(size=(3, top.nq)))

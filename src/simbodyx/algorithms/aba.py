@@ -21,6 +21,8 @@ the derivative of forward dynamics uses that.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -183,13 +185,32 @@ def solve(topology: Topology, art: Articulated, v):
     return respond(topology, art, innovations(topology.schedule, art, v), v.dtype)[0]
 
 
-def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mobility_forces, body_forces,
-                     prescribed=None):
+class ForwardInputs(NamedTuple):
+    """What forward dynamics is a function of, as one record: a State's
+    numbers, coordinates and kinematics, the applied forces and the locks."""
+
+    instance: Any  #: the Model's numbers (Parameters)
+    q: jnp.ndarray  #: (nq,)
+    u: jnp.ndarray  #: (nu,)
+    position: Any  #: the Position cache of (instance, q)
+    velocity: Any  #: the Velocity cache of (instance, q, u)
+    mobility_forces: jnp.ndarray  #: (nu,) T
+    body_forces: jnp.ndarray  #: (nb, 6) F, in G about Bo
+    #: (locked (nu,) 0/1, udot values (nu,)): the locks' prescribed udot (None: no locks)
+    prescribed: tuple | None = None
+
+    @classmethod
+    def at(cls, state, mobility_forces, body_forces, prescribed=None) -> ForwardInputs:
+        """The record of a State realized to Velocity."""
+        return cls(state.instance, state.q, state.u, state.position, state.velocity, mobility_forces, body_forces,
+                   prescribed)
+
+
+def forward_dynamics(topology: Topology, x: ForwardInputs):
     """udot (nu,) and A_GB (nb, 6) with no constraints: M udot = T + J^T F - f_inertial
-    on the free mobilities. ``position`` and ``velocity`` are the caches of
-    (instance, q, u). ``prescribed`` = (locked (nu,) 0/1, values (nu,)) fixes
-    the locked mobilities' udot (simbodyx.motion); the generalized forces that
-    produce them are the inverse-dynamics residual there.
+    on the free mobilities. ``x.prescribed`` fixes the locked mobilities'
+    udot (simbodyx.motion); the generalized forces that produce them are the
+    inverse-dynamics residual there.
 
     Differentiated analytically (a custom JVP, so forward and reverse mode
     both work): the solution makes the inverse-dynamics residual
@@ -209,7 +230,7 @@ def forward_dynamics(topology: Topology, instance, q, u, position, velocity, mob
     more than ``residual_tangent.MAX_SEGMENT_LEVELS`` levels, where that is
     faster.
     """
-    return _forward_dynamics(topology, instance, q, u, position, velocity, mobility_forces, body_forces, prescribed)
+    return _forward_dynamics(topology, x)
 
 
 def articulate_with_locks(topology: Topology, instance, position, velocity, mobility_forces, body_forces,
@@ -226,34 +247,31 @@ def articulate_with_locks(topology: Topology, instance, position, velocity, mobi
 
 
 @trace_context.custom_jvp(nondiff_argnums=(0,))
-def _forward_dynamics(topology, instance, q, u, position, velocity, mobility_forces, body_forces, prescribed):
-    return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)[:2]
+def _forward_dynamics(topology, x):
+    return _solve_forward(topology, x)[:2]
 
 
-def forward_dynamics_articulated(topology: Topology, instance, q, u, position, velocity, mobility_forces,
-                                 body_forces, prescribed=None):
+def forward_dynamics_articulated(topology: Topology, x: ForwardInputs):
     """``forward_dynamics`` and the articulation it made: (udot, A_GB, Articulated),
     for further solves with M by ``symmetric_solve``. The articulation's
     tangent is declared zero: ``symmetric_solve`` differentiates through M
     (its ``matvec``), never through the articulation, so no other use of it
     may be differentiated."""
-    return _forward_dynamics_articulated(topology, instance, q, u, position, velocity, mobility_forces,
-                                         body_forces, prescribed)
+    return _forward_dynamics_articulated(topology, x)
 
 
 @trace_context.custom_jvp(nondiff_argnums=(0,))
-def _forward_dynamics_articulated(topology, instance, q, u, position, velocity, mobility_forces, body_forces,
-                                  prescribed):
-    return _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)
+def _forward_dynamics_articulated(topology, x):
+    return _solve_forward(topology, x)
 
 
-def _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces, prescribed):
+def _solve_forward(topology, x: ForwardInputs):
     with jax.named_scope("articulated_body_method"):  # names in the HLO, for benchmarks/profile_kernels.py
-        art = articulate_with_locks(topology, instance, position, velocity, mobility_forces, body_forces,
-                                    prescribed)
-        udot, A_GB = accelerate(topology, art, body_forces.dtype)
-    if prescribed is not None:
-        locked, udot_p = prescribed
+        art = articulate_with_locks(topology, x.instance, x.position, x.velocity, x.mobility_forces, x.body_forces,
+                                    x.prescribed)
+        udot, A_GB = accelerate(topology, art, x.body_forces.dtype)
+    if x.prescribed is not None:
+        locked, udot_p = x.prescribed
         udot = udot + locked * udot_p  # the articulation leaves locked slots at 0
     return udot, A_GB, art
 
@@ -268,45 +286,47 @@ def _instantiate(tangents):
 
 
 def _forward_dynamics_jvp(topology, primals, tangents):
-    (udot, A_GB, _), tangents_out = _forward_dynamics_tangents(topology, primals, tangents)
+    (udot, A_GB, _), tangents_out = _forward_dynamics_tangents(topology, *primals, *tangents)
     return (udot, A_GB), tangents_out
 
 
 def _forward_dynamics_articulated_jvp(topology, primals, tangents):
-    (udot, A_GB, art), (udot_dot, A_dot) = _forward_dynamics_tangents(topology, primals, tangents)
+    (udot, A_GB, art), (udot_dot, A_dot) = _forward_dynamics_tangents(topology, *primals, *tangents)
     return (udot, A_GB, art), (udot_dot, A_dot, jax.tree.map(jnp.zeros_like, art))
 
 
-def _forward_dynamics_tangents(topology, primals, tangents):
-    """((udot, A_GB, art), (udot tangent, A_GB tangent)): the rule of the module notes."""
-    instance, q, u, position, velocity, mobility_forces, body_forces, prescribed = primals
-    udot, A_GB, art = _solve_forward(topology, instance, position, velocity, mobility_forces, body_forces,
-                                     prescribed)
+def _forward_dynamics_tangents(topology, x: ForwardInputs, dx: ForwardInputs):
+    """((udot, A_GB, art), (udot tangent, A_GB tangent)) for inputs x and
+    their tangents dx: the rule of the module notes."""
+    udot, A_GB, art = _solve_forward(topology, x)
 
     def residual(instance, position, velocity, mobility_forces, body_forces, udot):
         return residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
 
     with jax.named_scope("linearized_inverse_dynamics"):
-        if prescribed is None and residual_tangent.applies(topology):
-            q_dot, u_dot, T_dot, F_dot = _instantiate((tangents[1], tangents[2], tangents[5], tangents[6]))
-            f_dot = residual_tangent.residual_tangent(topology, instance, position, velocity, q, u, udot,
-                                                      body_forces, q_dot, u_dot, T_dot, F_dot)
-            if not all(_is_zero(t) for t in jax.tree.leaves(tangents[0], is_leaf=_is_zero)):
+        if x.prescribed is None and residual_tangent.applies(topology):
+            q_dot, u_dot, T_dot, F_dot = _instantiate((dx.q, dx.u, dx.mobility_forces, dx.body_forces))
+            f_dot = residual_tangent.residual_tangent(topology, x.instance, x.position, x.velocity, x.q, x.u, udot,
+                                                      x.body_forces, q_dot, u_dot, T_dot, F_dot)
+            if not all(_is_zero(t) for t in jax.tree.leaves(dx.instance, is_leaf=_is_zero)):
                 def through_kinematics(instance):  # the Model's parameters
-                    position = realize_position(topology, instance, q)
-                    velocity = realize_velocity(topology, instance, position, q, u)
-                    return residual(instance, position, velocity, mobility_forces, body_forces, udot)
+                    position = realize_position(topology, instance, x.q)
+                    velocity = realize_velocity(topology, instance, position, x.q, x.u)
+                    return residual(instance, position, velocity, x.mobility_forces, x.body_forces, udot)
 
-                f_dot = f_dot + jax.jvp(through_kinematics, (instance,), (_instantiate(tangents[0]),))[1]
-            udot_dot = -symmetric_solve(topology, instance, position, art, f_dot, None)
+                f_dot = f_dot + jax.jvp(through_kinematics, (x.instance,), (_instantiate(dx.instance),))[1]
+            udot_dot = -symmetric_solve(topology, x.instance, x.position, art, f_dot, None)
         else:  # through the caches' tangents; prescribed udot move with their own, the free rows of f stay 0
-            cache_tangents = _instantiate((tangents[0], tangents[3], tangents[4], tangents[5], tangents[6]))
-            free = None if prescribed is None else 1 - prescribed[0]
-            udot_given = jnp.zeros_like(udot) if prescribed is None else prescribed[0] * _instantiate(tangents[7])[1]
-            _, f_dot = jax.jvp(residual, primals[:1] + primals[3:7] + (udot,), cache_tangents + (udot_given,))
-            udot_dot = udot_given - symmetric_solve(topology, instance, position, art, f_dot, free)
-    A_dot = body_accelerations_tangent(topology, position, velocity, udot,
-                                       *_instantiate((tangents[3], tangents[4])), udot_dot)
+            free = None if x.prescribed is None else 1 - x.prescribed[0]
+            udot_given = (jnp.zeros_like(udot) if x.prescribed is None
+                          else x.prescribed[0] * _instantiate(dx.prescribed)[1])
+            inputs = (x.instance, x.position, x.velocity, x.mobility_forces, x.body_forces, udot)
+            input_tangents = _instantiate((dx.instance, dx.position, dx.velocity, dx.mobility_forces,
+                                           dx.body_forces)) + (udot_given,)
+            _, f_dot = jax.jvp(residual, inputs, input_tangents)
+            udot_dot = udot_given - symmetric_solve(topology, x.instance, x.position, art, f_dot, free)
+    A_dot = body_accelerations_tangent(topology, x.position, x.velocity, udot,
+                                       *_instantiate((dx.position, dx.velocity)), udot_dot)
     return (udot, A_GB, art), (udot_dot, A_dot)
 
 

@@ -53,31 +53,29 @@ from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solver
 
 
-def constrained_forward_dynamics(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces,
-                                 prescribed=None, disabled=None):
-    """(udot (nu,), A_GB (nb, 6), multipliers (m,) in [P; V; A] order)."""
-    return _constrained(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,
-                        disabled)
+def constrained_forward_dynamics(topology, x: aba.ForwardInputs, t, disabled=None):
+    """(udot (nu,), A_GB (nb, 6), multipliers (m,) in [P; V; A] order) for
+    the forward-dynamics inputs ``x`` at time ``t`` (s); ``disabled``: the
+    State's per-constraint disabled flags (None: all enabled)."""
+    return _constrained(topology, x, t, disabled)
 
 
-def _equations(topology, instance, t, q, u, position, velocity):
-    return Equations(topology, instance.constraints, t, q, position.X_GB, velocity.V_GB, velocity.qdot, u)
+def _equations(topology, x: aba.ForwardInputs, t):
+    return Equations(topology, x.instance.constraints, t, x.q, x.position.X_GB, x.velocity.V_GB, x.velocity.qdot,
+                     x.u)
 
 
 @trace_context.custom_jvp(nondiff_argnums=(0,))
-def _constrained(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,
-                 disabled):
-    return _solve(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed,
-                  disabled)[0]
+def _constrained(topology, x, t, disabled):
+    return _solve(topology, x, t, disabled)[0]
 
 
-def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed, disabled):
+def _solve(topology, x: aba.ForwardInputs, t, disabled):
     """((udot, A_GB, multipliers), what the derivative rule reuses)."""
-    eqs = _equations(topology, instance, t, q, u, position, velocity)
-    layout, dtype = eqs.layout, u.dtype
+    eqs = _equations(topology, x, t)
+    layout, dtype = eqs.layout, x.u.dtype
     with jax.named_scope("tree_accelerations"):
-        udot0, A0, art = aba.forward_dynamics_articulated(topology, instance, q, u, position, velocity,
-                                                          mobility_forces, body_forces, prescribed)
+        udot0, A0, art = aba.forward_dynamics_articulated(topology, x)
     with jax.named_scope("constraint_matrix"):
         F, g = (layout.zero_disabled(x, disabled) for x in eqs.row_forces())  # each row's G^T e_i
         paths = tree.restricted(topology.schedule, eqs.swept_bodies())  # where the rows' sweeps are nonzero
@@ -85,7 +83,7 @@ def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, bod
         bodies = eqs.force_bodies()
         rows = jax.vmap(lambda g, F: aba.innovations(paths, art_paths, g, F, bodies))(g, F)  # L g_i
         W = aba.innovation_product(art_paths, rows, rows)
-        aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, q, u, udot0), udot0)
+        aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, x.q, x.u, udot0), udot0)
         aerr = layout.zero_disabled(aerr, disabled)
     with jax.named_scope("constraint_multipliers"):
         pinv = min_norm_solver(W, differentiable=False)  # the rule below differentiates, not JAX
@@ -101,26 +99,28 @@ def _solve(topology, instance, t, q, u, position, velocity, mobility_forces, bod
 @_constrained.defjvp
 def _constrained_jvp(topology, primals, tangents):
     """The rule of the module notes."""
-    instance, t, q, u, position, velocity, mobility_forces, body_forces, prescribed, disabled = primals
-    (udot, A_GB, multipliers), (eqs, art, combined, W, pinv, aerr) = _solve(topology, *primals)
-    layout = eqs.layout
-    free = None if prescribed is None else 1 - prescribed[0]
-    udot_given = jnp.zeros_like(udot) if prescribed is None else prescribed[0] * tangents[8][1]
+    (x, t, disabled), (dx, dt, _) = primals, tangents
+    (udot, A_GB, multipliers), (eqs, art, combined, W, pinv, aerr) = _solve(topology, x, t, disabled)
+    layout, position = eqs.layout, x.position
+    free = None if x.prescribed is None else 1 - x.prescribed[0]
+    udot_given = jnp.zeros_like(udot) if x.prescribed is None else x.prescribed[0] * dx.prescribed[1]
     y = aba.respond(topology, art, combined(pinv(multipliers)), udot.dtype)[0]
     n = aerr - W @ multipliers
 
-    def linear_parts(instance, t, q, u, position, velocity, mobility_forces, body_forces, udot):
-        e = _equations(topology, instance, t, q, u, position, velocity)
-        R = (residual_forces(topology, instance, position, velocity, udot, mobility_forces, body_forces)[0]
-             + e.generalized_forces(position, multipliers))
-        E = e.acceleration_errors_at(position, velocity, udot)
-        return R, E, e.multiply_by_g(position, y), e.generalized_forces(position, n)
+    def linear_parts(x, t, udot):  # x without its locks: their udot enter as udot's tangent
+        e = _equations(topology, x, t)
+        R = (residual_forces(topology, x.instance, x.position, x.velocity, udot, x.mobility_forces,
+                             x.body_forces)[0]
+             + e.generalized_forces(x.position, multipliers))
+        E = e.acceleration_errors_at(x.position, x.velocity, udot)
+        return R, E, e.multiply_by_g(x.position, y), e.generalized_forces(x.position, n)
 
     with jax.named_scope("linearized_constrained_dynamics"):
-        _, (dR, dE, dG_y, dGT_n) = jax.jvp(linear_parts, primals[:8] + (udot,), tuple(tangents[:8]) + (udot_given,))
+        _, (dR, dE, dG_y, dGT_n) = jax.jvp(linear_parts, (x._replace(prescribed=None), t, udot),
+                                           (dx._replace(prescribed=None), dt, udot_given))
 
         def m_inv(v):
-            return aba.symmetric_solve(topology, instance, position, art, v, free)
+            return aba.symmetric_solve(topology, x.instance, position, art, v, free)
 
         def g_times(v):
             return layout.zero_disabled(eqs.multiply_by_g(position, v), disabled)
@@ -131,5 +131,5 @@ def _constrained_jvp(topology, primals, tangents):
         main, redundant = pinv(jnp.stack([G_y1 + layout.zero_disabled(dE, disabled) + pinv(G_y2), dG_y], axis=1)).T
         d_multipliers = main + dG_y - W @ redundant
         d_udot = udot_given + y1 - m_inv(eqs.generalized_forces(position, d_multipliers))
-    d_A = body_accelerations_tangent(topology, position, velocity, udot, tangents[4], tangents[5], d_udot)
+    d_A = body_accelerations_tangent(topology, position, x.velocity, udot, dx.position, dx.velocity, d_udot)
     return (udot, A_GB, multipliers), (d_udot, d_A, d_multipliers)
