@@ -38,5 +38,6 @@ class Parameters(Module):
 
     @property
     def inertia(self) -> jnp.ndarray:
-        """(nb, 3, 3) inertia about the body origin Bo, in B (kg m^2)."""
+        """(nb, 3, 3) inertia about the body origin Bo, in B (kg m^2), derived
+        from the stored numbers (a gradient's is in ``central_inertia``)."""
         return self.central_inertia + point_inertia(self.mass, self.com)
