@@ -190,6 +190,13 @@ def test_two_cpu_devices_in_a_fresh_process():
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]
 
 
+def _per_state(model):
+    """What the two-process test computes per state: udot, and u after a
+    10-step rollout."""
+    return (lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot,
+            lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[0].u)
+
+
 def test_two_processes_split_a_global_batch(tmp_path):
     """jax.distributed with two CPU processes started here (JAX's gloo
     collectives over localhost), one device each: each passes its half of 8
@@ -208,9 +215,8 @@ def test_two_processes_split_a_global_batch(tmp_path):
         model, states = t._pendulum_states(8)
         mine = sx.parallel.shard_process_batch(jax.tree.map(lambda x: x[4 * process:4 * process + 4], states))
         assert mine.q.shape == states.q.shape and not mine.q.is_fully_addressable
-        fd = lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot
-        rollout = lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[0].u
-        whole = [sx.parallel.gather(jax.jit(sx.parallel.batched(f, chunk_size=2))(mine)) for f in (fd, rollout)]
+        whole = [sx.parallel.gather(jax.jit(sx.parallel.batched(f, chunk_size=2))(mine))
+                 for f in t._per_state(model)]
         np.save(sys.argv[3], np.stack(whole))
     """)
     with socket.socket() as s:
@@ -224,7 +230,6 @@ def test_two_processes_split_a_global_batch(tmp_path):
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr[-3000:]
     model, states = _pendulum_states(8)
-    expected = np.stack([jax.vmap(lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot)(states),
-                         jax.vmap(lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[0].u)(states)])
+    expected = np.stack([jax.vmap(f)(states) for f in _per_state(model)])
     for path in outputs:
         np.testing.assert_allclose(np.load(path), expected, rtol=1e-13, atol=1e-13)

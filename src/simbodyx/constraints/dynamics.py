@@ -77,7 +77,7 @@ def _solve(topology, x: aba.ForwardInputs, t, disabled):
     with jax.named_scope("tree_accelerations"):
         udot0, A0, art = aba.forward_dynamics_articulated(topology, x)
     with jax.named_scope("constraint_matrix"):
-        F, g = (layout.zero_disabled(x, disabled) for x in eqs.row_forces())  # each row's G^T e_i
+        F, g = (layout.zero_disabled(part, disabled) for part in eqs.row_forces())  # each row's G^T e_i
         paths = tree.restricted(topology.schedule, eqs.swept_bodies())  # where the rows' sweeps are nonzero
         art_paths = aba.restrict(art, paths)
         bodies = eqs.force_bodies()
