@@ -44,7 +44,7 @@ FD_STEP = 1e-6
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     """Drop a test file's compiled programs after it. From jaxlib 0.7 each
-    holds hundreds of memory mappings (``simbodyx.xla_setup``), and a worker
+    holds hundreds of memory mappings (``simbodyx._xla.xla_setup``), and a worker
     keeping a whole run's would reach Linux's default limit of 65,530 per
     process, where XLA's compiler aborts."""
     yield

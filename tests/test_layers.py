@@ -17,7 +17,7 @@ SOURCE = pathlib.Path(sx.__file__).parent
 #: The layers, lowest first: a module may import from its own layer and the
 #: ones before it. A name stands for a module or a whole subpackage.
 LAYERS = (
-    ("xla_setup", "jax_compat", "trace_context", "scalarize", "module", "stage", "functions", "linalg", "handles", "impulse"),
+    ("_xla", "stage", "functions", "linalg", "handles", "impulse"),
     ("spatial",),
     ("contact",),
     ("tree",),
@@ -33,7 +33,7 @@ LAYERS = (
     ("matter", "realize", "body_queries"),
     ("model",),
     ("events", "integrate", "time_stepper"),
-    ("integrators", "optimize", "parallel"),
+    ("simulation", "optimize", "parallel"),
     ("builder",),
     ("assembly", "io", "interop", "viz"),
 )
@@ -167,6 +167,36 @@ def test_the_checks_see_a_cycle_and_lazy_imports():
         layer_of("nowhere")
 
 
+def _guarded(node, parents) -> bool:
+    """Whether an import sits in a ``try`` that catches ImportError, or in a
+    function that returned early on a release check (``if JAX >= ...: return``)."""
+    for parent in reversed(parents):
+        if isinstance(parent, ast.Try) and any(
+                "ImportError" in ast.unparse(h.type) for h in parent.handlers if h.type is not None):
+            return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = parent.body[1] if isinstance(parent.body[0], ast.Expr) else parent.body[0]
+            return (isinstance(first, ast.If) and "JAX" in ast.unparse(first.test)
+                    and isinstance(first.body[-1], ast.Return))
+    return False
+
+
+def test_private_jax_imports_are_guarded_and_only_in_xla():
+    """``jax._src`` changes without notice: simbodyx imports it only in
+    ``simbodyx._xla``, each import with a fallback or behind a release check."""
+    found = []
+    for path in SOURCE.rglob("*.py"):
+        def visit(node, parents):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    names = [child.module or ""] if isinstance(child, ast.ImportFrom) else [a.name for a in child.names]
+                    if any(n.startswith("jax._src") for n in names):
+                        found.append((path.relative_to(SOURCE).as_posix(), child.lineno, _guarded(child, parents)))
+                visit(child, parents + [child])
+        visit(ast.parse(path.read_text()), [])
+    assert found and all(where.startswith("_xla/") and guarded for where, _, guarded in found), found
+
+
 def _objects(node, seen=None):
     """Every object reachable from ``node`` through dataclass fields (static
     ones included), tuples, lists and dicts."""
@@ -219,7 +249,8 @@ def test_the_model_holds_elements_not_handles():
 
 #: Functions with 8 or more positional parameters (self not counted), each
 #: with its reason; any other is an error. Pass a record instead (as
-#: ``aba.ForwardInputs`` does for forward dynamics).
+#: ``aba.ForwardInputs`` does for forward dynamics and ``impulse.Problem``
+#: for the impulse solver).
 LONG_SIGNATURES = {
     # Simbody's own signatures, argument for argument
     "body_queries.BodyQueries.calc_moving_point_to_point_distance_2nd_time_derivative": "Simbody's signature",
@@ -229,20 +260,15 @@ LONG_SIGNATURES = {
     "constraints/conditional.SphereSphereContact.__init__": "Simbody's constructor",
     "constraints/conditional.EdgeEdgeContact.__init__": "Simbody's constructor",
     "forces/discrete.MobilityActuator.__init__": "Simbody's constructor",
-    # internal, to be passed records
-    "algorithms/reactions.reactions_articulated": "a State's caches, one by one",
-    "algorithms/residual_tangent.residual_tangent": "a State's caches and their tangents, one by one",
-    "algorithms/residual_tangent._joint_tangents": "a State's caches and their tangents, one by one",
-    "body_queries.BodyQueries._point_pair": "two stations of two bodies at two stages",
-    "constraints/equations.Equations.__init__": "a State's arrays, one by one",
-    "events.localize": "the bracketing steps' states and values",
-    "impulse._fixed_point_map": "the impulse problem's arrays, one by one",
-    "impulse._solve": "the impulse problem's arrays, one by one",
-    "io/mjcf._equalities": "the importer's tables",
-    "io/mjcf._report_dropped": "the importer's tables",
-    "io/robot.Robot.__init__": "the importer's tables",
-    "optimize._augmented_lagrangian": "the method's options, forwarded",
-    "time_stepper.SemiExplicitEulerTimeStepper._position_correction": "the step's arrays, one by one",
+    # internal, each argument its own concept
+    "algorithms/residual_tangent._joint_tangents": "vmapped over a joint group, one argument per row array",
+    "body_queries.BodyQueries._point_pair": "two stations of two bodies at three levels, as Simbody's callers",
+    "events.localize": "a bracket: its two times, its two values, the window and the active set",
+    "io/mjcf._equalities": "the importer's tables, read once",
+    "io/mjcf._report_dropped": "the importer's tables, read once",
+    "io/robot.Robot.__init__": "the importer's name maps",
+    "optimize._augmented_lagrangian": "the public function's options, forwarded",
+    "time_stepper.SemiExplicitEulerTimeStepper._position_correction": "the step's matrices at one point of it",
 }
 
 

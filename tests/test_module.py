@@ -1,4 +1,4 @@
-"""simbodyx.module.Module behaves as eqx.Module, with plain attributes read
+"""simbodyx._xla.module.Module behaves as eqx.Module, with plain attributes read
 without equinox's bound-method check (the cost of flattening a Model or
 State at every jitted call)."""
 
@@ -6,7 +6,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from simbodyx import module
+from simbodyx._xla import module
 from simbodyx.stage import Stage
 
 from conftest import random_state, with_forces

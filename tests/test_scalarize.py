@@ -14,7 +14,7 @@ import pytest
 from conftest import FD_STEP, FD_TOL, TOL, jaxprs_in_params, new_system
 
 import simbodyx as sx
-from simbodyx.scalarize import MAX_MOBILITIES, NotScalarizable, scalarize
+from simbodyx._xla.scalarize import MAX_MOBILITIES, NotScalarizable, scalarize
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
 try:

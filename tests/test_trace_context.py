@@ -1,5 +1,5 @@
 """Where the products' sums are adds and where reductions
-(simbodyx.trace_context): a program that runs once per call sums with adds,
+(simbodyx._xla.trace_context): a program that runs once per call sums with adds,
 a loop body with reductions, also through simbodyx's jitted functions
 traced first outside a loop, its custom derivatives (their functions and
 rules, JAX traces both apart from the caller) and a model's rollout. The
@@ -12,9 +12,9 @@ import pytest
 from conftest import with_forces
 
 import simbodyx as sx
-from simbodyx import trace_context
+from simbodyx._xla import trace_context
+from simbodyx._xla.trace_context import per_context_jit, traced_in_loop_body
 from simbodyx.spatial.vectors import mat_vec
-from simbodyx.trace_context import per_context_jit, traced_in_loop_body
 
 A = jnp.asarray(np.random.default_rng(3).normal(size=(6, 6)))
 

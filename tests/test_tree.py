@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from simbodyx import tree
+from simbodyx._xla import releases
 
 # Ground 0; 1 and 2 hang from Ground, 3 from 1, 4 and 5 from 3, 6 from 2.
 PARENT = (0, 0, 0, 1, 3, 3, 2)
@@ -155,7 +156,7 @@ def test_take_rows_with_repeated_rows_transposes_without_pads(split, monkeypatch
     # one scatter-add, or with SPLIT_TRANSPOSES the cotangent split and
     # summed (one split per occurrence), with no scatter; never pads (the
     # transpose of slices would pad every piece to full size).
-    monkeypatch.setattr(tree, "SPLIT_TRANSPOSES", split)
+    monkeypatch.setattr(releases, "SPLIT_TRANSPOSES", split)
     hlo = _take_rows_reverse_pass(np.array([8, 0, 1, 7, 7, 3, 8]))
     assert ("stablehlo.scatter" in hlo) is not split and "stablehlo.pad" not in hlo
 

@@ -1,7 +1,8 @@
-"""simbodyx.xla_setup: importing simbodyx sets XLA's CPU options where they
+"""simbodyx._xla: importing simbodyx sets XLA's CPU options where they
 apply (the AVX2 cap on x86-64, the older fusion emitters on jaxlib 0.7 to
 0.10, no YNNPACK fusions on jaxlib >= 0.8.1), unless the user chose them or
-JAX's backends already started."""
+JAX's backends already started; each use of JAX's private modules has a
+working fallback where a release lacks them."""
 
 import os
 import pathlib
@@ -12,7 +13,12 @@ import sys
 import pytest
 from jaxlib.version import __version__ as JAXLIB
 
-from simbodyx.xla_setup import CPU_ISA_CAP, flags_with_cpu_options, loop_options_for, release
+import jax
+import jax.numpy as jnp
+
+from simbodyx._xla import jax_compat, releases, trace_context, xla_setup
+from simbodyx._xla.releases import release
+from simbodyx._xla.xla_setup import CPU_ISA_CAP, flags_with_cpu_options, loop_options_for
 
 pytestmark = pytest.mark.smoke
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -72,3 +78,17 @@ def test_import_sets_the_options_before_jax_starts_and_only_then():
     assert _flags_after("import simbodyx", XLA_FLAGS=mine) == repr(mine)
     # JAX already computed: XLA has read its flags, so simbodyx leaves them alone.
     assert _flags_after("import jax; jax.numpy.zeros(1); import simbodyx") == "None"
+
+
+def test_each_private_jax_import_has_its_fallback(monkeypatch):
+    """Without ``jax._src.xla_bridge`` the options are set as if JAX had not
+    started; without JAX's trace state every trace sums with reductions and
+    says nothing of tracing; JAX >= 0.7 leaves custom_linear_solve alone."""
+    jnp.zeros(1).block_until_ready()
+    assert xla_setup._backends_started()
+    monkeypatch.setitem(sys.modules, "jax._src.xla_bridge", None)  # import raises ImportError
+    assert not xla_setup._backends_started()
+    monkeypatch.setattr(trace_context, "trace_ctx", None)
+    assert trace_context.tracing() is None and trace_context.traced_in_loop_body()
+    assert jax.jit(lambda x: trace_context.traced_in_loop_body() + x)(jnp.zeros(())) == 1
+    assert jax_compat.instantiate_linear_solve_cotangents() is (releases.JAX < (0, 7, 0))

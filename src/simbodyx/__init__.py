@@ -9,14 +9,16 @@ Numbers follow JAX's default float type: float32 unless
 frozen (``Model.astype`` converts an existing model). simbodyx changes
 JAX's global configuration only when asked (``parallel.use_cpu_cores``),
 with two exceptions applied on import: XLA's CPU options of ``xla_setup``
-(code capped at AVX2 on x86-64, where AVX-512 code ran the dynamics 1.2-1.5x
-slower; no YNNPACK fusions on jaxlib >= 0.8.1, which ran them 3-5x slower;
-the older fusion emitters on jaxlib 0.7-0.10, whose programs hold a quarter
-of the memory mappings), and on JAX < 0.7 ``custom_linear_solve``'s transpose rule gets JAX 0.7's fix for
-symbolic-zero cotangents (``jax_compat``).
+(code capped at AVX2 on x86-64, no YNNPACK fusions on jaxlib >= 0.8.1,
+the older fusion emitters on jaxlib 0.7-0.10), and on JAX < 0.7
+``custom_linear_solve``'s transpose rule gets JAX 0.7's fix for
+symbolic-zero cotangents. Both live in the private ``simbodyx._xla``, with
+simbodyx's other workarounds of JAX and XLA (its docstring says what each
+works around and when it can go); ``sx.xla_setup`` and ``sx.scalarize``
+are its public parts.
 """
 
-from simbodyx import jax_compat as jax_compat, xla_setup as xla_setup
+from simbodyx._xla import jax_compat, xla_setup as xla_setup
 
 xla_setup.set_cpu_options()  # before anything below can start JAX's backends
 jax_compat.instantiate_linear_solve_cotangents()
@@ -26,17 +28,17 @@ from simbodyx import (
     constraints as constraints,
     events as events,
     integrate as integrate,
-    integrators as integrators,
     io as io,
     mobilizers as mobilizers,
     optimize as optimize,
     parallel as parallel,
     projection as projection,
-    scalarize as scalarize,
+    simulation as simulation,
     spatial as spatial,
     tree as tree,
     viz as viz,
 )
+from simbodyx._xla import scalarize as scalarize
 from simbodyx.assembly import (
     AssembleResults as AssembleResults,
     Assembler as Assembler,
@@ -72,7 +74,7 @@ from simbodyx.constraints.conditional import (
 from simbodyx.contact import ContactGeometry as ContactGeometry
 from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent
 from simbodyx.forces import Force as Force
-from simbodyx.integrators import (
+from simbodyx.simulation import (
     Integrator as Integrator,
     IntegratorStats as IntegratorStats,
     IntegratorStatus as IntegratorStatus,

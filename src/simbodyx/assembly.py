@@ -36,9 +36,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.module import Module
 from simbodyx.algorithms import coordinates
 from simbodyx.builder.mobilized_body import MobilizedBody
-from simbodyx.module import Module
 from simbodyx.projection import ProjectStatus, enabled_position_errors
 from simbodyx.stage import Stage
 from simbodyx.state import State

@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.trace_context import per_context_jit
+from simbodyx.algorithms.aba import ForwardInputs
 from simbodyx.algorithms.reactions import reactions_articulated
 from simbodyx.constraints.equations import net_applied_forces
 from simbodyx.matter import motion_forces
@@ -33,7 +35,6 @@ from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm, shift_force, spatial_vec
 from simbodyx.stage import Stage
 from simbodyx.state import Level, Locks, State
-from simbodyx.trace_context import per_context_jit
 
 
 #: the public query the user called, while it runs: stage errors name it
@@ -743,5 +744,4 @@ def _all_reactions(s: State):
     """Every mobilizer's reaction at Mo in G, from an Acceleration-stage State
     (constraint forces act on the bodies like applied ones)."""
     T, F = net_applied_forces(s)
-    return reactions_articulated(s.topology, s.instance, s.position, s.velocity, T, F, s.acceleration.A_GB,
-                                 prescribed_udot(s))
+    return reactions_articulated(s.topology, ForwardInputs.at(s, T, F, prescribed_udot(s)), s.acceleration.A_GB)

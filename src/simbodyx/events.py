@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.module import Module
+from simbodyx._xla.module import Module
 from simbodyx.stage import Stage
 
 #: Regula falsi iterations at most, per localization.

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.module import Module
+from simbodyx._xla.module import Module
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +64,17 @@ class Rows:
     @property
     def num_contacts(self) -> int:
         return len(self.normal)
+
+
+class Problem(NamedTuple):
+    """One impulse problem's numbers (its rows' structure is :class:`Rows`)."""
+
+    A: jnp.ndarray  #: (m, m) the rows' compliance G M^-1 G^T
+    rhs: jnp.ndarray  #: (m,) the velocity change each row must make
+    participating: jnp.ndarray  #: (m,) bool: the rows that take part
+    mu: jnp.ndarray  #: (nc,) the effective friction coefficients
+    known: jnp.ndarray  #: (m,) impulses applied in full
+    bounds: jnp.ndarray  #: (len(rows.bounded), 2) each bounded row's [lowest, highest]
 
 
 class SolveStats(Module):
@@ -107,11 +119,12 @@ class PGSImpulseSolver(Module):
         mu = jnp.zeros(rows.num_contacts, dtype) if mu is None else mu
         known = jnp.zeros(A.shape[0], dtype) if known is None else known
         bounds = jnp.zeros((len(rows.bounded), 2), dtype) if bounds is None else bounds
-        pi, *stats = _solve(self, rows, A, rhs, jnp.asarray(participating, bool), mu, known, bounds)
+        pi, *stats = _solve(self, rows, Problem(A, rhs, jnp.asarray(participating, bool), mu, known, bounds))
         return pi, SolveStats(*stats)
 
-    def iterate(self, rows: Rows, A, rhs, participating, mu, known, bounds):
+    def iterate(self, rows: Rows, problem: Problem):
         """The sweeps themselves: (pi, residual, iterations, converged, active)."""
+        A, rhs, participating, mu, known, bounds = problem
         dtype = A.dtype
         m, nc = A.shape[0], rows.num_contacts
         rhs = rhs - A @ known
@@ -186,10 +199,11 @@ def _into_cone(fx, fy, limit):
     return fx * scale, fy * scale, sliding
 
 
-def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known, bounds):
+def _fixed_point_map(rows: Rows, pi, problem: Problem):
     """One projected Jacobi update of every row from ``pi`` minus ``pi``: zero
     exactly at the solver's solutions (a sweep that changes nothing), whatever
     the relaxation, so its derivatives give the solution's."""
+    A, rhs, participating, mu, known, bounds = problem
     diagonal = jnp.diagonal(A)
     ok = participating & (diagonal > 0)
     y = jnp.where(ok, pi + (rhs - A @ (pi + known)) / jnp.where(diagonal > 0, diagonal, 1.0), 0.0)
@@ -211,8 +225,8 @@ def _fixed_point_map(rows: Rows, pi, A, rhs, participating, mu, known, bounds):
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def _solve(solver: PGSImpulseSolver, rows: Rows, A, rhs, participating, mu, known, bounds):
-    return solver.iterate(rows, A, rhs, participating, mu, known, bounds)
+def _solve(solver: PGSImpulseSolver, rows: Rows, problem: Problem):
+    return solver.iterate(rows, problem)
 
 
 @_solve.defjvp
@@ -221,16 +235,12 @@ def _solve_jvp(solver, rows, primals, tangents):
     ``_fixed_point_map`` F, so dpi = -(dF/dpi)^+ (dF/dtheta dtheta) with the
     bounds that hold at the solution (a minimum-norm solve: redundant contacts
     leave directions of pi that move nothing, which it sets to zero)."""
-    A, rhs, participating, mu, known, bounds = primals
-    dA, drhs, _, dmu, dknown, dbounds = tangents
-    out = _solve(solver, rows, *primals)
+    (problem,), (d_problem,) = primals, tangents
+    out = _solve(solver, rows, problem)
     pi = out[0]
 
-    def F(pi, A, rhs, mu, known, bounds):
-        return _fixed_point_map(rows, pi, A, rhs, participating, mu, known, bounds)
-
-    K = jax.jacfwd(F)(pi, A, rhs, mu, known, bounds)
-    _, b = jax.jvp(lambda *theta: F(pi, *theta), (A, rhs, mu, known, bounds), (dA, drhs, dmu, dknown, dbounds))
+    K = jax.jacfwd(lambda pi: _fixed_point_map(rows, pi, problem))(pi)
+    _, b = jax.jvp(lambda problem: _fixed_point_map(rows, pi, problem), (problem,), (d_problem,))
     dpi = -jnp.linalg.pinv(K) @ b
     zeros = tuple(np.zeros(x.shape, jax.dtypes.float0) if not jnp.issubdtype(x.dtype, jnp.inexact)
                   else jnp.zeros_like(x) for x in out[1:])

@@ -5,7 +5,7 @@ Time (caches dropped) with its quaternions normalized. ``rollout`` runs
 steps under ``lax.scan``; everything is pure, so ``jax.vmap`` over initial
 States and ``jax.grad`` through a rollout work. Simbody's error-controlled
 integrators, with projection onto the constraint manifold, are
-``simbodyx.integrators`` (``sx.simulate``).
+``simbodyx.simulation`` (``sx.simulate``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from simbodyx._xla.module import Module
+from simbodyx._xla.scalarize import entry_point
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
-from simbodyx.module import Module
-from simbodyx.scalarize import entry_point
 from simbodyx.stage import Stage
 from simbodyx.state import State
 

@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.scalarize import entry_point
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.algorithms import aba, coordinates, crba, energy, jacobians, reactions, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.per_body import spatial_inertias_in_ground
@@ -26,12 +28,10 @@ from simbodyx.constraints.equations import Equations, Layout, constraint_forces_
 from simbodyx.linalg import min_norm_solve
 from simbodyx.motion import model_prescription, prescribed_udot
 from simbodyx.projection import enabled_position_errors
-from simbodyx.scalarize import entry_point
 from simbodyx.spatial.inertia import Inertia, MassProperties
 from simbodyx.spatial.vectors import mat_vec
 from simbodyx.stage import Stage
 from simbodyx.state import State
-from simbodyx.trace_context import per_context_jit
 
 
 @entry_point(eqx.filter_jit, entry=lambda method, args, kwargs: method.__name__)
@@ -315,8 +315,8 @@ class Matter:
         quantities (Acceleration)."""
         s = self._at(state, Stage.Acceleration)
         T, F = net_applied_forces(s)
-        return reactions.reactions_articulated(s.topology, s.instance, s.position, s.velocity, T, F,
-                                               s.acceleration.A_GB, prescribed_udot(s))
+        return reactions.reactions_articulated(s.topology, aba.ForwardInputs.at(s, T, F, prescribed_udot(s)),
+                                               s.acceleration.A_GB)
 
     @compiled
     def calc_mobilizer_reaction_forces_using_free_body_method(self, state: State):
@@ -599,8 +599,8 @@ class Matter:
         [vaerr; aerr] at udot = v for the others."""
         mp = eqs.layout.mp
         pverr = Equations(s.topology, eqs.constraints, s.t, s.q, s.position.X_GB,
-                          self.multiply_by_system_jacobian(s, v), coordinates.multiply_by_n(s.topology, s.q, v),
-                          v).velocity_errors()[:mp]
+                          V_GB=self.multiply_by_system_jacobian(s, v),
+                          qdot=coordinates.multiply_by_n(s.topology, s.q, v), u=v).velocity_errors()[:mp]
         return jnp.concatenate([pverr, eqs.acceleration_errors_at(s.position, s.velocity, v)[mp:]])
 
     @compiled

@@ -9,10 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx import motion, projection, scalarize
+from simbodyx import motion, projection
+from simbodyx._xla import scalarize
+from simbodyx._xla.module import Module
 from simbodyx.forces.subsystem import Forces
 from simbodyx.matter import Matter
-from simbodyx.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.realize import realize
 from simbodyx.spatial.inertia import MassProperties

@@ -34,9 +34,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.module import Module
 from simbodyx.algorithms.coordinates import multiply_by_n_dot, multiply_by_n_inv
 from simbodyx.handles import builder_of, registering_matter
-from simbodyx.module import Module
 from simbodyx.state import Level, Locks, Method, State
 
 

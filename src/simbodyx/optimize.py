@@ -30,8 +30,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from simbodyx._xla.xla_setup import jit_with_options
 from simbodyx.integrate import rollout
-from simbodyx.xla_setup import jit_with_options
 
 
 def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):

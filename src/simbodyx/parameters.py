@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from simbodyx.module import Module
+from simbodyx._xla.module import Module
 from simbodyx.spatial.inertia import point_inertia
 from simbodyx.spatial.transform import Transform
 

@@ -37,12 +37,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx import trace_context
+from simbodyx._xla import trace_context
+from simbodyx._xla.module import Module
 from simbodyx.algorithms import coordinates
 from simbodyx.constraints.equations import Equations
 from simbodyx.linalg import min_norm_solve
 from simbodyx.motion import model_prescription, prescribe_q, prescribe_u
-from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.state import Level, State
 

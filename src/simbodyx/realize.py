@@ -22,13 +22,13 @@ import jax
 import jax.numpy as jnp
 
 from simbodyx import runtime_checks
+from simbodyx._xla.scalarize import entry_point
 from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.constraints.dynamics import constrained_forward_dynamics
 from simbodyx.forces.subsystem import applied_forces, potential_energy
 from simbodyx.motion import prescription
-from simbodyx.scalarize import entry_point
 from simbodyx.stage import Stage
 from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
 

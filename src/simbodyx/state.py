@@ -21,7 +21,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from simbodyx.module import Module
+from simbodyx._xla.module import Module
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
 from simbodyx.stage import Stage

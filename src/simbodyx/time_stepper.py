@@ -81,6 +81,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.module import Module
 from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
@@ -88,7 +89,6 @@ from simbodyx.algorithms.kinematics import realize_velocity
 from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
 from simbodyx.impulse import PGSImpulseSolver, Rows, SolveStats
-from simbodyx.module import Module
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -198,7 +198,8 @@ class _Problem:
 
         def errors(u):
             v = realize_velocity(top, self.model.params, s.position, s.q, u)
-            return Equations(top, self.elements, s.t, s.q, s.position.X_GB, v.V_GB, v.qdot, u).velocity_errors()
+            return Equations(top, self.elements, s.t, s.q, s.position.X_GB, V_GB=v.V_GB, qdot=v.qdot,
+                             u=u).velocity_errors()
 
         return errors(s.u), jax.jacfwd(errors)(s.u)
 

@@ -40,27 +40,19 @@ from functools import cached_property
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxlib.version import __version__ as jaxlib_version
 
-from simbodyx.xla_setup import release
+from simbodyx._xla import releases
 
 #: Segments with at most this many levels are unrolled rather than scanned.
 UNROLL_MAX_LEVELS = 8
 #: A static row gather made of more slices than this is one gather instead.
 MAX_SLICES = 16
-#: With ``SPLIT_TRANSPOSES``, the derivative of a gather of more pieces than
-#: this stays one gather (transposed: a scatter-add), bounding the slices a
-#: gradient has to compile.
+#: With ``releases.SPLIT_TRANSPOSES``, the derivative of a gather of more
+#: pieces than this stays one gather (transposed: a scatter-add), bounding
+#: the slices a gradient has to compile.
 MAX_SPLIT_TRANSPOSE_SLICES = 64
 #: Children summed by elementwise adds up to this many per body; a reduction above.
 MAX_ADDED_CHILDREN = 8
-#: Whether the derivatives of the row gathers that ``_gather`` does not split
-#: are transposed as splits of the cotangent (summed, one per occurrence of
-#: a row, then materialized) rather than as one scatter-add. XLA's newer
-#: fusion emitters, the only ones from jaxlib 0.11, run the splits faster
-#: on every model; with the older ones chain7's gradient is faster with the
-#: scatter-adds (benchmarks/README.md, "Why the code is as it is").
-SPLIT_TRANSPOSES = release(jaxlib_version) >= (0, 11, 0)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -288,7 +280,7 @@ def _gather(sources, locations, tail_like=None):
       sources concatenated, is written as each source split at its runs'
       ends and differentiated as written: the transpose splits the
       cotangent and concatenates its pieces, zeros for the rows not taken;
-    - the others have a custom derivative: with ``SPLIT_TRANSPOSES``, a sum
+    - the others have a custom derivative: with ``releases.SPLIT_TRANSPOSES``, a sum
       of such split gathers, each taking one occurrence of every row taken,
       whose transpose is split cotangents summed; otherwise one gather from
       the stacked sources, whose transpose is a scatter-add. Transposing
@@ -413,7 +405,7 @@ def _flat_index(sources, locations):
 def _gather_rows_jvp(locations, tail, dtype, primals, tangents):
     (sources,), (d_sources,) = primals, tangents
     rows = _gather_rows(sources, locations, tail, dtype)
-    if SPLIT_TRANSPOSES and len(_runs(locations)) <= MAX_SPLIT_TRANSPOSE_SLICES:
+    if releases.SPLIT_TRANSPOSES and len(_runs(locations)) <= MAX_SPLIT_TRANSPOSE_SLICES:
         parts = _injective_parts(locations)
         d_rows = jax.lax.optimization_barrier(sum(_split_gather(d_sources, _runs(p), tail, dtype) for p in parts))
     else:

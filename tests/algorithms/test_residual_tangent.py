@@ -56,7 +56,8 @@ def test_tangent_matches_autodiff_through_the_kinematics(euler_angles):
     @jax.jit
     def both(q, u):
         expected = jax.jvp(residual, (q, u, T, F), (q_dot, u_dot, T_dot, F_dot))[1]
-        got = residual_tangent(top, params, *caches(model, q, u), q, u, udot, F, q_dot, u_dot, T_dot, F_dot)
+        x = ForwardInputs(params, q, u, *caches(model, q, u), T, F)
+        got = residual_tangent(top, x, udot, ForwardInputs(None, q_dot, u_dot, None, None, T_dot, F_dot))
         return expected, got
 
     expected, got = both(s.q, s.u)

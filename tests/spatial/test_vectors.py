@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import primitive_names
 
+from simbodyx._xla.scalarize import scalarize
 from simbodyx.spatial.rotation import skew
-from simbodyx.scalarize import scalarize
 from simbodyx.spatial.vectors import (SMALL_SUM_ADDS_MAX_BATCH, cross, force_cross, mat_mul, mat_vec, motion_cross,
                                       skew_times, small_sum, times_skew)
 

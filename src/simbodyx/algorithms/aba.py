@@ -28,7 +28,9 @@ import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 
-from simbodyx import trace_context, tree
+from simbodyx import tree
+from simbodyx._xla import trace_context
+from simbodyx._xla.module import Module
 from simbodyx.algorithms import residual_tangent
 from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity, sum_per_body
@@ -39,7 +41,6 @@ from simbodyx.algorithms.per_body import (
 )
 from simbodyx.algorithms.rnea import multiply_by_m, residual_forces
 from simbodyx.linalg import spd_inverse
-from simbodyx.module import Module
 from simbodyx.spatial.vectors import mat_mul, mat_vec, shift_force, shift_velocity
 from simbodyx.topology import Topology
 
@@ -306,8 +307,8 @@ def _forward_dynamics_tangents(topology, x: ForwardInputs, dx: ForwardInputs):
     with jax.named_scope("linearized_inverse_dynamics"):
         if x.prescribed is None and residual_tangent.applies(topology):
             q_dot, u_dot, T_dot, F_dot = _instantiate((dx.q, dx.u, dx.mobility_forces, dx.body_forces))
-            f_dot = residual_tangent.residual_tangent(topology, x.instance, x.position, x.velocity, x.q, x.u, udot,
-                                                      x.body_forces, q_dot, u_dot, T_dot, F_dot)
+            f_dot = residual_tangent.residual_tangent(
+                topology, x, udot, dx._replace(q=q_dot, u=u_dot, mobility_forces=T_dot, body_forces=F_dot))
             if not all(_is_zero(t) for t in jax.tree.leaves(dx.instance, is_leaf=_is_zero)):
                 def through_kinematics(instance):  # the Model's parameters
                     position = realize_position(topology, instance, x.q)

@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.spatial.vectors import mat_vec, small_sum
 from simbodyx.topology import Topology
-from simbodyx.trace_context import per_context_jit
 from simbodyx.tree import take_rows
 
 

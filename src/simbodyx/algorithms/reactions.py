@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx import tree
-from simbodyx.algorithms.aba import articulate_with_locks
+from simbodyx.algorithms.aba import ForwardInputs, articulate_with_locks
 from simbodyx.algorithms.rnea import body_inertial_forces, shift_force_to_parent, subtree_forces
 from simbodyx.spatial.vectors import mat_vec, shift_force
 
@@ -30,10 +30,12 @@ def _to_Mo(topology, instance, position, F_Bo):
     return F_Mo.at[0].set(at_ground)
 
 
-def reactions_articulated(topology, instance, position, velocity, mobility_forces, body_forces, A_GB,
-                          prescribed=None):
-    """P A + z per body (locked joints rigid, as in forward dynamics), moved to Mo."""
-    art = articulate_with_locks(topology, instance, position, velocity, mobility_forces, body_forces, prescribed)
+def reactions_articulated(topology, x: ForwardInputs, A_GB):
+    """P A + z per body (locked joints rigid, as in forward dynamics), moved
+    to Mo, for forward dynamics' inputs ``x`` and its body accelerations A_GB."""
+    instance, position = x.instance, x.position
+    art = articulate_with_locks(topology, instance, position, x.velocity, x.mobility_forces, x.body_forces,
+                                x.prescribed)
     schedule, zero = topology.schedule, jnp.zeros(6, A_GB.dtype)
     P = tree.from_levels(schedule, art.P, jnp.zeros((6, 6), A_GB.dtype))
     F = mat_vec(P, A_GB) + tree.from_levels(schedule, art.z, zero)

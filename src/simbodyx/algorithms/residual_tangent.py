@@ -96,11 +96,14 @@ def applies(topology: Topology) -> bool:
     return all(segment.length <= MAX_SEGMENT_LEVELS for segment in topology.schedule.segments)
 
 
-def residual_tangent(topology: Topology, params, position, velocity, q, u, udot, body_forces,
-                     q_dot, u_dot, mobility_forces_dot, body_forces_dot):
-    """df (nu,) of the residual M udot + f_inertial - T - J^T F for tangents
-    of q (nq,), u (nu,), T (nu,) and F (nb, 6), at the given udot; position
-    and velocity are the caches of (params, q, u)."""
+def residual_tangent(topology: Topology, x, udot, dx):
+    """df (nu,) of the residual M udot + f_inertial - T - J^T F at the
+    forward-dynamics inputs ``x`` (an ``aba.ForwardInputs``) and the given
+    udot, for the tangents ``dx.q`` (nq,), ``dx.u`` (nu,),
+    ``dx.mobility_forces`` (nu,) and ``dx.body_forces`` (nb, 6) (dense
+    arrays; the other fields of ``dx`` are not read)."""
+    params, position, velocity, q, u, body_forces = x.instance, x.position, x.velocity, x.q, x.u, x.body_forces
+    q_dot, u_dot, mobility_forces_dot, body_forces_dot = dx.q, dx.u, dx.mobility_forces, dx.body_forces
     parent = topology.parent
     X_GB = position.X_GB
     p = X_GB.p

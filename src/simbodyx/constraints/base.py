@@ -45,13 +45,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from simbodyx._xla.module import Module
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.algorithms import coordinates
 from simbodyx.constraints.equations import Equations, Layout
 from simbodyx.constraints.kinematics import Kinematics, transform_rate
 from simbodyx.handles import builder_of, registering_matter
-from simbodyx.module import Module
 from simbodyx.stage import Stage
-from simbodyx.trace_context import per_context_jit
 
 
 def _rates(k: Kinematics, A_AB, qdotdot, udot) -> Kinematics:

@@ -37,6 +37,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.module import Module
 from simbodyx.constraints.contact import (
     LineOnLineContact,
     PointOnPlaneContact,
@@ -46,7 +47,6 @@ from simbodyx.constraints.contact import (
 from simbodyx.constraints.coordinate import ConstantCoordinate, ConstantSpeed
 from simbodyx.constraints.geometric import PointInPlane, Rod, perpendicular, scalar, unit3
 from simbodyx.handles import builder_of
-from simbodyx.module import Module
 from simbodyx.spatial.transform import Transform
 from simbodyx.stage import Stage
 

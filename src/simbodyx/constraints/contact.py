@@ -23,6 +23,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.constraints.base import Constraint
 from simbodyx.constraints.equations import Equations
 from simbodyx.constraints.geometric import (
@@ -39,7 +40,6 @@ from simbodyx.constraints.geometric import (
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm
 from simbodyx.stage import Stage
-from simbodyx.trace_context import per_context_jit
 
 
 def _slip(X_AB: Transform, V_AB, X_AC: Transform):

@@ -45,7 +45,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from simbodyx import trace_context, tree
+from simbodyx import tree
+from simbodyx._xla import trace_context
 from simbodyx.algorithms import aba, coordinates
 from simbodyx.algorithms.accelerations import body_accelerations_tangent
 from simbodyx.algorithms.rnea import residual_forces
@@ -61,8 +62,8 @@ def constrained_forward_dynamics(topology, x: aba.ForwardInputs, t, disabled=Non
 
 
 def _equations(topology, x: aba.ForwardInputs, t):
-    return Equations(topology, x.instance.constraints, t, x.q, x.position.X_GB, x.velocity.V_GB, x.velocity.qdot,
-                     x.u)
+    return Equations(topology, x.instance.constraints, t, x.q, x.position.X_GB, V_GB=x.velocity.V_GB,
+                     qdot=x.velocity.qdot, u=x.u)
 
 
 @trace_context.custom_jvp(nondiff_argnums=(0,))

@@ -105,7 +105,7 @@ class Equations:
     ``X_GB`` is the position cache's body poses; ``V_GB``, ``qdot`` and ``u``
     are needed from the velocity level on."""
 
-    def __init__(self, topology, constraints, t, q, X_GB: Transform, V_GB=None, qdot=None, u=None):
+    def __init__(self, topology, constraints, t, q, X_GB: Transform, *, V_GB=None, qdot=None, u=None):
         self.topology, self.constraints = topology, tuple(constraints)
         self.layout = Layout(self.constraints)
         self.t, self.q, self.X_GB, self.V_GB, self.qdot, self.u = t, q, X_GB, V_GB, qdot, u
@@ -124,7 +124,7 @@ class Equations:
             qdot, u = jnp.zeros_like(state.q), jnp.zeros_like(state.u)
         else:
             V, qdot, u = state.velocity.V_GB, state.velocity.qdot, state.u
-        return cls(state.topology, constraints, state.t, state.q, state.position.X_GB, V, qdot, u)
+        return cls(state.topology, constraints, state.t, state.q, state.position.X_GB, V_GB=V, qdot=qdot, u=u)
 
     # -- per-constraint gathering -------------------------------------------------------
     def _slices(self, c, x, start, size):

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.module import Module
+from simbodyx._xla.module import Module
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm
 

@@ -11,7 +11,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.module import Module
+from simbodyx._xla.module import Module
 from simbodyx.spatial.transform import Transform
 
 

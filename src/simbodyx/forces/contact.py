@@ -18,9 +18,9 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.module import Module
 from simbodyx.contact.detection import detect
 from simbodyx.forces.base import ForceElement, forces_at, velocity_at, zeros
-from simbodyx.module import Module
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import safe_norm
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import equinox as eqx
 import jax.numpy as jnp
 
+from simbodyx._xla.scalarize import entry_point
 from simbodyx.forces.base import zeros
-from simbodyx.scalarize import entry_point
 from simbodyx.stage import Stage
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.module import Module
+from simbodyx._xla.module import Module
 from simbodyx.spatial.rotation import Rotation, _float_array
 from simbodyx.spatial.vectors import mat_mul, mat_vec
 

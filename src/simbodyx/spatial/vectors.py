@@ -13,7 +13,7 @@ from jax import lax
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from simbodyx.trace_context import traced_in_loop_body
+from simbodyx._xla.trace_context import traced_in_loop_body
 
 
 def mat_mul(a, b, transpose_b=False):
@@ -38,7 +38,7 @@ def mat_vec(a, x, transpose=False):
 def small_sum(p, axis):
     """The sum of ``p`` over a short ``axis`` (a 3x3 or 6x6 product's inner
     index): adds of its entries in a program of one state that runs once
-    per call, a reduction in a loop body (:mod:`simbodyx.trace_context`) or
+    per call, a reduction in a loop body (:mod:`simbodyx._xla.trace_context`) or
     once ``jax.vmap`` batches it; linear, so its reverse pass is a broadcast.
 
     XLA's CPU runtime pays for each reduction on every call of a program,

@@ -195,7 +195,7 @@ def test_gradient_matches_finite_differences_and_batches_step_their_own_way():
     omega0, g) against central differences (step 1e-6; at accuracy 1e-10 both
     see the same step sequence, so they agree to about 1e-7 relative). The
     loss reads only q: the u half of each sample then gets a zero cotangent
-    (the case ``simbodyx.jax_compat`` exists for on JAX < 0.7)."""
+    (the case ``simbodyx._xla.jax_compat`` exists for on JAX < 0.7)."""
     pendulum, start, _ = _pendulum()
     integrator = sx.Integrator.RungeKuttaMerson(accuracy=1e-10)
     times = jnp.array([0.5, 1.0])

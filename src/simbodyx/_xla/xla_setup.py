@@ -1,35 +1,24 @@
 """The XLA options simbodyx sets on import, for XLA's CPU backend only.
 
-- ``--xla_cpu_max_isa=AVX2`` on x86-64: on a CPU with AVX-512, XLA emitted
-  512-bit code for the dynamics' small fused kernels, and it ran 1.2-1.5x
-  slower than AVX2 code (one core of an AMD EPYC, Zen 4, jaxlib 0.6.2, per
-  state: forward dynamics chain7 2.36 -> 1.74 us and humanoid 9.6 -> 6.4
-  us, the humanoid's gradient 23.1 -> 18.5 us). On an Intel Xeon with jax
-  0.11.2 the two were within noise of each other; on a CPU without AVX-512
-  the cap changes nothing.
+- ``--xla_cpu_max_isa=AVX2`` on x86-64: on a CPU with AVX-512, XLA emits
+  512-bit code for the dynamics' small fused kernels, and it runs slower
+  than AVX2 code; on a CPU without AVX-512 the cap changes nothing.
 - ``--xla_cpu_experimental_ynn_fusion_type=`` (the empty list) on jaxlib
   0.8.1 and later, the releases that have the option: XLA otherwise hands
   fusions of the dynamics' small reductions and elementwise kernels to the
-  YNNPACK library, and each such kernel ran 3-5x slower than XLA's own
-  (2-core AMD EPYC, jaxlib 0.10.2, per state at 128 states: forward
-  dynamics chain7 6.6 -> 2.2 us and humanoid 26.4 -> 8.2 us, the
-  humanoid's RK4 step 66 -> 28 us).
+  YNNPACK library, which runs them several times slower than XLA's own.
 - ``--xla_cpu_use_fusion_emitters=false`` on jaxlib 0.7 to 0.10, where
   XLA's newer fusion emitters are the default and the older ones still
-  exist: the newer ones give each fusion its own object in the JIT, and a
-  compiled humanoid forward dynamics then holds 825-830 memory mappings
-  (jaxlib 0.9.2, 0.10.2) instead of 192 (216 on 0.6.2). A process that
-  keeps a few hundred programs alive, a test run or a notebook exploring
-  several models, reaches Linux's default limit of 65,530 mappings per
-  process, and XLA's compiler then aborts or crashes. The older emitters
-  run the dynamics as fast. jaxlib 0.11 and 0.12 have only the newer ones
-  (811 and 816 mappings per program): there ``jax.clear_caches()``
-  releases them.
+  exist: the newer ones give each fusion its own object in the JIT, so a
+  compiled program holds about four times the memory mappings. A process
+  that keeps a few hundred programs alive, a test run or a notebook
+  exploring several models, reaches Linux's default limit of 65,530
+  mappings per process, and XLA's compiler then aborts or crashes. The
+  older emitters run the dynamics as fast. jaxlib 0.11 and later have only
+  the newer ones: there ``jax.clear_caches()`` releases them.
 
-Figures per release: benchmarks/README.md, "Across JAX releases". One
-choice in simbodyx's own code also follows the release:
-``simbodyx.tree.SPLIT_TRANSPOSES`` (how gradients transpose the tree's row
-selections: splits of the cotangent from jaxlib 0.11, scatter-adds before).
+The figures behind each option, per release: benchmarks/README.md, "Why the
+code is as it is" and "Across JAX releases".
 
 One more option is per program, not per process: :func:`loop_compiler_options`
 (XLA's earlier CPU runtime, jaxlib 0.6 only) for programs that loop over
@@ -51,7 +40,8 @@ from __future__ import annotations
 import functools
 import os
 import platform
-import re
+
+from simbodyx._xla.releases import release
 
 #: The highest instruction set XLA's CPU backend may use on x86-64, unless told otherwise.
 CPU_ISA_CAP = "AVX2"
@@ -65,12 +55,6 @@ CPU_OPTIONS = (
     ("--xla_cpu_experimental_ynn_fusion_type", "", None, (0, 8, 1), None),
     ("--xla_cpu_use_fusion_emitters", "false", None, (0, 7, 0), (0, 11, 0)),
 )
-
-
-def release(version: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of a version string such as ``"0.10.2"`` or ``"0.8.1.dev20251020"``."""
-    numbers = [int(n) for n in re.findall(r"\d+", version)[:3]]
-    return tuple(numbers + [0] * (3 - len(numbers)))
 
 
 def flags_with_cpu_options(flags: str, machine: str, jaxlib_version: str) -> str | None:

@@ -48,6 +48,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.module import Module
+from simbodyx._xla.xla_setup import jit_with_options
 from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
 from simbodyx.events import (
     calc_event_trigger_info,
@@ -62,12 +64,10 @@ from simbodyx.events import (
 )
 from simbodyx.forces.custom import with_controller
 from simbodyx.integrate import Trajectory, derivatives, total_energy
-from simbodyx.module import Module
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
 from simbodyx.stage import Stage
 from simbodyx.state import State
-from simbodyx.xla_setup import jit_with_options
 
 
 class IntegratorStatus(enum.IntEnum):

@@ -14,14 +14,13 @@ the rule is untouched.
 
 from __future__ import annotations
 
-import jax
 
-from simbodyx.xla_setup import release
+from simbodyx._xla.releases import JAX
 
 
 def instantiate_linear_solve_cotangents() -> bool:
     """Wrap custom_linear_solve's transpose rule on JAX < 0.7; True if wrapped."""
-    if release(jax.__version__) >= (0, 7, 0):
+    if JAX >= (0, 7, 0):
         return False
     from jax._src.interpreters import ad
     from jax._src.lax.control_flow import solves

@@ -65,7 +65,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jex_core
 
-from simbodyx.trace_context import per_context_jit, tracing
+from simbodyx._xla.trace_context import per_context_jit, tracing
 
 #: ``Model.scalar_path = None`` (automatic) tries the scalar path up to this many mobilities ...
 MAX_MOBILITIES = 6

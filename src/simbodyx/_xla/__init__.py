@@ -1,0 +1,47 @@
+"""simbodyx's workarounds of JAX and XLA, in one private place.
+
+Every module here exists because of how a JAX or XLA release behaves, not
+because of the mechanics; the rest of simbodyx reads as if JAX had none of
+these limits. The only imports of JAX's private modules (``jax._src``) are
+here, each behind a guard (a release check or an ``ImportError``
+fallback) that ``tests/test_xla_setup.py`` exercises. Two parts are public:
+``sx.xla_setup`` (``loop_compiler_options``) and ``sx.scalarize``
+(``scalarize``). The measurements behind each choice are in
+benchmarks/README.md, "Why the code is as it is" and "Across JAX releases".
+
+What each works around, where, and when it can go:
+
+- ``releases``: the process's JAX and jaxlib releases and the choices made
+  by release (``SPLIT_TRANSPOSES``, how gradients transpose the tree's row
+  gathers: splits of the cotangent on jaxlib >= 0.11, whose newer fusion
+  emitters run them faster; scatter-adds before). Goes when the range of
+  supported releases has one behaviour for each switch.
+- ``xla_setup``: XLA's CPU options set on import (AVX2 cap on x86-64,
+  where XLA's AVX-512 code for small kernels is slower; no YNNPACK
+  fusions on jaxlib >= 0.8.1, slower on small kernels; the older fusion
+  emitters on jaxlib 0.7-0.10, whose programs hold a quarter of the newer
+  ones' memory mappings) and ``loop_compiler_options`` (XLA's earlier CPU
+  runtime for loops at batch 1, jaxlib 0.6 only). Each option goes when
+  XLA's default is as fast (the benchmark rows without it show it), and
+  ``CPU_OPTIONS`` holds the release range of each.
+- ``jax_compat``: JAX < 0.7's transpose rule of ``custom_linear_solve``
+  fails on a symbolic-zero cotangent; wrapped on those releases only, with
+  JAX 0.7's fix (jax-ml/jax pull request 29629). Goes when the oldest
+  supported JAX is 0.7.
+- ``trace_context``: XLA's CPU runtime handles the scalars of every
+  reduction on each call, so a program that runs once per call sums with
+  adds and a loop body with reductions; this module tells which one is
+  being traced, from JAX's private trace state (``jax._src.core``; where a
+  release lacks it, reductions everywhere). Goes when XLA's runtime makes
+  a reduction as cheap as its adds, or JAX says publicly what a trace is
+  for.
+- ``scalarize``: XLA's CPU backend pays per kernel, so a small model's
+  dynamics at batch 1 costs many times its arithmetic; the scalar path
+  re-emits a program one array entry at a time with the constants folded.
+  ``CHOICE`` is the process's record of where it declined. Goes when XLA
+  runs a small array program near its arithmetic's cost.
+- ``module``: equinox's ``Module.__getattribute__`` checks every attribute
+  for a bound method, which each jitted call pays while flattening its
+  Model and State; ``Module`` skips the check for plain attributes. Goes
+  when equinox's lookup is as fast.
+"""
