@@ -41,19 +41,41 @@ def _message(node: ast.expr) -> str:
     return "{" + ast.unparse(node) + "}"
 
 
+#: What an error raised inside compiled code (``equinox.error_if``) is, when
+#: the call returns to Python.
+RUNTIME_ERROR = "EquinoxRuntimeError"
+
+
+def _is_text(node) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
 def raise_sites(path: pathlib.Path):
-    """(function qualname, exception name, message) for each raise in a file."""
+    """(function qualname, exception name, message) for each error a file can
+    raise: each ``raise``, and each message of an error raised inside
+    compiled code (the message of an ``equinox.error_if``, and the texts of
+    the lists named ``*messages`` that ``equinox.branched_error_if`` chooses
+    from), as ``RUNTIME_ERROR``."""
     found = []
 
     def visit(node, scope):
         for child in ast.iter_child_nodes(node):
+            where = ".".join(scope)
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 visit(child, scope + [child.name])
-            elif isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call):
+                continue
+            if isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call):
                 args = child.exc.args
-                found.append((".".join(scope), ast.unparse(child.exc.func), _message(args[0]) if args else ""))
-            else:
-                visit(child, scope)
+                found.append((where, ast.unparse(child.exc.func), _message(args[0]) if args else ""))
+            elif (isinstance(child, ast.Call) and ast.unparse(child.func).endswith(".error_if")
+                  and len(child.args) == 3 and _is_text(child.args[2])):
+                found.append((where, RUNTIME_ERROR, _message(child.args[2])))
+            elif (isinstance(child, (ast.Assign, ast.AugAssign)) and isinstance(child.value, ast.ListComp)
+                  and _is_text(child.value.elt)
+                  and ast.unparse(child.targets[0] if isinstance(child, ast.Assign) else child.target).endswith(
+                      "messages")):
+                found.append((where, RUNTIME_ERROR, _message(child.value.elt)))
+            visit(child, scope)
 
     visit(ast.parse(path.read_text()), [])
     return found

@@ -68,6 +68,7 @@ from simbodyx.constraints.conditional import (
     Rope as Rope,
     SpherePlaneContact as SpherePlaneContact,
     SphereSphereContact as SphereSphereContact,
+    StateLimitedFriction as StateLimitedFriction,
     UnilateralContact as UnilateralContact,
     UnilateralSpeedConstraint as UnilateralSpeedConstraint,
 )

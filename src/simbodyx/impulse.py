@@ -8,6 +8,8 @@ side v (the constraint velocity errors to remove), find impulses pi with
     sign_k pi_k <= 0                          unilateral contact normals and speeds
     |(pi_x, pi_y)_k| <= mu_k |pi_n + known_n| the normals' friction (a Coulomb cone)
     lo_j <= pi_j <= hi_j                      bounded rows
+    |pi_F| <= limit_l                         a friction whose normal force is known
+                                              (1 to 3 rows F, Simbody's state-limited friction)
 
 in Simbody's sign: a multiplier opposes the force it stands for, so the
 velocity errors after the impulse are v - A pi. Unconditional rows (the
@@ -18,9 +20,10 @@ participate, their friction does.
 Every row of the ``Rows`` structure is in the program; a boolean per row
 says whether it participates this time, so a batch of States with different
 contact sets shares one compiled program. Each sweep visits the
-unconditional rows, the unilateral speed rows, the bounded rows, then every
-normal, then every friction pair (both rows from the same row sums, then
-scaled back into the cone), with successive over-relaxation (SOR 1.2, reduced by 0.8 down to 0.1 whenever the error
+unconditional rows, the unilateral speed rows, the bounded rows, the
+state-limited frictions (their rows from the same row sums, then scaled
+back into their ball), then every normal, then every friction pair (both
+rows from the same row sums, then scaled back into the cone), with successive over-relaxation (SOR 1.2, reduced by 0.8 down to 0.1 whenever the error
 grows). The sweeps stop once the RMS error of the enforced rows
 (participating and not at a bound) is below ``convergence_tolerance``, or
 after ``max_iterations``; under ``vmap`` the batch sweeps until its last
@@ -60,6 +63,7 @@ class Rows:
     speed: tuple = ()  #: unilateral speed rows (ratchets)
     speed_sign: tuple = ()  #: their sign conventions
     bounded: tuple = ()  #: rows whose impulse lies within given bounds
+    limited: tuple = ()  #: tuples of 1 to 3 rows whose impulse vector lies within a given length
 
     @property
     def num_contacts(self) -> int:
@@ -75,6 +79,7 @@ class Problem(NamedTuple):
     mu: jnp.ndarray  #: (nc,) the effective friction coefficients
     known: jnp.ndarray  #: (m,) impulses applied in full
     bounds: jnp.ndarray  #: (len(rows.bounded), 2) each bounded row's [lowest, highest]
+    limits: jnp.ndarray  #: (len(rows.limited),) each limited group's largest impulse length
 
 
 class SolveStats(Module):
@@ -109,22 +114,25 @@ class PGSImpulseSolver(Module):
     def get_max_iterations(self) -> int:
         return self.max_iterations
 
-    def solve(self, A, rhs, rows: Rows, participating, mu=None, known=None, bounds=None):
+    def solve(self, A, rhs, rows: Rows, participating, mu=None, *, known=None, bounds=None, limits=None):
         """(pi (m,), SolveStats): the impulses that remove ``rhs`` on the
         participating rows within the bounds, non-participating rows zero;
         ``mu`` (nc,) the effective friction coefficients, ``known`` (m,) impulses
         applied in full (their rows must not participate), ``bounds``
-        (len(rows.bounded), 2) each bounded row's [lowest, highest] impulse."""
+        (len(rows.bounded), 2) each bounded row's [lowest, highest] impulse,
+        ``limits`` (len(rows.limited),) each limited group's largest impulse."""
         dtype = A.dtype
         mu = jnp.zeros(rows.num_contacts, dtype) if mu is None else mu
         known = jnp.zeros(A.shape[0], dtype) if known is None else known
         bounds = jnp.zeros((len(rows.bounded), 2), dtype) if bounds is None else bounds
-        pi, *stats = _solve(self, rows, Problem(A, rhs, jnp.asarray(participating, bool), mu, known, bounds))
+        limits = jnp.zeros(len(rows.limited), dtype) if limits is None else limits
+        problem = Problem(A, rhs, jnp.asarray(participating, bool), mu, known, bounds, limits)
+        pi, *stats = _solve(self, rows, problem)
         return pi, SolveStats(*stats)
 
     def iterate(self, rows: Rows, problem: Problem):
         """The sweeps themselves: (pi, residual, iterations, converged, active)."""
-        A, rhs, participating, mu, known, bounds = problem
+        A, rhs, participating, mu, known, bounds, limits = problem
         dtype = A.dtype
         m, nc = A.shape[0], rows.num_contacts
         rhs = rhs - A @ known
@@ -155,6 +163,12 @@ class PGSImpulseSolver(Module):
                 value = pi[r] + sor * step
                 pi = pi.at[r].set(jnp.clip(value, lo, hi))
                 enforced += jnp.where(participating[r] & (lo < value) & (value < hi), er * er, 0)
+            for group, limit in zip(rows.limited, limits):
+                updates = [update(pi, r) for r in group]
+                values, sliding = _into_ball(jnp.stack([pi[r] + sor * step for r, (_, step) in zip(group, updates)]),
+                                             limit)
+                pi = pi.at[np.asarray(group, np.int32)].set(values)
+                enforced += jnp.where(participating[group[0]] & ~sliding, sum(er * er for er, _ in updates), 0)
             for r, sign in zip(rows.normal, rows.sign):
                 er, step = update(pi, r)
                 value, off = _one_sided(sign, pi[r] + sor * step)
@@ -193,17 +207,23 @@ def _one_sided(sign, value):
 
 def _into_cone(fx, fy, limit):
     """(fx, fy, sliding): the pair scaled back onto |f| <= limit where it lies outside."""
-    norm2 = fx * fx + fy * fy
+    (fx, fy), sliding = _into_ball(jnp.stack([fx, fy]), limit)
+    return fx, fy, sliding
+
+
+def _into_ball(f, limit):
+    """(f, sliding): the vector f (k, ...) scaled back onto |f| <= limit where it lies outside."""
+    norm2 = jnp.sum(f * f, axis=0)
     sliding = norm2 > limit * limit
     scale = jnp.where(sliding, limit / jnp.sqrt(jnp.where(sliding, norm2, 1.0)), 1.0)
-    return fx * scale, fy * scale, sliding
+    return f * scale, sliding
 
 
 def _fixed_point_map(rows: Rows, pi, problem: Problem):
     """One projected Jacobi update of every row from ``pi`` minus ``pi``: zero
     exactly at the solver's solutions (a sweep that changes nothing), whatever
     the relaxation, so its derivatives give the solution's."""
-    A, rhs, participating, mu, known, bounds = problem
+    A, rhs, participating, mu, known, bounds, limits = problem
     diagonal = jnp.diagonal(A)
     ok = participating & (diagonal > 0)
     y = jnp.where(ok, pi + (rhs - A @ (pi + known)) / jnp.where(diagonal > 0, diagonal, 1.0), 0.0)
@@ -214,6 +234,9 @@ def _fixed_point_map(rows: Rows, pi, problem: Problem):
     if rows.bounded:
         bounded = np.asarray(rows.bounded, np.int32)
         y = y.at[bounded].set(jnp.clip(y[bounded], bounds[:, 0], bounds[:, 1]))
+    for group, limit in zip(rows.limited, limits):
+        index = np.asarray(group, np.int32)
+        y = y.at[index].set(_into_ball(y[index], limit)[0])
     normal = np.asarray(rows.normal, np.int32)
     if rows.friction:
         fx, fy = (np.asarray(rows.friction, np.int32)[:, i] for i in (0, 1))

@@ -35,6 +35,8 @@ class Parameters(Module):
     #: the ratchets and the motors of limited strength, in adoption order
     unilateral_speeds: tuple = ()
     bounded_speeds: tuple = ()
+    #: the frictions whose normal force the State gives, in StateLimitedFrictionIndex order
+    state_limited_frictions: tuple = ()
 
     @property
     def inertia(self) -> jnp.ndarray:

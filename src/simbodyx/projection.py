@@ -247,9 +247,9 @@ def _normalize(state: State, q, error_estimate):
 
 
 def _throw(results: ProjectResults, what: str):
-    message = (f"{what} failed: the weighted constraint errors could not be brought within the required "
-               "accuracy from this State (status in ProjectResults; pass throw=False to get it instead)")
-    return eqx.error_if(results.status, results.status != ProjectStatus.Succeeded, message)
+    return eqx.error_if(results.status, results.status != ProjectStatus.Succeeded,
+                        f"{what} failed: the weighted constraint errors could not be brought within the required "
+                        "accuracy from this State (status in ProjectResults; pass throw=False to get it instead)")
 
 
 def project_q(model, state: State, options: ProjectOptions | None = None, *, u_weights=None,

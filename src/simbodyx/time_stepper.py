@@ -58,7 +58,12 @@ The model's enabled bilateral constraints take part in every solve as
 unconditional rows (Simbody's stepper leaves them out), so a mechanism with
 loops can hit stops. Adopted ratchets (UnilateralSpeedConstraint) take part
 in every solve but the position correction, bounded speed constraints in
-the dynamics solve, their impulse within h times their force bounds. Every contact is in the program every step, masked
+the dynamics solve, their impulse within h times their force bounds, and
+state-limited frictions (StateLimitedFriction) in the dynamics solve while
+their normal force N, taken at the start of the step, is at least
+``min_significant_force``, the length of their impulse within h mu N (mu
+from the slip speed at the start of the step, as the contacts' friction).
+Every contact is in the program every step, masked
 when out of play, so ``jax.vmap`` runs States with different contact sets
 in one program. Each solve's derivative is the implicit one of its
 solution (``simbodyx.impulse``), so ``jax.grad`` and ``jax.jvp`` through a
@@ -67,8 +72,8 @@ the same.
 
 Not provided: Simbody's Sequential and Mixed induced-impact models (a
 data-dependent number of impact rounds; Simultaneous resolves every impact
-in one to three rounds of fixed shape), the PLUS impulse solver, prescribed
-motion and locks, and state-limited friction.
+in one to three rounds of fixed shape), the PLUS impulse solver, and
+prescribed motion and locks.
 """
 
 from __future__ import annotations
@@ -139,24 +144,32 @@ def _enum(cls, value, what: str):
 class _Problem:
     """One State's constraint rows for the stepper (a trace-time helper): the
     bilateral constraints (unconditional rows, masked where disabled), then
-    every adopted contact, ratchet and bounded speed constraint."""
+    every adopted contact, ratchet, bounded speed constraint and state-limited
+    friction."""
 
     def __init__(self, model, state: State):
         params = model.params
-        contacts = params.unilateral_contacts
+        contacts, frictions = params.unilateral_contacts, params.state_limited_frictions
         conditional = contacts + params.unilateral_speeds + params.bounded_speeds
-        wrapped = {c.constraint for c in conditional}
-        bilateral = tuple(c for c in params.constraints if c.index not in wrapped)
+        #: the wrapped constraints: one per conditional constraint, then each friction's
+        wrapped = tuple(c.constraint for c in conditional) + tuple(i for f in frictions for i in f.constraints)
+        bilateral = tuple(c for c in params.constraints if c.index not in set(wrapped))
         for c in bilateral:
             if c.ma:
                 raise ValueError(f"SemiExplicitEulerTimeStepper: {c.label} has acceleration-only equations, "
                                  "which an impulse cannot enforce")
-        elements = bilateral + tuple(params.constraints[c.constraint] for c in conditional)
+        elements = bilateral + tuple(params.constraints[i] for i in wrapped)
         self.elements, self.model, self.state = elements, model, state
         self.eqs = Equations(state.topology, elements, state.t, state.q, state.position.X_GB)  # position level
         rows = self.eqs.layout.rows
         nb, nc, ns = len(bilateral), len(contacts), len(params.unilateral_speeds)
         unconditional = tuple(int(r) for i in range(nb) for r in rows[i])
+        first = nb + len(conditional)  # the first friction constraint's element
+        limited, friction_of = [], []
+        for k, f in enumerate(frictions):
+            limited.append(tuple(int(r) for i in range(len(f.constraints)) for r in rows[first + i]))
+            friction_of += [k] * len(f.constraints)
+            first += len(f.constraints)
         self.rows = Rows(
             unconditional=unconditional,
             normal=tuple(int(rows[nb + k][0]) for k in range(nc)),
@@ -165,7 +178,8 @@ class _Problem:
             friction_contact=tuple(k for k, c in enumerate(contacts) if c.friction),
             speed=tuple(int(rows[nb + nc + k][0]) for k in range(ns)),
             speed_sign=tuple(c.sign for c in params.unilateral_speeds),
-            bounded=tuple(int(rows[nb + nc + ns + k][0]) for k in range(len(params.bounded_speeds))))
+            bounded=tuple(int(rows[nb + nc + ns + k][0]) for k in range(len(params.bounded_speeds))),
+            limited=tuple(limited))
         self.speeds_on = jnp.zeros(self.eqs.layout.m, bool).at[np.asarray(self.rows.speed, np.int32)].set(True)
         self.bounded_on = jnp.zeros(self.eqs.layout.m, bool).at[np.asarray(self.rows.bounded, np.int32)].set(True)
         self.force_bounds = (jnp.stack([jnp.stack([c.lower, c.upper]) for c in params.bounded_speeds])
@@ -187,8 +201,18 @@ class _Problem:
             self.row_contact[r] = k
         for (rx, ry), k in zip(self.rows.friction, self.rows.friction_contact):
             self.row_contact[[rx, ry]] = k
-        self.contacts = contacts
-        self.wrapped = np.asarray([c.constraint for c in conditional], np.int32)
+        self.contacts, self.frictions = contacts, frictions
+        self.wrapped = np.asarray(wrapped, np.int32)
+        #: (number of friction constraints,) the friction each wrapped friction constraint belongs to
+        self.friction_of = np.asarray(friction_of, np.int32)
+        self.num_conditional = len(conditional)
+
+    def limited_rows(self, active):
+        """(m,) bool: the rows of the active state-limited frictions."""
+        on = jnp.zeros(self.eqs.layout.m, bool)
+        for group, a in zip(self.rows.limited, active):
+            on = on.at[np.asarray(group, np.int32)].set(a)
+        return on
 
     def velocity_errors_and_g(self):
         """(verr (m,), G (m, nu)): the velocity-level errors and their
@@ -226,8 +250,10 @@ class SemiExplicitEulerTimeStepper(Module):
     and ``default_friction_transition_velocity`` (m/s; 0 means Simbody's
     floors: twice the constraint tolerance for the capture and transition
     velocities, the capture velocity for the min-COR velocity), and
-    ``solver``, the PGSImpulseSolver; ``localize_impacts`` (False) splits a
-    step at the moment of an impact (see the module notes)."""
+    ``solver``, the PGSImpulseSolver; ``min_significant_force`` (N; None:
+    Simbody's SignificantReal) selects the state-limited frictions that take
+    part; ``localize_impacts`` (False) splits a step at the moment of an
+    impact (see the module notes)."""
 
     restitution_model: RestitutionModel = eqx.field(static=True, default=RestitutionModel.Poisson,
                                                     converter=lambda v: _enum(RestitutionModel, v, "restitution_model"))
@@ -246,6 +272,7 @@ class SemiExplicitEulerTimeStepper(Module):
     default_friction_transition_velocity: float = eqx.field(static=True, default=0.0)
     solver: PGSImpulseSolver = eqx.field(static=True, default=PGSImpulseSolver())
     localize_impacts: bool = eqx.field(static=True, default=False)
+    min_significant_force: float | None = eqx.field(static=True, default=None)
 
     RestitutionModel = RestitutionModel
     InducedImpactModel = InducedImpactModel
@@ -260,7 +287,7 @@ class SemiExplicitEulerTimeStepper(Module):
                              "follow; Simultaneous resolves every impact in one program")
         if self.impulse_solver_type != ImpulseSolverType.PGS:
             raise ValueError(f"{label}: the PLUS impulse solver is not provided; use impulse_solver_type='PGS'")
-        for name in ("accuracy", "constraint_tolerance"):
+        for name in ("accuracy", "constraint_tolerance", "min_significant_force"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{label}: {name} must be a positive number, got {value}")
@@ -302,6 +329,13 @@ class SemiExplicitEulerTimeStepper(Module):
 
     def get_default_friction_transition_velocity(self) -> float:
         return self.default_friction_transition_velocity
+
+    def get_min_significant_force(self, dtype=jnp.float64) -> float:
+        """The smallest normal force (N) with which a state-limited friction takes
+        part: the setting, or Simbody's default SignificantReal (eps^(7/8) of ``dtype``)."""
+        if self.min_significant_force is not None:
+            return self.min_significant_force
+        return float(jnp.finfo(dtype).eps) ** 0.875
 
     def get_default_impact_capture_velocity_in_use(self) -> float:
         return max(self.default_impact_capture_velocity, 2 * self.get_constraint_tolerance_in_use())
@@ -394,6 +428,10 @@ class SemiExplicitEulerTimeStepper(Module):
         proximal = gap + h * jnp.minimum(sign * verr0[normal], 0) <= tol  # at the end of the step
         participating = problem.bilateral_on | problem.speeds_on | problem.contact_rows(proximal)
         mu = self._friction(problem, verr0)
+        normal_forces = jnp.stack([jnp.maximum(f.get_normal_force_magnitude(s), 0) for f in problem.frictions]) \
+            if problem.frictions else jnp.zeros(0, s.u.dtype)
+        limited = normal_forces >= self.get_min_significant_force(s.u.dtype)
+        limits = h * self._limited_friction(problem, verr0) * normal_forces  # impulse bounds
 
         touching = gap + h * sign * verr0[normal] <= 0  # reaches the surface within the step
         if impacts:
@@ -410,10 +448,10 @@ class SemiExplicitEulerTimeStepper(Module):
             # the impact or the forces may bring more contacts into play within the step
             proximal = proximal | (gap + h * jnp.minimum(sign * free_end[normal], 0) <= tol)
             participating = (problem.bilateral_on | problem.speeds_on | problem.bounded_on
-                             | problem.contact_rows(proximal))
+                             | problem.contact_rows(proximal) | problem.limited_rows(limited))
             closing = free_end.at[normal].add(sign * jnp.maximum(gap, 0) / h)  # may close a gap, not pass it
             bounds = -h * problem.force_bounds[:, ::-1]  # lower <= -lambda <= upper, lambda = pi / h
-            lam, stats = self.solver.solve(A, closing, rows, participating, mu, bounds=bounds)
+            lam, stats = self.solver.solve(A, closing, rows, participating, mu, bounds=bounds, limits=limits)
             u2 = u1 + h * udot0 - M_inv_Gt @ lam
 
         with jax.named_scope("position_phase"):
@@ -422,7 +460,8 @@ class SemiExplicitEulerTimeStepper(Module):
 
         out = s.replace(t=s.t + h, q=q2, u=u2, keep=Stage.Time)
         if len(problem.wrapped):
-            in_play = jnp.concatenate([proximal, jnp.ones(len(problem.wrapped) - len(problem.contacts), bool)])
+            in_play = jnp.concatenate([proximal, jnp.ones(problem.num_conditional - len(problem.contacts), bool),
+                                       limited[problem.friction_of]])
             out = out.with_constraint_disabled(out.constraint_disabled.at[problem.wrapped].set(~in_play))
         report = StepReport(proximal=proximal, impacters=impacters, num_impact_rounds=rounds, impact_time=0 * h,
                             impulse=impulse + lam, multipliers=lam / h, dynamics=stats)
@@ -441,6 +480,17 @@ class SemiExplicitEulerTimeStepper(Module):
                                 problem.coefficients("mu_v")[owner],
                                 self.get_default_friction_transition_velocity_in_use(), slip)
         return jnp.zeros(nc, verr.dtype).at[owner].set(mu)
+
+    def _limited_friction(self, problem: _Problem, verr):
+        """(number of state-limited frictions,) effective coefficients of friction
+        from their slip speeds in verr."""
+        transition = self.get_default_friction_transition_velocity_in_use()
+        mu = []
+        for group, f in zip(problem.rows.limited, problem.frictions):
+            slip2 = jnp.sum(verr[np.asarray(group, np.int32)] ** 2)
+            slip = jnp.sqrt(jnp.where(slip2 > 0, slip2, 1.0)) * (slip2 > 0)
+            mu.append(f.calc_effective_cof(transition, slip))
+        return jnp.stack(mu) if mu else jnp.zeros(0, verr.dtype)
 
     def _impact(self, problem: _Problem, A, verr, proximal, touching, participating, mu):
         """(total impact impulse (m,), impacters (nc,), number of rounds): Simbody's
@@ -475,7 +525,7 @@ class SemiExplicitEulerTimeStepper(Module):
             known = jnp.zeros_like(verr).at[normal].set(jnp.where(expanding, cor * compression[normal], 0.0))
             expansion = jnp.any(expanding)
             reaction, _ = solve(A, verr, rows, participating.at[normal].set(participating[normal] & ~expanding), mu,
-                                known)
+                                known=known)
             verr_after = verr - A @ (known + reaction)
             again = jnp.any(hit(verr_after))
             correction, _ = solve(A, verr_after, rows, participating, mu)

@@ -4,7 +4,8 @@ below the capture velocity; a brick that sticks on an incline when
 mu_s > tan(theta) and slides at g (sin(theta) - mu_d cos(theta)) when not;
 a pendulum rebounding off a hard stop at e times its impact speed; a rope
 that pulls only when taut; two equal spheres exchanging their velocities in
-an elastic impact. Then batches, gradients and bad input. Each scene is
+an elastic impact; state-limited friction on an incline and a puck that
+stops where Coulomb says. Then batches, gradients and bad input. Each scene is
 built once and each rollout shape compiled once (eqx.filter_jit, numbers
 changed as Model leaves)."""
 
@@ -279,6 +280,21 @@ def test_bad_input_names_the_element():
         matter.adopt_unilateral_contact(sx.HardStopLower(b, 0, 0.2, 0.5, name="lower"))
     with pytest.raises(TypeError, match="expected a unilateral contact"):
         matter.adopt_unilateral_contact(sx.Constraint.Rod(matter.Ground(), [0, 0, 0], b, [0, 0, 0], 1.0))
+    speed = [sx.Constraint.ConstantSpeed(b, i, 0.0) for i in range(3)]
+    with pytest.raises(ValueError, match="StateLimitedFriction: Constraint.Rod .*velocity rows only.*\\(1, 0, 0\\)"):
+        sx.StateLimitedFriction(sx.Constraint.Rod(matter.Ground(), [0, 0, 0], b, [0, 0, 0], 1.0), 1.0, 0.5, 0.5, 0)
+    with pytest.raises(ValueError, match="4 velocity rows; a friction has 1 to 3"):
+        sx.StateLimitedFriction(speed + [sx.Constraint.ConstantSpeed(b, 0, 1.0)], 1.0, 0.5, 0.5, 0)
+    with pytest.raises(ValueError, match="normal_force must be nonnegative, got -1"):
+        sx.StateLimitedFriction(speed[0], -1, 0.5, 0.5, 0)
+    with pytest.raises(ValueError, match="StateLimitedFriction: the dynamic coefficient"):
+        sx.StateLimitedFriction(speed[0], 1.0, 0.2, 0.5, 0)
+    with pytest.raises(TypeError, match="expected constraint handles, got float"):
+        sx.StateLimitedFriction(1.0, 1.0, 0.5, 0.5, 0)
+    with pytest.raises(TypeError, match="adopt_state_limited_friction: expected an sx.StateLimitedFriction"):
+        matter.adopt_state_limited_friction(speed[0])
+    with pytest.raises(ValueError, match="min_significant_force must be a positive number"):
+        sx.SemiExplicitEulerTimeStepper(min_significant_force=0.0)
     with pytest.raises(ValueError, match="Sequential is not provided"):
         sx.SemiExplicitEulerTimeStepper(induced_impact_model="Sequential")
     with pytest.raises(ValueError, match="PLUS impulse solver is not provided"):
@@ -358,3 +374,63 @@ def test_a_ratchet_turns_one_way_and_a_limited_motor_ramps_at_its_torque():
     np.testing.assert_allclose(spin[ramp], np.minimum(4.0 * t[ramp], 10.0), atol=1e-9)  # 2 N m / 0.5 kg m^2
     np.testing.assert_allclose(spin[t >= 2.6], 10.0, atol=1e-6)
     assert model.params.bounded_speeds[0].calc_effective_bounds() == (-2.0, 2.0)
+
+
+
+def test_state_limited_friction_sticks_slides_and_stops_a_puck_where_coulomb_says():
+    """StateLimitedFriction with a known normal force: a block on a Slider
+    pushed down a 30 degree incline (m g sin(theta) along it; its friction a
+    ConstantSpeed(block, 0, 0), N = m g cos(theta)) sticks while mu_s >
+    tan(theta) and otherwise slides at g (sin(theta) - mu_d cos(theta)),
+    exactly per step; a puck on a plane (Translation; friction on x and z, N
+    = m g from a function of the State) slides straight along its initial
+    velocity and stops after v0^2 / (2 mu g) (1%, the steps'
+    discretization), and that distance's derivative with respect to v0 is
+    v0 / (mu g) (1%) and the central difference's (1e-6)."""
+    theta, m, h, steps = np.radians(30.0), 2.0, 1e-3, 700
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    body = sx.Body.Rigid(sx.MassProperties(m, [0, 0, 0], sx.Inertia(0.01)))
+    block = sx.MobilizedBody.Slider(matter.Ground(), body, name="block")
+    puck = sx.MobilizedBody.Translation(matter.Ground(), body, name="puck")
+    sx.Force.MobilityConstantForce(forces, block, 0, -m * G * np.sin(theta))
+    incline = sx.StateLimitedFriction(sx.Constraint.ConstantSpeed(block, 0, 0.0), m * G * np.cos(theta),
+                                      0.8, 0.8, 0.0, name="incline")
+    plane = sx.StateLimitedFriction(
+        [sx.Constraint.ConstantSpeed(puck, 0, 0.0), sx.Constraint.ConstantSpeed(puck, 2, 0.0)],
+        lambda state: m * G + 0.0 * state.t, 0.3, 0.3, 0.0, name="plane")
+    assert (matter.adopt_state_limited_friction(incline), matter.adopt_state_limited_friction(plane)) == (0, 1)
+    assert matter.get_num_state_limited_frictions() == 2 and matter.get_state_limited_friction(1) is plane
+    model, state = system.realize_topology()
+    stepper = sx.SemiExplicitEulerTimeStepper(solver=TIGHT)
+
+    _, stuck = run(model, state, h, steps, stepper)
+    assert np.abs(np.asarray(stuck.u)).max() < 1e-9  # the solver's tolerance, 1e-10 per step, not accumulating
+    slippery = eqx.tree_at(lambda m: (m.params.state_limited_frictions[0].mu_s,
+                                      m.params.state_limited_frictions[0].mu_d), model, (jnp.asarray(0.3),) * 2)
+    _, sliding = run(slippery, state, h, steps, stepper)
+    a = -G * (np.sin(theta) - 0.3 * np.cos(theta))
+    n = np.arange(steps + 1)
+    np.testing.assert_allclose(sliding.u[:, 0], a * h * n, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sliding.q[:, 0], a * h * h * n * (n + 1) / 2, rtol=0, atol=1e-12)
+
+    v0, direction = 1.5, np.array([0.6, 0.0, 0.8])
+
+    def stop(v0):
+        start = state.with_u(jnp.concatenate([jnp.zeros(1), v0 * jnp.asarray(direction)]))
+        final, _ = run(model, start, h, steps, stepper, steps)
+        return final.q[1:]
+
+    where = np.asarray(stop(v0))
+    distance = np.linalg.norm(where)
+    np.testing.assert_allclose(where / distance, direction, atol=1e-12)
+    np.testing.assert_allclose(distance, v0 ** 2 / (2 * 0.3 * G), rtol=1e-2)
+    slope = jax.grad(lambda v0: jnp.dot(stop(v0), jnp.asarray(direction)))(v0)
+    np.testing.assert_allclose(slope, v0 / (0.3 * G), rtol=1e-2)
+    fd = (np.dot(stop(v0 + 1e-6), direction) - np.dot(stop(v0 - 1e-6), direction)) / 2e-6
+    np.testing.assert_allclose(slope, fd, rtol=1e-6)
+    s = model.realize(state, sx.Stage.Velocity)
+    assert float(model.params.state_limited_frictions[1].get_normal_force_magnitude(s)) == m * G
+    assert float(incline.get_normal_force_magnitude(s)) == m * G * np.cos(theta)
+    assert float(plane.get_slip_speed(s)) == 0.0

@@ -254,7 +254,8 @@ def _reducer(combine):
     """A reduction over ``axes``, its terms combined left to right."""
     def reduce(x, axes, **_):
         kept = [i for i in range(x.ndim) if i not in axes]
-        rows = np.transpose(x, kept + list(axes)).reshape([x.shape[i] for i in kept] + [-1])
+        rows = np.transpose(x, kept + list(axes)).reshape(  # explicit sizes: either side may be empty
+            [x.shape[i] for i in kept] + [math.prod(x.shape[i] for i in axes)])
         out = np.empty(rows.shape[:-1], dtype=object)
         for index in np.ndindex(out.shape):
             out[index] = combine(rows[index])

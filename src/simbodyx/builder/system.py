@@ -15,6 +15,7 @@ from simbodyx.constraints.conditional import (
     BoundedSpeedConstraint,
     HardStopLower,
     HardStopUpper,
+    StateLimitedFriction,
     UnilateralContact,
     UnilateralSpeedConstraint,
 )
@@ -134,6 +135,7 @@ class SimbodyMatterSubsystem:
         self._unilateral_contacts = []
         self._unilateral_speeds = []
         self._bounded_speeds = []
+        self._state_limited_frictions = []
         self._topology_cache: Topology | None = None
         self._ground = MobilizedBody.Ground._create(self)
 
@@ -214,6 +216,12 @@ class SimbodyMatterSubsystem:
         return self._adopt("adopt_bounded_speed_constraint", self._bounded_speeds, constraint,
                            BoundedSpeedConstraint, "an sx.BoundedSpeedConstraint")
 
+    def adopt_state_limited_friction(self, friction) -> int:
+        """Adopt an ``sx.StateLimitedFriction`` (friction whose normal force the
+        State gives) for the time stepper; returns its StateLimitedFrictionIndex."""
+        return self._adopt("adopt_state_limited_friction", self._state_limited_frictions, friction,
+                           StateLimitedFriction, "an sx.StateLimitedFriction")
+
     def _adopt(self, what: str, registry: list, element, cls, expected: str) -> int:
         if not isinstance(element, cls):
             raise TypeError(f"{what}: expected {expected}, got {type(element).__name__}")
@@ -257,6 +265,18 @@ class SimbodyMatterSubsystem:
 
     def get_num_bounded_speed_constraints(self) -> int:
         return len(self._bounded_speeds)
+
+    def get_num_state_limited_frictions(self) -> int:
+        return len(self._state_limited_frictions)
+
+    def get_state_limited_friction(self, index: int):
+        """The state-limited friction with this StateLimitedFrictionIndex."""
+        if not 0 <= int(index) < len(self._state_limited_frictions):
+            raise IndexError(f"no state-limited friction {index}; this subsystem has "
+                             f"{len(self._state_limited_frictions)}")
+        return self._state_limited_frictions[int(index)]
+
+    upd_state_limited_friction = get_state_limited_friction
 
     def _add_motion(self, motion) -> int:
         """Record a Motion (one per mobilized body) and return its index."""
@@ -330,4 +350,5 @@ class SimbodyMatterSubsystem:
             unilateral_contacts=elements(self._unilateral_contacts),
             unilateral_speeds=elements(self._unilateral_speeds),
             bounded_speeds=elements(self._bounded_speeds),
+            state_limited_frictions=elements(self._state_limited_frictions),
         )

@@ -25,10 +25,12 @@ time stepper sets to the contact's proximity each step, so a State it
 returns realizes with the touching contacts as bilateral constraints, as
 Simbody's does).
 
-Two velocity-level kinds that Simbody declares without implementing
+Three velocity-level kinds that Simbody declares without implementing
 complete the family: UnilateralSpeedConstraint (a ratchet) and
 BoundedSpeedConstraint (a speed motor of limited force), each wrapping a
-ConstantSpeed.
+ConstantSpeed, and StateLimitedFriction (friction whose normal force the
+State gives, such as a compliant contact's), wrapping the velocity
+constraints that stop its slip.
 """
 
 from __future__ import annotations
@@ -337,3 +339,115 @@ class BoundedSpeedConstraint(_Conditional):
     def calc_effective_bounds(self, state=None):
         """(lower, upper) bounds of the force (N or N m)."""
         return self.lower, self.upper
+
+
+class StateLimitedFriction(Module):
+    """Friction whose normal force N is known from the State (Simbody's
+    StateLimitedFriction, which Simbody declares without implementing): the
+    velocity errors of the wrapped ``constraints`` (1 to 3 rows in all: a
+    ``Constraint.ConstantSpeed(mobod, which_u, 0)`` for a joint's dry
+    friction, two ``NoSlip1D`` for a point sliding on a plane, ...) are the
+    slip, which the time stepper stops while the friction force that takes
+    has a length |f| <= mu N, and opposes with |f| = mu N while it slips;
+    mu is Simbody's effective coefficient of friction
+    (``calc_effective_cof``) at the slip speed at the start of the step.
+
+    ``normal_force`` (N, >= 0) is a number (a Model leaf) or a function of a
+    State realized to Velocity returning one (traced once per Model, as a
+    ``Force.Custom``'s is: numbers that change belong in the Model). The
+    element takes part in a step when N is at least the stepper's
+    ``min_significant_force`` (and is enabled in the State it returns), in
+    the dynamics phase only: during an impact a finite force gives no
+    impulse. The wrapped constraints are disabled by default, and must have
+    velocity rows only."""
+
+    constraints: tuple = eqx.field(static=True)  #: the wrapped ConstraintIndex values
+    label: str = eqx.field(static=True)
+    matter: object = eqx.field(static=True)  #: the handle's subsystem; None in the Model's element
+    index: int | None = eqx.field(static=True)
+    normal_force_function: object = eqx.field(static=True)  #: None when ``normal_force`` is a number
+    normal_force: jnp.ndarray | None
+    mu_s: jnp.ndarray
+    mu_d: jnp.ndarray
+    mu_v: jnp.ndarray
+
+    def __init__(self, constraints, normal_force, mu_s, mu_d, mu_v, *, name=None):
+        kind = "StateLimitedFriction"
+        constraints = tuple(constraints) if isinstance(constraints, (tuple, list)) else (constraints,)
+        rows = 0
+        for c in constraints:
+            if not hasattr(c, "mv") or getattr(c, "matter", None) is None:
+                raise TypeError(f"{kind}: expected constraint handles, got {type(c).__name__}")
+            if c.mp or c.ma or not c.mv:
+                raise ValueError(f"{kind}: {c.label} must have velocity rows only (its counts (mp, mv, ma) are "
+                                 f"{(c.mp, c.mv, c.ma)})")
+            rows += c.mv
+        if not 1 <= rows <= 3:
+            raise ValueError(f"{kind}: the wrapped constraints have {rows} velocity rows; a friction has 1 to 3")
+        if len({id(c.matter) for c in constraints}) != 1:
+            raise ValueError(f"{kind}: the wrapped constraints belong to different matter subsystems")
+        if callable(normal_force):
+            self.normal_force_function, self.normal_force = normal_force, None
+        else:
+            n = scalar(normal_force, "normal_force", kind)
+            if n < 0:
+                raise ValueError(f"{kind}: normal_force must be nonnegative, got {normal_force!r}")
+            self.normal_force_function, self.normal_force = None, n
+        self.mu_s, self.mu_d, self.mu_v = _friction(mu_s, mu_d, mu_v, kind)
+        for c in constraints:
+            c.set_disabled_by_default(True)
+        self.constraints = tuple(c.index for c in constraints)
+        self.matter, self.index = constraints[0].matter, None
+        self.label = f"{kind} {name!r}" if name else f"{kind} (on constraints {list(self.constraints)})"
+
+    def get_my_index(self):
+        """The index given by adoption (None before)."""
+        return self.index
+
+    def get_constraints(self) -> tuple:
+        """The wrapped constraints' handles (while building)."""
+        matter = builder_of(self, "get_constraints")
+        return tuple(matter.get_constraint(i) for i in self.constraints)
+
+    def _check(self, state):
+        if self.matter is not None and not state.topology.same_tree(self.matter.topology()):
+            raise ValueError(f"{self.label} belongs to a different MultibodySystem than this State")
+
+    def get_normal_force_magnitude(self, state):
+        """N (N) at a State realized to Velocity, from the State's Model numbers."""
+        self._check(state)
+        state.require(Stage.Velocity, f"{self.label}.get_normal_force_magnitude")
+        if self.matter is not None and self.index is None:
+            raise ValueError(f"{self.label}: adopt it first (matter.adopt_state_limited_friction)")
+        element = self if self.matter is None else state.instance.state_limited_frictions[self.index]
+        if element.normal_force_function is None:
+            return element.normal_force
+        return jnp.asarray(element.normal_force_function(state), state.u.dtype)
+
+    def get_slip_speed(self, state):
+        """The length of the wrapped constraints' velocity errors (m/s or rad/s) (Velocity)."""
+        self._check(state)
+        verr = jnp.concatenate([state.instance.constraints[i].get_velocity_errors_as_vector(state)
+                                for i in self.constraints])
+        return jnp.sqrt(jnp.sum(verr * verr))
+
+    def calc_effective_cof(self, default_transition_speed, slip_speed):
+        """Simbody's rule (``ConditionalConstraint.calc_effective_cof``) with this element's coefficients."""
+        return calc_effective_cof(self.mu_s, self.mu_d, self.mu_v, default_transition_speed, slip_speed)
+
+    def is_enabled(self, state):
+        """Whether the wrapped constraints are enabled in ``state`` (a JAX bool)."""
+        self._check(state)
+        return ~jnp.any(state.constraint_disabled[np.asarray(self.constraints)])
+
+    def set_enabled(self, state, enabled):
+        """A new State with the wrapped constraints enabled (or disabled)."""
+        self._check(state)
+        flags = state.constraint_disabled.at[np.asarray(self.constraints)].set(~jnp.asarray(enabled))
+        return state.with_constraint_disabled(flags)
+
+    def enable(self, state):
+        return self.set_enabled(state, True)
+
+    def disable(self, state):
+        return self.set_enabled(state, False)
