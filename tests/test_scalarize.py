@@ -87,6 +87,12 @@ def test_data_movement_with_known_indices_is_bookkeeping():
     for a, b in zip(scalarize(g)(x), g(x)):
         np.testing.assert_array_equal(a, b)
 
+    def empty(x, y):  # reductions of empty arrays, on either side of the axis (a model without mobilities)
+        return jnp.sum(x, axis=-1), jnp.sum(y, axis=0)
+
+    for a, b in zip(scalarize(empty)(jnp.zeros((0, 3, 2)), jnp.zeros((0, 3))), (jnp.zeros((0, 3)), jnp.zeros(3))):
+        np.testing.assert_array_equal(a, b)
+
 
 def test_operations_it_does_not_evaluate_raise():
     with pytest.raises(NotScalarizable, match="cholesky"):
