@@ -157,3 +157,19 @@ def test_bad_inputs_raise_a_documented_error(system, bad):
         else:
             checked.realize(state.with_q(np.zeros(nq)), sx.Stage.Acceleration)
     assert_documented(caught.value)
+
+
+def test_a_model_without_mobilities_has_empty_operators():
+    """Found by the properties above: a welded body with a Rod to Ground (no
+    mobilities, one constraint equation) realizes, and G is (1, 0); its
+    energy's gradient through the scalar path is empty, not an error."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    welded = sx.MobilizedBody.Weld(matter.Ground(), sx.Transform([0, 1, 0]), rigid(), sx.Transform())
+    sx.Constraint.Rod(matter.Ground(), [0, 0, 0], welded, [0, 0, 0], 0.7)
+    sx.Force.UniformGravity(forces, matter, [0.0, -9.81, 0.0])
+    model, state = system.realize_topology()
+    s = model.realize(state, sx.Stage.Acceleration)
+    assert model.matter.calc_g(s).shape == (1, 0) and model.matter.calc_m(s).shape == (0, 0)
+    assert jax.grad(lambda q: _energy(model, state, q, state.u))(state.q).shape == (0,)

@@ -50,7 +50,7 @@ def strict_ancestors(topology: Topology):
 def ancestry(topology: Topology):
     """(nu, nu) numpy masks over mobilities: ``below[i, j]`` when body(j) lies
     strictly below body(i) in the tree, ``same[i, j]`` when they share a body."""
-    u_body = np.asarray(topology.u_body)
+    u_body = np.asarray(topology.u_body, np.int32)
     return strict_ancestors(topology)[np.ix_(u_body, u_body)], u_body[:, None] == u_body[None, :]
 
 

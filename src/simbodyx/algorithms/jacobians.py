@@ -29,7 +29,7 @@ from simbodyx.spatial.vectors import cross, shift_velocity, spatial_vec
 def body_jacobians(topology, position, bodies):
     """(len(bodies), nu, 6): J's rows for ``bodies`` (a static sequence),
     each column a mobility's [w; v] of Bo in G per unit speed; no sweep."""
-    bodies, u_body = np.asarray(bodies, np.int32), np.asarray(topology.u_body)
+    bodies, u_body = np.asarray(bodies, np.int32), np.asarray(topology.u_body, np.int32)
     on_path = strict_ancestors(topology)[np.ix_(u_body, bodies)].T | (u_body[None, :] == bodies[:, None])
     p = position.X_GB.p
     r = tree.take_rows(p, bodies)[:, None, :] - tree.take_rows(p, topology.u_body)[None, :, :]
