@@ -173,3 +173,45 @@ def test_capsule_kernels_have_finite_derivatives_in_degenerate_poses():
             jacobians = jax.jacfwd(outputs, argnums=(0, 1, 2))(*args, kernel)
             assert np.all(np.isfinite(np.asarray(values))), (kernel, p2)
             assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians), (kernel, p2)
+
+
+def test_half_space_brick_takes_the_face_toward_the_half_space():
+    """Simbody's HalfSpace-Brick: the four vertices of the face most
+    antiparallel to the half-space's outward normal, each at its own depth
+    (negative: not touching), in any pose; the face follows the brick as it
+    turns over."""
+    half = np.array([0.3, 0.2, 0.1])
+    for seed in range(4):
+        R, p = np.asarray(_random_rotation(seed)), np.array([0.1, -0.2, 0.05])
+        c = detection.half_space_brick(CG.HalfSpace(), UP, CG.Brick(half), _pose(R, p))
+        corners = np.array([[sx_, sy, sz] for sx_ in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
+        # the face whose outward normal R e points most down (the floor's outward normal is +z)
+        axis, side = min(((a, s) for a in range(3) for s in (-1, 1)), key=lambda f: f[1] * R[2, f[0]])
+        vertices = corners[np.sign(corners[:, axis]) == side] @ R.T + p
+        got = np.asarray(c.location) - np.asarray(c.depth)[:, None] / 2 * np.asarray(c.normal)  # back to the vertices
+        assert sorted(map(tuple, np.round(got, 12))) == sorted(map(tuple, np.round(vertices, 12)))
+        np.testing.assert_allclose(np.sort(np.asarray(c.depth)), np.sort(-vertices[:, 2]), atol=ATOL)
+        np.testing.assert_allclose(np.max(np.asarray(c.depth)), np.max(-(corners @ R.T + p)[:, 2]), atol=ATOL)  # the deepest
+        np.testing.assert_allclose(c.normal, [[0, 0, 1]] * 4, atol=ATOL)
+        np.testing.assert_allclose(c.radius, np.zeros(4), atol=ATOL)
+
+
+def test_sphere_brick_uses_the_closest_point_or_the_nearest_face():
+    half = np.array([0.3, 0.2, 0.1])
+    above = detection.sphere_brick(CG.Sphere(0.1), _pose(p=[0.1, 0.05, 0.15]), CG.Brick(half), _pose())
+    np.testing.assert_allclose(above.depth, [0.05], atol=ATOL)
+    np.testing.assert_allclose(above.normal, [[0, 0, -1]], atol=ATOL)  # the brick is pushed down
+    np.testing.assert_allclose(above.radius, [0.1], atol=ATOL)
+    corner = detection.sphere_brick(CG.Sphere(0.1), _pose(p=[0.35, 0.25, 0.1]), CG.Brick(half), _pose())
+    np.testing.assert_allclose(corner.depth, [0.1 - np.hypot(0.05, 0.05)], atol=ATOL)
+    np.testing.assert_allclose(corner.normal, [[-1 / np.sqrt(2), -1 / np.sqrt(2), 0]], atol=ATOL)
+    inside = detection.sphere_brick(CG.Sphere(0.1), _pose(p=[0.05, 0.17, 0.0]), CG.Brick(half), _pose())
+    np.testing.assert_allclose(inside.depth, [0.1 + 0.03], atol=ATOL)  # out through the nearest face, +y
+    np.testing.assert_allclose(inside.normal, [[0, -1, 0]], atol=ATOL)
+
+    def outputs(p):
+        c = detection.sphere_brick(CG.Sphere(0.1), sx.Transform(np.eye(3), p), CG.Brick(half), _pose())
+        return jnp.concatenate([c.location.ravel(), c.normal.ravel(), c.depth])
+
+    for p in ([0.3, 0.05, 0.05], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.3, 0.0, 0.0]):  # on a face, an edge, centre
+        assert np.all(np.isfinite(np.asarray(jax.jacfwd(outputs)(jnp.asarray(p)))))

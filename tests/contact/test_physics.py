@@ -1,7 +1,9 @@
 """Compliant contact against closed forms, by simulation: a sphere resting
 at Hertz's depth, sliding to a stop after v0^2 / (2 mu g), bouncing with
 its energy conserved when there is no dissipation, rolling down an incline
-at (5/7) g sin(theta); a pendulum resting on a joint stop. The sphere's
+at (5/7) g sin(theta); a brick resting on its vertices at Simbody's
+BrickHalfSpacePenalty depth and sliding to the same stop; a sphere resting
+on a brick at Hertz's depth; a pendulum resting on a joint stop. The sphere's
 cases share one compiled rollout: its numbers are Model leaves, changed
 with eqx.tree_at."""
 
@@ -125,3 +127,62 @@ def test_a_pendulum_rests_on_its_stop_at_the_static_deflection():
     for _ in range(20):
         q -= (k * q + MASS * G * length * np.cos(q)) / (k - MASS * G * length * np.sin(q))
     np.testing.assert_allclose(float(final.q[0]), q, rtol=1e-6)
+
+
+HALF = np.array([0.2, 0.1, 0.15])  #: the brick's half lengths (m)
+BRICK_MASS, VERTEX_STIFFNESS = 2.0, 2.0e5  #: kg; each surface's stiffness number (N/m at a vertex)
+
+
+@functools.lru_cache(maxsize=None)
+def brick_on_floor():
+    """A free brick over the floor y < 0 (vertex law: k = 1e5 N/m per vertex)
+    and, apart from it, a translating ball over a brick fixed to Ground (the
+    top face at y = 0)."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -G, 0])
+    inertia = sx.Inertia(*(BRICK_MASS / 3 * np.array([HALF[1] ** 2 + HALF[2] ** 2, HALF[0] ** 2 + HALF[2] ** 2,
+                                                      HALF[0] ** 2 + HALF[1] ** 2])))
+    brick = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(sx.MassProperties(BRICK_MASS, [0, 0, 0], inertia)),
+                                  name="brick")
+    ball = sx.MobilizedBody.Translation(
+        matter.Ground(), sx.Transform([5.0, 0, 0]),
+        sx.Body.Rigid(sx.MassProperties(MASS, [0, 0, 0], sx.Inertia(0.4 * MASS * RADIUS ** 2))), sx.Transform(),
+        name="ball")
+    contacts = sx.GeneralContactSubsystem(system)
+    bricks, balls = contacts.create_contact_set(), contacts.create_contact_set()
+    contacts.add_body(bricks, brick, sx.ContactGeometry.Brick(HALF))
+    contacts.add_body(bricks, matter.Ground(), sx.ContactGeometry.HalfSpace(), FLOOR)
+    contacts.add_body(balls, ball, sx.ContactGeometry.Sphere(RADIUS))
+    contacts.add_body(balls, matter.Ground(), sx.ContactGeometry.Brick([1.0, 0.5, 1.0]), sx.Transform([5.0, -0.5, 0]))
+    on_floor, on_brick = sx.HuntCrossleyForce(forces, contacts, bricks), sx.HuntCrossleyForce(forces, contacts, balls)
+    for surface in (0, 1):
+        on_floor.set_body_parameters(surface, VERTEX_STIFFNESS, 10.0, 0.5, 0.5, 0.0)
+        on_brick.set_body_parameters(surface, MODULUS, 1.0, 0.5, 0.5, 0.0)
+    model, state = system.realize_topology()
+    return model, state, on_floor
+
+
+def test_a_brick_rests_on_its_four_vertices_and_slides_to_a_stop():
+    """Each bottom vertex carries m g / 4 at k d (k = k1 k2 / (k1 + k2)):
+    d = m g / (4 k) (1e-4); the potential energy is 4 k d^2 / 2; sliding at
+    1 m/s with mu = 0.5 it stops after v0^2 / (2 mu g) (1%). A sphere resting
+    on a brick's face sinks to the depth it has on a half-space (1e-4)."""
+    model, state, on_floor = brick_on_floor()
+    k = VERTEX_STIFFNESS / 2
+    depth = BRICK_MASS * G / (4 * k)
+    ball = jnp.array([0.0, RADIUS + 0.005, 0.0])
+    q0 = jnp.concatenate([jnp.array([1.0, 0, 0, 0, 0, HALF[1] + 0.002, 0]), ball])
+    final, _ = _rollout(model, state, q0, jnp.zeros(9), 1e-3)
+    np.testing.assert_allclose(HALF[1] - float(final.q[5]), depth, rtol=1e-4)
+    np.testing.assert_allclose(RADIUS - float(final.q[8]), _hertz_depth(MASS * G), rtol=1e-4)
+    s = model.realize(final, sx.Stage.Velocity)
+    contact = on_floor.get_contact_forces(model, s)
+    np.testing.assert_allclose(contact.force[:, 1], BRICK_MASS * G / 4, rtol=1e-4)  # the four bottom vertices
+    np.testing.assert_allclose(contact.location[:, 1], -depth / 2, atol=1e-12)  # equal stiffness: halfway
+    np.testing.assert_allclose(on_floor.element(model).potential_energy(model, s), 4 * k * depth ** 2 / 2, rtol=1e-3)
+    rest = jnp.concatenate([jnp.array([1.0, 0, 0, 0, 0, HALF[1] - depth, 0]), ball])
+    slid, _ = _rollout(model, state, rest, jnp.zeros(9).at[3].set(1.0), 2e-4)
+    np.testing.assert_allclose(float(slid.q[4]), 1.0 / (2 * 0.5 * G), rtol=1e-2)
+    assert abs(float(slid.u[3])) < 1e-6

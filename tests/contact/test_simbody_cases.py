@@ -1,6 +1,7 @@
 """Simbody's own test cases for its compliant contact forces
-(TestHuntCrossleyForce.cpp, TestSmoothSphereHalfSpaceForce.cpp) and the
-MobilityLinearStop formula, to 1e-10: a sphere on a Translation mobilizer
+(TestHuntCrossleyForce.cpp, TestSmoothSphereHalfSpaceForce.cpp), its
+BrickHalfSpacePenalty's vertex forces and the MobilityLinearStop formula,
+to 1e-10: a sphere on a Translation mobilizer
 above the half-space y < 0, at heights from above contact to deep
 penetration, with vertical and sliding speeds from -1 to 1 m/s. Each
 model's cases run as one vmapped, jitted program."""
@@ -11,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.test_util import check_grads
 
 import simbodyx as sx
 
@@ -165,3 +167,75 @@ def test_mobility_linear_stop_matches_simbodys_formula():
     np.testing.assert_allclose(got, expected, rtol=0, atol=TOL)
     np.testing.assert_allclose(energy, 0.5 * k * x ** 2, rtol=0, atol=TOL)
     assert (stop.get_lower_bound(), stop.get_upper_bound(), stop.get_stiffness(), stop.get_dissipation()) == (low, high, k, d)
+
+
+def test_brick_vertices_take_simbodys_brick_half_space_penalty():
+    """A tilted, moving, spinning brick pressed into the floor, two surfaces
+    with different numbers, against CompliantContactSubsystem's
+    calcPointHalfSpacePenaltyForce written out here: the face most
+    antiparallel to the floor's normal, each of its vertices below the floor
+    pushed by k x (1 + c xdot) at the vertex moved out by sB x, friction
+    against its slip, summed as the force on the brick about its origin."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(1.0)))
+    brick = sx.MobilizedBody.Free(matter.Ground(), body, name="brick")
+    half = np.array([0.3, 0.2, 0.1])
+    contacts = sx.GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    contacts.add_body(contact_set, brick, sx.ContactGeometry.Brick(half))
+    contacts.add_body(contact_set, matter.Ground(), sx.ContactGeometry.HalfSpace(), FLOOR)
+    hc = sx.HuntCrossleyForce(forces, contacts, contact_set)
+    (kB, cB, usB, udB, uvB), (kH, cH, usH, udH, uvH) = (3e4, 0.5, 0.9, 0.6, 0.1), (1e4, 2.0, 0.7, 0.4, 0.05)
+    hc.set_body_parameters(0, kB, cB, usB, udB, uvB)
+    hc.set_body_parameters(1, kH, cH, usH, udH, uvH)
+    vt = 0.05
+    hc.set_transition_velocity(vt)
+    model, state = system.realize_topology()
+
+    rng = np.random.default_rng(3)
+    axis = rng.normal(size=3)
+    quaternion = np.concatenate([[np.cos(0.2)], np.sin(0.2) * axis / np.linalg.norm(axis)])
+    position, w, v = np.array([0.1, 0.12, -0.05]), rng.normal(size=3), rng.normal(size=3)
+    s = model.realize(state.with_q(np.concatenate([quaternion, position])).with_u(np.concatenate([w, v])),
+                      sx.Stage.Velocity)
+    R = np.asarray(s.position.X_GB.R[1])
+
+    sH = kB / (kH + kB)
+    sB = 1 - sH
+    k, c = kH * sH, cH * sH + cB * sB
+    us, ud, uv = (2 * a * b / (a + b) for a, b in ((usH, usB), (udH, udB), (uvH, uvB)))
+    normal = np.array([0.0, 1.0, 0.0])  # the floor's outward normal, in G
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half
+    face_axis, side = min(((a, s_) for a in range(3) for s_ in (-1, 1)), key=lambda f: f[1] * R[:, f[0]] @ normal)
+    expected = np.zeros(6)
+    for corner in corners[np.sign(corners[:, face_axis]) == side]:
+        vertex = R @ corner + position
+        x = -vertex @ normal
+        if x <= 0:
+            continue
+        point = vertex + x * sB * normal
+        velocity = v + np.cross(w, point - position)
+        xdot = -velocity @ normal
+        f_normal = k * x * (1 + c * xdot)
+        if f_normal <= 0:
+            continue
+        tangent = velocity + xdot * normal
+        slip = np.linalg.norm(tangent)
+        vrel = slip / vt
+        mu = min(vrel, 1) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * slip
+        force = f_normal * normal - f_normal * mu * tangent / slip
+        expected += np.concatenate([np.cross(point - position, force), force])
+    assert np.count_nonzero(expected) and abs(expected[4]) > 1.0  # pressed in: the case is not empty
+    got = np.asarray(model.forces.calc_forces(s)[1][1])
+    np.testing.assert_allclose(got, expected, rtol=0, atol=TOL * max(1.0, np.abs(expected).max()))
+
+    def brick_force(q, u):
+        return model.forces.calc_forces(model.realize(state.with_q(q).with_u(u), sx.Stage.Velocity))[1][1]
+
+    # derivatives: central differences where the force is smooth, finite where a face just touches at rest
+    check_grads(brick_force, (s.q, s.u), order=1, modes=("fwd", "rev"), eps=1e-6, atol=1e-4, rtol=1e-6)
+    touching = jnp.asarray([1.0, 0, 0, 0, 0, half[1], 0])
+    for d in jax.jacfwd(brick_force, argnums=(0, 1))(touching, jnp.zeros(6)):
+        assert np.all(np.isfinite(np.asarray(d)))

@@ -7,9 +7,14 @@ half-space, ...). Every point is always computed: ``depth > 0`` says it is
 touching, so a program's shape never depends on the State. The normal
 points from surface 1 into surface 2 (the direction in which surface 2 is
 pushed), as in Simbody. Kernels whose Simbody counterpart exists follow it
-(HalfSpace-Sphere and Sphere-Sphere exactly; HalfSpace-Ellipsoid with the
+(HalfSpace-Sphere, Sphere-Sphere and HalfSpace-Brick exactly; HalfSpace-Ellipsoid with the
 true radii of curvature, see there); the capsule pairs reduce to spheres at
-the closest points of the capsules' segments.
+the closest points of the capsules' segments, Sphere-Brick to the sphere
+against the brick's closest point.
+
+A HalfSpace-Brick contact's points are the vertices of the brick's face
+that faces the half-space: the force law there is Simbody's
+BrickHalfSpacePenalty (``VERTEX_KERNELS``), not Hertz's.
 """
 
 from __future__ import annotations
@@ -140,6 +145,61 @@ def half_space_ellipsoid(half_space, X1, ellipsoid, X2):
     return _stack([PointContact(location, X2.rotate(n), depth, radius)])
 
 
+def _face_vertices() -> np.ndarray:
+    """(6, 4, 3) the signs of each face's vertices (faces -x, +x, -y, +y, -z, +z;
+    each face's vertices in order around it)."""
+    faces = []
+    for axis in range(3):
+        i, j = [a for a in range(3) if a != axis]
+        for side in (-1.0, 1.0):
+            corners = []
+            for si, sj in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+                v = np.zeros(3)
+                v[axis], v[i], v[j] = side, si, sj
+                corners.append(v)
+            faces.append(corners)
+    return np.array(faces)
+
+
+FACE_VERTICES = _face_vertices()
+#: (6, 3) each face's outward normal in S
+FACE_NORMALS = np.array([[side if a == axis else 0.0 for a in range(3)] for axis in range(3) for side in (-1.0, 1.0)])
+
+
+def half_space_brick(half_space, X1, brick, X2):
+    """Simbody's HalfSpace-Brick: the 4 vertices of the brick's face most
+    antiparallel to the half-space's outward normal (the face that holds the
+    deepest vertex), each a point whose depth is its distance into the
+    half-space (``radius`` 0: these points take the vertex law)."""
+    X_HB = X1.inverse().compose(X2)
+    outward = jnp.array([-1.0, 0.0, 0.0], X_HB.p.dtype)  # the half-space's outward normal, in H
+    cosines = jnp.asarray(FACE_NORMALS, X_HB.p.dtype) @ X_HB.R.T @ outward  # each face normal . outward
+    face = jnp.argmin(cosines)
+    corners = jnp.asarray(FACE_VERTICES, X_HB.p.dtype)[face] * brick.half_lengths  # (4, 3) in B
+    depth = X_HB.apply(corners)[:, 0]  # x in H: positive inside
+    normal = jnp.broadcast_to(-X1.R[:, 0], (4, 3))
+    location = X2.apply(corners) + depth[:, None] / 2 * normal  # halfway up the overlap, as every kernel's
+    return PointContact(location, normal, depth, jnp.zeros_like(depth))
+
+
+def sphere_brick(sphere, X1, brick, X2):
+    """The sphere against the brick's closest point to its centre (a flat
+    face: the effective radius is the sphere's); a centre inside the brick
+    is pushed out through the nearest face."""
+    center = X2.inverse().apply(X1.p)  # in the brick's frame
+    h = brick.half_lengths
+    surface = jnp.clip(center, -h, h)
+    gaps = h - jnp.abs(center)
+    axis = jnp.argmin(gaps)
+    face = jnp.zeros(3, center.dtype).at[axis].set(jnp.where(center[axis] >= 0, 1.0, -1.0))
+    inside = jnp.all(gaps > 0)
+    outward = jnp.where(inside, face, _unit(center - surface, face))  # from the brick to the centre, in B
+    depth = sphere.radius + jnp.where(inside, gaps[axis], -safe_norm(center - surface))
+    normal = -X2.rotate(outward)
+    location = X1.p + (sphere.radius - depth / 2) * normal
+    return _stack([PointContact(location, normal, depth, sphere.radius)])
+
+
 def half_space_capsule(half_space, X1, capsule, X2):
     """The capsule's two end spheres against the half-space (a capsule lying
     flat touches at both ends)."""
@@ -170,9 +230,16 @@ KERNELS = {
     ("Sphere", "Sphere"): sphere_sphere,
     ("HalfSpace", "Ellipsoid"): half_space_ellipsoid,
     ("HalfSpace", "Capsule"): half_space_capsule,
+    ("HalfSpace", "Brick"): half_space_brick,
+    ("Sphere", "Brick"): sphere_brick,
     ("Sphere", "Capsule"): sphere_capsule,
     ("Capsule", "Capsule"): capsule_capsule,
 }
+
+
+#: Kernels whose points are a flat face's vertices: the force there is
+#: Simbody's BrickHalfSpacePenalty, k x (1 + c xdot), not Hertz's.
+VERTEX_KERNELS = frozenset({("HalfSpace", "Brick")})
 
 
 class PairGroup(NamedTuple):
@@ -210,18 +277,21 @@ def candidate_pairs(surfaces, label: str, excluded=frozenset()) -> tuple:
 
 def detect(surfaces, groups, X_GB: Transform):
     """(PointContact with one row per candidate point, surface 1 and surface
-    2 of each row as numpy index arrays)."""
+    2 of each row as numpy index arrays, and whether each row is a vertex
+    (``VERTEX_KERNELS``), a numpy bool array)."""
     def posed(indices):  # the surfaces' shapes and poses X_GS, stacked
         members = [surfaces[i] for i in indices]
         shapes = jax.tree.map(lambda *a: jnp.stack(a), *[m.shape for m in members])
         X_BS = jax.tree.map(lambda *a: jnp.stack(a), *[m.X_BS for m in members])
         return shapes, X_GB[np.array([m.body for m in members])].compose(X_BS)
 
-    contacts, first, second = [], [], []
+    contacts, first, second, vertex = [], [], [], []
     for group in groups:
         c = jax.vmap(KERNELS[group.kinds])(*posed(group.first), *posed(group.second))
         points = c.depth.shape[1]
         contacts.append(jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), c))
         first.append(np.repeat(group.first, points))
         second.append(np.repeat(group.second, points))
-    return (jax.tree.map(lambda *a: jnp.concatenate(a), *contacts), np.concatenate(first), np.concatenate(second))
+        vertex.append(np.full(len(group.first) * points, group.kinds in VERTEX_KERNELS))
+    return (jax.tree.map(lambda *a: jnp.concatenate(a), *contacts), np.concatenate(first), np.concatenate(second),
+            np.concatenate(vertex))

@@ -57,6 +57,17 @@ class Ellipsoid(Shape):
         self.radii = _positive(radii, (3,), "radii", "ContactGeometry.Ellipsoid")
 
 
+class Brick(Shape):
+    """A rectangular box with ``half_lengths`` (m) along S's x, y, z, centred
+    at S's origin (Simbody's ContactGeometry::Brick)."""
+
+    kind: ClassVar[str] = "Brick"
+    half_lengths: jnp.ndarray
+
+    def __init__(self, half_lengths):
+        self.half_lengths = _positive(half_lengths, (3,), "half_lengths", "ContactGeometry.Brick")
+
+
 class Capsule(Shape):
     """MJCF's capsule: the points within ``radius`` (m) of the segment from
     -``half_length`` to +``half_length`` along S's z."""
@@ -76,6 +87,7 @@ class ContactGeometry:
     HalfSpace = HalfSpace
     Sphere = Sphere
     Ellipsoid = Ellipsoid
+    Brick = Brick
     Capsule = Capsule
 
 

@@ -5,7 +5,8 @@ smooth sphere-on-half-space force made for gradient-based optimization
 
 Both follow Simbody's formulas and signs: Hertz's normal force
 (4/3) k d sqrt(R k d) on penetration d, times the Hunt-Crossley factor
-(1 + 3/2 c v) for approach speed v, and Stribeck friction
+(1 + 3/2 c v) for approach speed v (at a brick's vertices on a half-space,
+Simbody's BrickHalfSpacePenalty instead: k d (1 + c v)), and Stribeck friction
 f (min(v/vt, 1) (ud + 2 (us - ud) / (1 + (v/vt)^2)) + uv v) against the slip
 velocity v. Every value and first derivative is finite everywhere,
 including exactly at contact onset and zero slip (the square roots and
@@ -73,6 +74,15 @@ class HuntCrossley(ForceElement):
     the friction coefficients (combined 2 a b / (a + b)). The force acts at
     the point that divides the overlap by the surfaces' relative stiffness.
     Potential energy: (2/5) fH d per contact.
+
+    A brick's vertices on a half-space (``detection.VERTEX_KERNELS``) take
+    Simbody's BrickHalfSpacePenalty (CompliantContactSubsystem's brick
+    generator): k d (1 + c v) with k = k1 k2 / (k1 + k2) and c = c1 s1 + c2
+    (1 - s1), s1 = k2 / (k1 + k2), the force at the vertex moved out by
+    (1 - s1) d (Simbody takes the stiffness's number as N/m there: a face's
+    area does not change with d), and potential energy k d^2 / 2. Friction
+    there is this element's Stribeck curve, as at any point (Simbody's
+    CompliantContactSubsystem has a curve of its own).
     """
 
     NONNEGATIVE = ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction")
@@ -101,24 +111,26 @@ class HuntCrossley(ForceElement):
         return np.array([s.body for s in self.surfaces])
 
     def _contacts(self, state):
-        """(ContactForces with the forces still zero, the Hertz force and the
-        stiffness share s1 of each point) for a State realized to Position."""
-        c, i1, i2 = detect(self.surfaces, self.groups, state.position.X_GB)
-        kp = _two_thirds_power(self.stiffness)
-        k1, k2 = kp[i1], kp[i2]
+        """(ContactForces with the forces still zero, the elastic force
+        (Hertz's, or k d at a vertex), the stiffness share s1 of each point
+        and the vertex mask) for a State realized to Position."""
+        c, i1, i2, vertex = detect(self.surfaces, self.groups, state.position.X_GB)
+        hertzian = _two_thirds_power(self.stiffness)
+        k1 = jnp.where(vertex, self.stiffness[i1], hertzian[i1])
+        k2 = jnp.where(vertex, self.stiffness[i2], hertzian[i2])
         total = k1 + k2
         s1 = jnp.where(total > 0, k2 / jnp.where(total > 0, total, 1.0), 0.5)
         location = c.location + (c.depth * (0.5 - s1))[:, None] * c.normal
         k = k1 * s1
         depth, depth32 = _positive_part(c.depth)
-        hertz = (4.0 / 3.0) * k * jnp.sqrt(c.radius * k) * depth32
+        elastic = jnp.where(vertex, k * depth, (4.0 / 3.0) * k * jnp.sqrt(c.radius * k) * depth32)
         return ContactForces(location, c.normal, c.depth, jnp.zeros_like(location), tuple(i1.tolist()),
-                             tuple(i2.tolist())), hertz, s1
+                             tuple(i2.tolist())), elastic, s1, vertex
 
     def contact_forces(self, model, state) -> ContactForces:
         """Every candidate point's location, normal, depth and force (State
         realized to Velocity)."""
-        contacts, hertz, s1 = self._contacts(state)
+        contacts, elastic, s1, vertex = self._contacts(state)
         i1, i2 = np.array(contacts.surface1), np.array(contacts.surface2)
         body1, body2 = self._bodies()[i1], self._bodies()[i2]
         n, point = contacts.normal, contacts.location
@@ -126,7 +138,7 @@ class HuntCrossley(ForceElement):
         v = (velocity_at(state, body1, _offset(state, body1, point))
              - velocity_at(state, body2, _offset(state, body2, point)))
         vn = jnp.sum(v * n, axis=-1)
-        normal_force = jnp.maximum(hertz * (1 + 1.5 * c * vn), 0.0)
+        normal_force = jnp.maximum(elastic * (1 + np.where(vertex, 1.0, 1.5) * c * vn), 0.0)
         tangent = v - vn[:, None] * n
         slip = safe_norm(tangent)
         friction = _stribeck(normal_force, slip, _harmonic(self.static_friction[i1], self.static_friction[i2]),
@@ -145,9 +157,9 @@ class HuntCrossley(ForceElement):
         return zeros(state)[0], F
 
     def potential_energy(self, model, state):
-        contacts, hertz, _ = self._contacts(state)
+        contacts, elastic, _, vertex = self._contacts(state)
         depth, _ = _positive_part(contacts.depth)
-        return jnp.sum(0.4 * hertz * depth)
+        return jnp.sum(np.where(vertex, 0.5, 0.4) * elastic * depth)
 
 
 def _two_thirds_power(k):
