@@ -215,3 +215,34 @@ def test_sphere_brick_uses_the_closest_point_or_the_nearest_face():
 
     for p in ([0.3, 0.05, 0.05], [0.3, 0.2, 0.1], [0.0, 0.0, 0.0], [0.3, 0.0, 0.0]):  # on a face, an edge, centre
         assert np.all(np.isfinite(np.asarray(jax.jacfwd(outputs)(jnp.asarray(p)))))
+
+
+def test_half_space_cylinder_touches_at_its_rims():
+    """Lying, a cylinder touches at the lowest point of each rim; standing, at
+    four points of the lower rim; tilted, its deepest point is the rim
+    point of the support function, p + h |a_z| + r sqrt(1 - a_z^2) deep,
+    and every output has finite derivatives, upright (where the deepest rim
+    direction is undefined) included."""
+    cylinder, r, h = CG.Cylinder(0.1, 0.3), 0.1, 0.3
+    lying = detection.half_space_cylinder(CG.HalfSpace(), UP, cylinder,
+                                          _pose(sx.Rotation.about_x(0.5 * np.pi).matrix, [0, 0, 0.09]))
+    depth = np.sort(np.asarray(lying.depth))
+    np.testing.assert_allclose(depth[-2:], [0.01, 0.01], atol=ATOL)
+    assert depth[-3] < 0
+    standing = detection.half_space_cylinder(CG.HalfSpace(), UP, cylinder, _pose(p=[0, 0, 0.29]))
+    np.testing.assert_allclose(np.sort(np.asarray(standing.depth))[-4:], [0.01] * 4, atol=ATOL)
+    for seed in range(3):
+        R = np.asarray(_random_rotation(seed))
+        tilted = detection.half_space_cylinder(CG.HalfSpace(), UP, cylinder, _pose(R, [0.0, 0.0, 0.05]))
+        a_z = R[2, 2]
+        np.testing.assert_allclose(np.max(np.asarray(tilted.depth)),
+                                   -0.05 + h * abs(a_z) + r * np.sqrt(1 - a_z ** 2), atol=ATOL)
+    np.testing.assert_allclose(lying.normal, [[0, 0, 1]] * 8, atol=ATOL)
+
+    def outputs(R, p):
+        c = detection.half_space_cylinder(CG.HalfSpace(), UP, cylinder, sx.Transform(R, p))
+        return jnp.concatenate([c.location.ravel(), c.depth])
+
+    for R in (np.eye(3), np.asarray(sx.Rotation.about_x(0.5 * np.pi).matrix), np.asarray(_random_rotation(5))):
+        jacobians = jax.jacfwd(outputs, argnums=(0, 1))(jnp.asarray(R), jnp.array([0.0, 0.0, 0.2]))
+        assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians)

@@ -3,7 +3,8 @@ at Hertz's depth, sliding to a stop after v0^2 / (2 mu g), bouncing with
 its energy conserved when there is no dissipation, rolling down an incline
 at (5/7) g sin(theta); a brick resting on its vertices at Simbody's
 BrickHalfSpacePenalty depth and sliding to the same stop; a sphere resting
-on a brick at Hertz's depth; a pendulum resting on a joint stop. The sphere's
+on a brick at Hertz's depth; a cylinder rolling down an incline at
+(2/3) g sin(theta); a pendulum resting on a joint stop. The sphere's
 cases share one compiled rollout: its numbers are Model leaves, changed
 with eqx.tree_at."""
 
@@ -186,3 +187,34 @@ def test_a_brick_rests_on_its_four_vertices_and_slides_to_a_stop():
     slid, _ = _rollout(model, state, rest, jnp.zeros(9).at[3].set(1.0), 2e-4)
     np.testing.assert_allclose(float(slid.q[4]), 1.0 / (2 * 0.5 * G), rtol=1e-2)
     assert abs(float(slid.u[3])) < 1e-6
+
+
+def test_a_cylinder_rolls_down_an_incline_at_two_thirds_g_sin_theta():
+    """A solid cylinder lying across an incline, on the lowest point of each
+    rim (k d each, mu 0.9), rolls without slipping: its centre accelerates
+    at (2/3) g sin(theta) (1%)."""
+    theta, r, h = 0.3, 0.1, 0.2
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -G, 0])
+    across = MASS * (3 * r ** 2 + (2 * h) ** 2) / 12
+    body = sx.Body.Rigid(sx.MassProperties(MASS, [0, 0, 0], sx.Inertia(across, across, MASS * r ** 2 / 2)))
+    cylinder = sx.MobilizedBody.Free(matter.Ground(), body, name="cylinder")
+    contacts = sx.GeneralContactSubsystem(system)
+    surfaces = contacts.create_contact_set()
+    contacts.add_body(surfaces, cylinder, sx.ContactGeometry.Cylinder(r, h))
+    contacts.add_body(surfaces, matter.Ground(), sx.ContactGeometry.HalfSpace(),
+                      sx.Transform(sx.Rotation.about_z(theta - 0.5 * np.pi), np.zeros(3)))
+    hc = sx.HuntCrossleyForce(forces, contacts, surfaces)
+    for surface in (0, 1):
+        hc.set_body_parameters(surface, VERTEX_STIFFNESS, 10.0, 0.9, 0.9, 0.0)
+    model, state = system.realize_topology()
+    normal = np.array([-np.sin(theta), np.cos(theta), 0.0])
+    downhill = np.array([-np.cos(theta), -np.sin(theta), 0.0])
+    rest = MASS * G * np.cos(theta) / (2 * VERTEX_STIFFNESS / 2)  # two rim points carry the normal load
+    q0 = jnp.concatenate([jnp.array([1.0, 0, 0, 0]), jnp.asarray(normal * (r - rest))])
+    _, trajectory = _rollout(model, state, q0, jnp.zeros(6), 2.5e-4)
+    t, v = np.asarray(trajectory.t), np.asarray(trajectory.u[:, 3:]) @ downhill
+    a = (v[-1] - v[5]) / (t[-1] - t[5])
+    np.testing.assert_allclose(a, 2 / 3 * G * np.sin(theta), rtol=1e-2)

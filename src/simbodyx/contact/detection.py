@@ -14,7 +14,10 @@ against the brick's closest point.
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
-BrickHalfSpacePenalty (``VERTEX_KERNELS``), not Hertz's.
+BrickHalfSpacePenalty (``VERTEX_KERNELS``), not Hertz's. A cylinder (which
+Simbody has no contact for) meets a half-space the same way, at points of
+its two rims: the deepest rim point of each end and three more a quarter
+turn apart, so that it lies on two points and stands on four.
 """
 
 from __future__ import annotations
@@ -200,6 +203,26 @@ def sphere_brick(sphere, X1, brick, X2):
     return _stack([PointContact(location, normal, depth, sphere.radius)])
 
 
+def half_space_cylinder(half_space, X1, cylinder, X2):
+    """The cylinder's rims against the half-space: on each end, the rim
+    point deepest in the half-space and three more a quarter turn apart
+    (8 points, the vertex law: ``radius`` 0). Standing upright the deepest
+    direction is undefined and any quarter-turned four serve."""
+    X_HC = X1.inverse().compose(X2)
+    axis = X_HC.R[:, 2]
+    inward = jnp.array([1.0, 0.0, 0.0], axis.dtype)  # H's x: depth grows along it
+    e = _unit(inward - jnp.dot(inward, axis) * axis, _perpendicular(axis))
+    f = cross(axis, e)
+    turns = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], axis.dtype)
+    rim = cylinder.radius * (turns[:, :1] * e + turns[:, 1:] * f)  # (4, 3) in H, from an end's centre
+    ends = jnp.stack([-axis, axis]) * cylinder.half_length
+    points = (X_HC.p + ends[:, None, :] + rim[None, :, :]).reshape(8, 3)  # in H
+    depth = points[:, 0]
+    normal = jnp.broadcast_to(-X1.R[:, 0], (8, 3))
+    location = X1.apply(points) + depth[:, None] / 2 * normal
+    return PointContact(location, normal, depth, jnp.zeros_like(depth))
+
+
 def half_space_capsule(half_space, X1, capsule, X2):
     """The capsule's two end spheres against the half-space (a capsule lying
     flat touches at both ends)."""
@@ -231,15 +254,16 @@ KERNELS = {
     ("HalfSpace", "Ellipsoid"): half_space_ellipsoid,
     ("HalfSpace", "Capsule"): half_space_capsule,
     ("HalfSpace", "Brick"): half_space_brick,
+    ("HalfSpace", "Cylinder"): half_space_cylinder,
     ("Sphere", "Brick"): sphere_brick,
     ("Sphere", "Capsule"): sphere_capsule,
     ("Capsule", "Capsule"): capsule_capsule,
 }
 
 
-#: Kernels whose points are a flat face's vertices: the force there is
-#: Simbody's BrickHalfSpacePenalty, k x (1 + c xdot), not Hertz's.
-VERTEX_KERNELS = frozenset({("HalfSpace", "Brick")})
+#: Kernels whose points are a flat face's vertices or a rim's points: the
+#: force there is Simbody's BrickHalfSpacePenalty, k x (1 + c xdot), not Hertz's.
+VERTEX_KERNELS = frozenset({("HalfSpace", "Brick"), ("HalfSpace", "Cylinder")})
 
 
 class PairGroup(NamedTuple):

@@ -68,6 +68,20 @@ class Brick(Shape):
         self.half_lengths = _positive(half_lengths, (3,), "half_lengths", "ContactGeometry.Brick")
 
 
+class Cylinder(Shape):
+    """A solid cylinder of ``radius`` (m) around S's z axis, from
+    -``half_length`` to +``half_length`` along it (MJCF's; Simbody's
+    ContactGeometry::Cylinder is infinite and has no contact)."""
+
+    kind: ClassVar[str] = "Cylinder"
+    radius: jnp.ndarray
+    half_length: jnp.ndarray
+
+    def __init__(self, radius, half_length):
+        self.radius = _positive(radius, (), "radius", "ContactGeometry.Cylinder")
+        self.half_length = _positive(half_length, (), "half_length", "ContactGeometry.Cylinder")
+
+
 class Capsule(Shape):
     """MJCF's capsule: the points within ``radius`` (m) of the segment from
     -``half_length`` to +``half_length`` along S's z."""
@@ -88,6 +102,7 @@ class ContactGeometry:
     Sphere = Sphere
     Ellipsoid = Ellipsoid
     Brick = Brick
+    Cylinder = Cylinder
     Capsule = Capsule
 
 
