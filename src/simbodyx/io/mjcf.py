@@ -94,7 +94,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
-    without a kernel: box, cylinder and mesh geoms, for example) is
+    without a kernel: a box against anything but a plane, cylinder and mesh
+    geoms, for example) is
     reported in one warning listing it; ``robot.joints`` keeps the numbers.
     The equality constraints Simbody has are mapped, exact where MuJoCo's
     are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
@@ -439,7 +440,10 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, limits, unmap
 
 
 #: MuJoCo geom types simbodyx has contact shapes for
-SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellipsoid": "Ellipsoid"}
+SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellipsoid": "Ellipsoid", "box": "Brick"}
+#: the kernels the importer uses: a box only against a plane, where its
+#: vertices take the vertex law and its stiffness is a vertex's (N/m)
+IMPORTED_KERNELS = frozenset(KERNELS) - {("Sphere", "Brick")}
 #: the plain-strain modulus (Pa) of a geom on the world (a floor), stiff enough that its partner's
 #: material decides the contact
 RIGID = 1e12
@@ -477,9 +481,10 @@ def _colliding_pairs(mujoco, m) -> list:
 def _contact(mujoco, m, system, forces, placed, body_names, name):
     """(HuntCrossleyForce or None, [the colliding pairs left out]).
 
-    Each geom of a supported type (plane, sphere, capsule, ellipsoid) that
-    is in one of MuJoCo's colliding pairs becomes a surface of one contact
-    set on its body; the set's other pairs are excluded. Material, from the
+    Each geom of a supported type (plane, sphere, capsule, ellipsoid; a box
+    against a plane) that is in one of MuJoCo's colliding pairs becomes a
+    surface of one contact set on its body; the set's other pairs are
+    excluded. Material, from the
     geom's solref (time constant tau, damping ratio z) and solimp:
     MuJoCo rests a body on a contact at a depth that does not depend on its
     mass (``_resting_depth``); the geom's stiffness E is the one at which a sphere
@@ -488,7 +493,11 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     times |g|, over the number of its geoms that can touch the world):
     E = 3 W / (4 sqrt(r) d^(3/2)). Its dissipation makes Hunt-Crossley's
     damping at rest, 3/2 c g per unit mass, MuJoCo's 2 / (dmax tau):
-    c = 4 / (3 g dmax tau). Geoms on the world are rigid (E = 1e12 Pa), so
+    c = 4 / (3 g dmax tau). A box rests on 4 vertices, each k d (1 + c v)
+    (Simbody's BrickHalfSpacePenalty) carrying W / 4, and MuJoCo rests each
+    of its 4 contacts at the depth d of a quarter of gravity (its diagonal
+    approximation weighs a contact by the body's inverse mass): k = W / (4
+    d), and c = 2 / (g dmax tau) gives MuJoCo's damping at rest. Geoms on the world are rigid (E = 1e12 Pa), so
     the moving geom's numbers decide. Friction: static = dynamic = the
     geom's sliding friction (0 with condim 1); Simbody combines two geoms'
     by their harmonic mean where MuJoCo takes the larger (equal when the
@@ -499,7 +508,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     covered, uncovered = [], []
     for g1, g2 in pairs:
         shapes = (SHAPES.get(kind[g1]), SHAPES.get(kind[g2]))
-        if None in shapes or (shapes not in KERNELS and shapes[::-1] not in KERNELS):
+        if None in shapes or (shapes not in IMPORTED_KERNELS and shapes[::-1] not in IMPORTED_KERNELS):
             uncovered.append(f"{geom_name[g1]}-{geom_name[g2]} ({kind[g1]}-{kind[g2]})")
         else:
             covered.append((g1, g2))
@@ -531,18 +540,23 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
             return ContactGeometry.Sphere(size[0]), np.eye(4), size[0]
         if kind[g] == "capsule":
             return ContactGeometry.Capsule(size[0], size[1]), np.eye(4), size[0]
+        if kind[g] == "box":
+            return ContactGeometry.Brick(size), np.eye(4), 0.0  # radius 0: its vertices
         return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
 
     def material(g, radius):
         tau, ratio = _time_constant(m.geom_solref[g])
         dmax = float(m.geom_solimp[g][1])
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
-        dissipation = 4 / (3 * gravity * dmax * tau)
+        vertices = 4 if radius == 0.0 else 1  # the contacts MuJoCo rests this geom on
+        dissipation = (2 if vertices > 1 else 4 / 3) / (gravity * dmax * tau)
         if radius is None or on_world(g):
             return RIGID, dissipation, friction
-        depth = _resting_depth(np.asarray(m.geom_solimp[g], float), gravity * tau ** 2 * ratio ** 2)
+        depth = _resting_depth(np.asarray(m.geom_solimp[g], float), gravity / vertices * tau ** 2 * ratio ** 2)
         tree = root[m.geom_bodyid[g]]
         load = tree_mass[tree] * gravity / max(len(touching_world.get(tree, ())), 1)
+        if vertices > 1:
+            return load / (vertices * depth), dissipation, friction
         return 3 * load / (4 * np.sqrt(radius) * depth ** 1.5), dissipation, friction
 
     contacts = GeneralContactSubsystem(system)
