@@ -156,6 +156,31 @@ def test_mimic_damping_names_and_welds():
     np.testing.assert_allclose(X.R, J @ sx.Rotation.from_axis_angle(0.2, axis).matrix, atol=1e-14)
 
 
+def test_limits_become_stops_when_asked():
+    """With limits=(stiffness, dissipation) the shoulder's <limit -1 1>
+    becomes a MobilityLinearStop that pushes back past 1 rad (and not
+    inside); the prismatic joints have no <limit> and get none; without the
+    option there is no stop and the q past the limit feels nothing."""
+    system, _, _, robot = sx.io.load_urdf(ARM, limits=(500.0, 2.0))
+    assert set(robot.stops) == {"shoulder"}
+    stop = robot.stops["shoulder"]
+    assert (float(stop.q_low), float(stop.q_high), float(stop.stiffness)) == (-1.0, 1.0, 500.0)
+    model, state = system.realize_topology()
+
+    past = model.realize(state.with_q(jnp.array([1.1, 0.0, 0.0])), sx.Stage.Velocity)
+    inside = model.realize(state.with_q(jnp.array([0.5, 0.0, 0.0])), sx.Stage.Velocity)
+    plain_system, _, _, plain = sx.io.load_urdf(ARM)
+    plain_model, plain_state = plain_system.realize_topology()
+    assert plain.stops == {}
+    extra = model.forces.calc_forces(past)[0] - plain_model.forces.calc_forces(
+        plain_model.realize(plain_state.with_q(past.q), sx.Stage.Velocity))[0]
+    np.testing.assert_allclose(extra, [-500.0 * 0.1, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(model.forces.calc_forces(inside)[0], plain_model.forces.calc_forces(
+        plain_model.realize(plain_state.with_q(inside.q), sx.Stage.Velocity))[0], atol=1e-15)
+    with pytest.raises(ValueError, match=r"limits must be \(stiffness, dissipation\), both nonnegative"):
+        sx.io.load_urdf(ARM, limits=(-1.0, 0.0))
+
+
 @pytest.mark.parametrize("change, message", [
     (('type="prismatic"><parent link="tool"/><child link="finger"/>',
       'type="hinge"><parent link="tool"/><child link="finger"/>'), r"joint 'slide': unknown type 'hinge'"),

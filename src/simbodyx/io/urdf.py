@@ -65,7 +65,7 @@ class Joint:
 
 
 def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), merge_fixed: bool = True,
-              mimic: bool = True, damping: bool = False):
+              mimic: bool = True, damping: bool = False, limits=None):
     """(system, matter, forces, robot) built from a URDF file path or XML string.
 
     Joints map to mobilizers (revolute and continuous: Pin; prismatic:
@@ -77,8 +77,12 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     joints become CoordinateCoupler constraints (``mimic=False``:
     independent joints, as Pinocchio builds them by default; a fixed
     joint's mimic tag is ignored); ``damping=True`` adds a
-    MobilityLinearDamper per joint with ``<dynamics damping>``. Joint
-    limits and friction are kept in ``robot.joints``, not applied. Bodies
+    MobilityLinearDamper per joint with ``<dynamics damping>``. With
+    ``limits=(stiffness, dissipation)`` (N/m or N m/rad, s/m or s/rad) each
+    revolute or prismatic joint's ``<limit lower upper>`` becomes a
+    ``Force.MobilityLinearStop`` (``robot.stops``): URDF gives the range
+    but no stiffness, so these are the caller's. Off by default, limits and
+    friction are kept in ``robot.joints``, not applied. Bodies
     are added depth first, siblings sorted by joint name: Pinocchio's joint
     order, so q and u follow Pinocchio's layout joint by joint.
 
@@ -141,14 +145,20 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     descend(root)
     _check_massless_leaves(placed, moved, links, where)
 
-    couplers, dampers = {}, {}
+    if limits is not None:
+        if len(limits) != 2 or not all(np.isfinite(x) and x >= 0 for x in map(float, limits)):
+            raise ValueError(f"{where}: limits must be (stiffness, dissipation), both nonnegative, got {limits!r}")
+    couplers, dampers, stops = {}, {}, {}
     for joint in joints.values():
         if joint.mimic is not None and mimic and joint.type != "fixed":  # a fixed joint follows nothing
             couplers[joint.name] = _coupler(matter, joint, joints, moved, where)
         if damping and joint.damping > 0 and joint.type in ("revolute", "continuous", "prismatic"):
             dampers[joint.name] = Force.MobilityLinearDamper(forces, moved[joint.name], 0, joint.damping)
+        if limits is not None and joint.type in ("revolute", "prismatic") and None not in (joint.lower, joint.upper):
+            stops[joint.name] = Force.MobilityLinearStop(forces, moved[joint.name], 0, *map(float, limits),
+                                                         joint.lower, joint.upper)
     links_on_bodies = {link: (body, transform(X_BL)) for link, (body, X_BL) in placed.items()}
-    robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers)
+    robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers, stops=stops)
     return system, matter, forces, robot
 
 
