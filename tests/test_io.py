@@ -181,6 +181,39 @@ def test_limits_become_stops_when_asked():
         sx.io.load_urdf(ARM, limits=(-1.0, 0.0))
 
 
+ROVER = """<robot name="rover">
+  <link name="base"><inertial><mass value="3"/><inertia ixx="0.03" iyy="0.05" izz="0.06"/></inertial>
+    <collision><geometry><box size="0.4 0.3 0.2"/></geometry></collision></link>
+  <link name="mast"><inertial><origin xyz="0 0 0.1"/><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.001"/>
+    </inertial>
+    <collision><origin xyz="0 0 0.2"/><geometry><sphere radius="0.05"/></geometry></collision>
+    <collision><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.02" length="0.2"/></geometry></collision>
+    <collision><geometry><mesh filename="package://rover/mast.stl"/></geometry></collision></link>
+  <joint name="pan" type="continuous"><parent link="base"/><child link="mast"/><origin xyz="0 0 0.1"/>
+    <axis xyz="0 0 1"/></joint>
+</robot>"""
+
+
+def test_collision_shapes_touch_the_floor_when_asked():
+    """With contact=UrdfContact(...), a floating rover's box, sphere and
+    cylinder collisions touch the floor and not each other, the mesh is
+    named in a warning, and the rover rests on its box's four vertices at
+    (total weight) / (4 k) (1e-4)."""
+    material = sx.io.UrdfContact(stiffness=1e7, vertex_stiffness=2e5, dissipation=10.0, static_friction=0.8,
+                                 dynamic_friction=0.6)
+    with pytest.warns(UserWarning, match=r"collision meshes not modelled \(links mast\)"):
+        system, _, _, robot = sx.io.load_urdf(ROVER, floating_base=True, contact=material)
+    model, state = system.realize_topology()
+    element = robot.contact.element(model)
+    assert [s.name.split("'")[1] for s in element.surfaces] == ["floor", "base box", "mast sphere", "mast cylinder"]
+    pairs = {(g.kinds, i, j) for g in element.groups for i, j in zip(g.first, g.second)}
+    assert pairs == {(("HalfSpace", "Brick"), 0, 1), (("HalfSpace", "Sphere"), 0, 2), (("HalfSpace", "Cylinder"), 0, 3)}
+    assert float(element.stiffness[1]) == 2e5 and float(element.stiffness[2]) == 1e7
+    start = state.with_q(state.q.at[6].set(0.1005))
+    final, _ = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 2000, save_every=2000))(model, start)
+    np.testing.assert_allclose(0.1 - float(final.q[6]), 4.0 * 9.81 / (4 * 2e5), rtol=1e-4)
+
+
 @pytest.mark.parametrize("change, message", [
     (('type="prismatic"><parent link="tool"/><child link="finger"/>',
       'type="hinge"><parent link="tool"/><child link="finger"/>'), r"joint 'slide': unknown type 'hinge'"),

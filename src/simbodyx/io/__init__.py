@@ -5,6 +5,7 @@ XML parser), ``load_mjcf`` (MJCF through MuJoCo's compiler), and
 from simbodyx.io.robot import Geometry as Geometry, Robot as Robot
 from simbodyx.io.urdf import (
     Joint as Joint,
+    UrdfContact as UrdfContact,
     example_robot_data as example_robot_data,
     load_urdf as load_urdf,
 )

@@ -36,7 +36,16 @@ from simbodyx.constraints import Constraint
 from simbodyx.contact import ContactGeometry
 from simbodyx.contact.detection import KERNELS
 from simbodyx.forces import Force
-from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
+from simbodyx.io.robot import (
+    RIGID,
+    Geometry,
+    Robot,
+    aligning,
+    combined_mass_properties,
+    pose,
+    rotation_about,
+    transform,
+)
 from simbodyx.spatial import MassProperties, Transform
 
 #: MuJoCo joint type (mjtJoint) -> (mobilizer, its own axis or None)
@@ -444,9 +453,6 @@ SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellip
 #: the kernels the importer uses: a box only against a plane, where its
 #: vertices take the vertex law and its stiffness is a vertex's (N/m)
 IMPORTED_KERNELS = frozenset(KERNELS) - {("Sphere", "Brick")}
-#: the plain-strain modulus (Pa) of a geom on the world (a floor), stiff enough that its partner's
-#: material decides the contact
-RIGID = 1e12
 
 
 def _colliding_pairs(mujoco, m) -> list:

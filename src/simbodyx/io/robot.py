@@ -14,6 +14,11 @@ import numpy as np
 from simbodyx.spatial import Inertia, MassProperties, Transform
 
 
+#: The plain-strain modulus (Pa) the loaders give a floor or any shape fixed to
+#: the world: stiff enough that the moving shape's material decides the contact.
+RIGID = 1e12
+
+
 @dataclasses.dataclass(frozen=True)
 class Geometry:
     """A visual or collision shape, kept for drawing only: its ``link``, its

@@ -24,6 +24,7 @@ import dataclasses
 import importlib.metadata
 import math
 import pathlib
+import warnings
 import xml.etree.ElementTree as ET
 
 import defusedxml
@@ -31,10 +32,28 @@ import defusedxml.ElementTree
 import numpy as np
 
 from simbodyx import functions
-from simbodyx.builder import Body, GeneralForceSubsystem, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
+from simbodyx.builder import (
+    Body,
+    GeneralContactSubsystem,
+    GeneralForceSubsystem,
+    HuntCrossleyForce,
+    MobilizedBody,
+    MultibodySystem,
+    SimbodyMatterSubsystem,
+)
 from simbodyx.constraints import Constraint
+from simbodyx.contact import ContactGeometry
 from simbodyx.forces import Force
-from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
+from simbodyx.io.robot import (
+    RIGID,
+    Geometry,
+    Robot,
+    aligning,
+    combined_mass_properties,
+    pose,
+    rotation_about,
+    transform,
+)
 from simbodyx.spatial import Inertia, MassProperties, Transform
 
 #: URDF joint type -> (simbodyx mobilizer, the mobilizer's own axis, or None)
@@ -64,8 +83,28 @@ class Joint:
     mimic: tuple[str, float, float] | None = None  # (joint, multiplier, offset): q = m q_joint + offset
 
 
+@dataclasses.dataclass(frozen=True)
+class UrdfContact:
+    """What ``load_urdf(contact=...)`` models: each ``<collision>`` sphere,
+    box and cylinder against a floor, the half-space z < ``floor_height``
+    (m) of Ground (URDF's z is up), with one HuntCrossleyForce. URDF gives
+    no material, so these numbers are the caller's, the same for every
+    shape: ``stiffness`` (Pa, Hertz's, for spheres), ``vertex_stiffness``
+    (N/m at each of a box's vertices or a cylinder's rim points, Simbody's
+    BrickHalfSpacePenalty), ``dissipation`` (s/m) and the friction
+    coefficients. The floor is rigid (1e12), so the shapes' numbers decide."""
+
+    stiffness: float
+    vertex_stiffness: float
+    dissipation: float
+    static_friction: float
+    dynamic_friction: float
+    viscous_friction: float = 0.0
+    floor_height: float = 0.0
+
+
 def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), merge_fixed: bool = True,
-              mimic: bool = True, damping: bool = False, limits=None):
+              mimic: bool = True, damping: bool = False, limits=None, contact: UrdfContact | None = None):
     """(system, matter, forces, robot) built from a URDF file path or XML string.
 
     Joints map to mobilizers (revolute and continuous: Pin; prismatic:
@@ -82,7 +121,12 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     revolute or prismatic joint's ``<limit lower upper>`` becomes a
     ``Force.MobilityLinearStop`` (``robot.stops``): URDF gives the range
     but no stiffness, so these are the caller's. Off by default, limits and
-    friction are kept in ``robot.joints``, not applied. Bodies
+    friction are kept in ``robot.joints``, not applied. With ``contact`` (a
+    :class:`UrdfContact`), the ``<collision>`` spheres, boxes and cylinders
+    of moving links touch a floor (``robot.contact``, a HuntCrossleyForce
+    whose set holds the floor, surface 0, and the shapes in file order);
+    links do not touch each other (URDF's collision shapes often overlap at
+    the joints), and meshes are left out with a warning naming them. Bodies
     are added depth first, siblings sorted by joint name: Pinocchio's joint
     order, so q and u follow Pinocchio's layout joint by joint.
 
@@ -157,9 +201,54 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
         if limits is not None and joint.type in ("revolute", "prismatic") and None not in (joint.lower, joint.upper):
             stops[joint.name] = Force.MobilityLinearStop(forces, moved[joint.name], 0, *map(float, limits),
                                                          joint.lower, joint.upper)
+    hunt_crossley = None if contact is None else _floor_contact(system, matter, forces, placed, collisions, contact,
+                                                                 where)
     links_on_bodies = {link: (body, transform(X_BL)) for link, (body, X_BL) in placed.items()}
-    robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers, stops=stops)
+    robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers, stops=stops,
+                  contact=hunt_crossley)
     return system, matter, forces, robot
+
+
+def _floor_contact(system, matter, forces, placed, collisions, contact: UrdfContact, where):
+    """The HuntCrossleyForce of ``load_urdf(contact=...)``: the floor, then each
+    collision primitive of a moving link, every link-link pair excluded."""
+    contacts = GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    floor = pose(rotation_about("y", np.pi / 2))  # S's x (into the half-space) onto -z
+    floor[2, 3] = float(contact.floor_height)
+    contacts.add_body(contact_set, matter.Ground(), ContactGeometry.HalfSpace(), transform(floor), name="floor")
+    materials, meshes = [(RIGID, None)], []
+    for g in collisions:
+        body, X_BL = placed[g.link]
+        if body.is_ground():
+            continue
+        what = f"{where}: link {g.link!r} <collision> {g.kind}"
+        try:
+            if g.kind == "sphere":
+                shape, law = ContactGeometry.Sphere(float(g.attributes["radius"])), "stiffness"
+            elif g.kind == "box":
+                size = [float(x) for x in g.attributes["size"].split()]
+                shape, law = ContactGeometry.Brick(np.asarray(size) / 2), "vertex_stiffness"
+            elif g.kind == "cylinder":
+                radius, length = float(g.attributes["radius"]), float(g.attributes["length"])
+                shape, law = ContactGeometry.Cylinder(radius, length / 2), "vertex_stiffness"
+            else:
+                meshes.append(g.link)
+                continue
+        except (KeyError, ValueError) as error:
+            raise ValueError(f"{what}: {error}") from None
+        contacts.add_body(contact_set, body, shape, transform(X_BL @ g.origin), name=f"{g.link} {g.kind}")
+        materials.append((getattr(contact, law), law))
+    if meshes:
+        warnings.warn(f"load_urdf: collision meshes not modelled (links {', '.join(meshes)})", stacklevel=3)
+    for i in range(1, len(materials)):
+        for j in range(i + 1, len(materials)):
+            contacts.exclude_pair(contact_set, i, j)
+    hunt_crossley = HuntCrossleyForce(forces, contacts, contact_set)
+    for surface, (stiffness, _) in enumerate(materials):
+        hunt_crossley.set_body_parameters(surface, stiffness, contact.dissipation, contact.static_friction,
+                                          contact.dynamic_friction, contact.viscous_friction)
+    return hunt_crossley
 
 
 def example_robot_data(path: str = "") -> pathlib.Path:
