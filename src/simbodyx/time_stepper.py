@@ -153,7 +153,7 @@ class _Problem:
         conditional = contacts + params.unilateral_speeds + params.bounded_speeds
         #: the wrapped constraints: one per conditional constraint, then each friction's
         wrapped = tuple(c.constraint for c in conditional) + tuple(i for f in frictions for i in f.constraints)
-        bilateral = tuple(c for c in params.constraints if c.index not in set(wrapped))
+        bilateral = tuple(c for c in params.constraints if c.index not in frozenset(wrapped))
         for c in bilateral:
             if c.ma:
                 raise ValueError(f"SemiExplicitEulerTimeStepper: {c.label} has acceleration-only equations, "
