@@ -11,6 +11,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax.test_util import check_grads
 
 import simbodyx as sx
@@ -127,6 +128,7 @@ def test_a_rollout_gradient_through_impacts_matches_central_differences():
     np.testing.assert_allclose(np.asarray(grad), np.asarray(central), rtol=1e-4)
 
 
+@pytest.mark.filterwarnings("error::FutureWarning")  # JAX's warning of a float64 value scattered into float32
 def test_float32_values_and_derivatives_are_finite_too():
     model, state, _ = scene()
     model32 = model.astype(jnp.float32)

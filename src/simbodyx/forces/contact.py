@@ -138,7 +138,8 @@ class HuntCrossley(ForceElement):
         v = (velocity_at(state, body1, _offset(state, body1, point))
              - velocity_at(state, body2, _offset(state, body2, point)))
         vn = jnp.sum(v * n, axis=-1)
-        normal_force = jnp.maximum(elastic * (1 + np.where(vertex, 1.0, 1.5) * c * vn), 0.0)
+        factor = jnp.asarray(np.where(vertex, 1.0, 1.5), elastic.dtype)  # Hunt-Crossley's 3/2, a vertex's 1
+        normal_force = jnp.maximum(elastic * (1 + factor * c * vn), 0.0)
         tangent = v - vn[:, None] * n
         slip = safe_norm(tangent)
         friction = _stribeck(normal_force, slip, _harmonic(self.static_friction[i1], self.static_friction[i2]),
@@ -159,7 +160,7 @@ class HuntCrossley(ForceElement):
     def potential_energy(self, model, state):
         contacts, elastic, _, vertex = self._contacts(state)
         depth, _ = _positive_part(contacts.depth)
-        return jnp.sum(np.where(vertex, 0.5, 0.4) * elastic * depth)
+        return jnp.sum(jnp.asarray(np.where(vertex, 0.5, 0.4), elastic.dtype) * elastic * depth)
 
 
 def _two_thirds_power(k):
