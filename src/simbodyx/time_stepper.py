@@ -400,8 +400,7 @@ class SemiExplicitEulerTimeStepper(Module):
         verr, G = problem.velocity_errors_and_g()
         gap, rate = sign * problem.eqs.position_errors()[normal], sign * verr[normal]
         d = model.realize(s, Stage.Dynamics)
-        udot, _ = forward_dynamics(model.topology, ForwardInputs.at(d, d.dynamics.mobility_forces,
-                                                                    d.dynamics.body_forces))
+        udot, _ = forward_dynamics(model.topology, ForwardInputs.at(d))
         accel = sign * (G @ udot)[normal]
         disc = rate * rate - 4 * accel * gap
         reaching = (rate < -0.1 * self.get_constraint_tolerance_in_use()) & (disc >= 0)
@@ -442,7 +441,7 @@ class SemiExplicitEulerTimeStepper(Module):
 
         with jax.named_scope("dynamics_phase"):
             s1 = model.realize(s.replace(u=u1, keep=Stage.Position), Stage.Dynamics)
-            udot0, _ = forward_dynamics(top, ForwardInputs.at(s1, s1.dynamics.mobility_forces, s1.dynamics.body_forces))
+            udot0, _ = forward_dynamics(top, ForwardInputs.at(s1))
             verr_start = verr0 - A @ impulse
             free_end = verr_start + G @ (h * udot0)  # the velocity errors at the end without contact
             # the impact or the forces may bring more contacts into play within the step

@@ -201,8 +201,11 @@ class ForwardInputs(NamedTuple):
     prescribed: tuple | None = None
 
     @classmethod
-    def at(cls, state, mobility_forces, body_forces, prescribed=None) -> ForwardInputs:
-        """The record of a State realized to Velocity."""
+    def at(cls, state, mobility_forces=None, body_forces=None, prescribed=None) -> ForwardInputs:
+        """The record of a State realized to Velocity; without forces, the
+        applied forces of its Dynamics stage."""
+        if mobility_forces is None and body_forces is None:
+            mobility_forces, body_forces = state.dynamics.mobility_forces, state.dynamics.body_forces
         return cls(state.instance, state.q, state.u, state.position, state.velocity, mobility_forces, body_forces,
                    prescribed)
 
