@@ -94,6 +94,7 @@ from simbodyx.algorithms.kinematics import realize_velocity
 from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
 from simbodyx.impulse import PGSImpulseSolver, Rows, SolveStats
+from simbodyx.spatial.vectors import safe_norm
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -153,7 +154,8 @@ class _Problem:
         conditional = contacts + params.unilateral_speeds + params.bounded_speeds
         #: the wrapped constraints: one per conditional constraint, then each friction's
         wrapped = tuple(c.constraint for c in conditional) + tuple(i for f in frictions for i in f.constraints)
-        bilateral = tuple(c for c in params.constraints if c.index not in frozenset(wrapped))
+        conditional_indices = frozenset(wrapped)
+        bilateral = tuple(c for c in params.constraints if c.index not in conditional_indices)
         for c in bilateral:
             if c.ma:
                 raise ValueError(f"SemiExplicitEulerTimeStepper: {c.label} has acceleration-only equations, "
@@ -471,9 +473,7 @@ class SemiExplicitEulerTimeStepper(Module):
         nc = problem.rows.num_contacts
         if not problem.rows.friction:
             return jnp.zeros(nc, verr.dtype)
-        pairs = np.asarray(problem.rows.friction, np.int32)
-        slip2 = jnp.sum(verr[pairs] ** 2, axis=-1)
-        slip = jnp.sqrt(jnp.where(slip2 > 0, slip2, 1.0)) * (slip2 > 0)
+        slip = safe_norm(verr[np.asarray(problem.rows.friction, np.int32)])
         owner = np.asarray(problem.rows.friction_contact, np.int32)
         mu = calc_effective_cof(problem.coefficients("mu_s")[owner], problem.coefficients("mu_d")[owner],
                                 problem.coefficients("mu_v")[owner],
@@ -486,9 +486,7 @@ class SemiExplicitEulerTimeStepper(Module):
         transition = self.get_default_friction_transition_velocity_in_use()
         mu = []
         for group, f in zip(problem.rows.limited, problem.frictions):
-            slip2 = jnp.sum(verr[np.asarray(group, np.int32)] ** 2)
-            slip = jnp.sqrt(jnp.where(slip2 > 0, slip2, 1.0)) * (slip2 > 0)
-            mu.append(f.calc_effective_cof(transition, slip))
+            mu.append(f.calc_effective_cof(transition, safe_norm(verr[np.asarray(group, np.int32)])))
         return jnp.stack(mu) if mu else jnp.zeros(0, verr.dtype)
 
     def _impact(self, problem: _Problem, A, verr, proximal, touching, participating, mu):

@@ -237,17 +237,16 @@ def forward_dynamics(topology: Topology, x: ForwardInputs):
     return _forward_dynamics(topology, x)
 
 
-def articulate_with_locks(topology: Topology, instance, position, velocity, mobility_forces, body_forces,
-                          prescribed=None) -> Articulated:
-    """The articulation for forward dynamics: locked mobilities rigid, their
-    prescribed udot moved into the Coriolis term."""
-    coriolis, free = velocity.mobilizer_coriolis, None
-    if prescribed is not None:
-        locked, udot_p = prescribed
-        coriolis = coriolis + sum_per_body(topology, position.H_PB_G, locked * udot_p)
+def articulate_with_locks(topology: Topology, x: ForwardInputs) -> Articulated:
+    """The articulation for forward dynamics of ``x``: locked mobilities
+    rigid, their prescribed udot moved into the Coriolis term."""
+    coriolis, free = x.velocity.mobilizer_coriolis, None
+    if x.prescribed is not None:
+        locked, udot_p = x.prescribed
+        coriolis = coriolis + sum_per_body(topology, x.position.H_PB_G, locked * udot_p)
         free = 1 - locked
-    bias = velocity.gyroscopic - body_forces
-    return articulate(topology, instance, position, coriolis, bias, mobility_forces, free)
+    bias = x.velocity.gyroscopic - x.body_forces
+    return articulate(topology, x.instance, x.position, coriolis, bias, x.mobility_forces, free)
 
 
 @trace_context.custom_jvp(nondiff_argnums=(0,))
@@ -271,8 +270,7 @@ def _forward_dynamics_articulated(topology, x):
 
 def _solve_forward(topology, x: ForwardInputs):
     with jax.named_scope("articulated_body_method"):  # names in the HLO, for benchmarks/profile_kernels.py
-        art = articulate_with_locks(topology, x.instance, x.position, x.velocity, x.mobility_forces, x.body_forces,
-                                    x.prescribed)
+        art = articulate_with_locks(topology, x)
         udot, A_GB = accelerate(topology, art, x.body_forces.dtype)
     if x.prescribed is not None:
         locked, udot_p = x.prescribed

@@ -33,13 +33,11 @@ def _to_Mo(topology, instance, position, F_Bo):
 def reactions_articulated(topology, x: ForwardInputs, A_GB):
     """P A + z per body (locked joints rigid, as in forward dynamics), moved
     to Mo, for forward dynamics' inputs ``x`` and its body accelerations A_GB."""
-    instance, position = x.instance, x.position
-    art = articulate_with_locks(topology, instance, position, x.velocity, x.mobility_forces, x.body_forces,
-                                x.prescribed)
+    art = articulate_with_locks(topology, x)
     schedule, zero = topology.schedule, jnp.zeros(6, A_GB.dtype)
     P = tree.from_levels(schedule, art.P, jnp.zeros((6, 6), A_GB.dtype))
     F = mat_vec(P, A_GB) + tree.from_levels(schedule, art.z, zero)
-    return _to_Mo(topology, instance, position, F)
+    return _to_Mo(topology, x.instance, x.position, F)
 
 
 def reactions_free_body(topology, instance, position, velocity, body_forces, A_GB):

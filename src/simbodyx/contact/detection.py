@@ -165,8 +165,17 @@ def _face_vertices() -> np.ndarray:
 
 
 FACE_VERTICES = _face_vertices()
-#: (6, 3) each face's outward normal in S
-FACE_NORMALS = np.array([[side if a == axis else 0.0 for a in range(3)] for axis in range(3) for side in (-1.0, 1.0)])
+#: (6, 3) each face's outward normal in S: the mean of its vertices' signs
+FACE_NORMALS = FACE_VERTICES.mean(axis=1)
+
+
+def _points_in_half_space(X_GH: Transform, points):
+    """Points given in the half-space's frame H as contacts with it (the
+    vertex law, ``radius`` 0): depth their x (inside: x > 0), the force
+    halfway up the overlap, the normal H's outward one (-x), in G."""
+    depth = points[:, 0]
+    normal = jnp.broadcast_to(-X_GH.R[:, 0], points.shape)
+    return PointContact(X_GH.apply(points) + depth[:, None] / 2 * normal, normal, depth, jnp.zeros_like(depth))
 
 
 def half_space_brick(half_space, X1, brick, X2):
@@ -179,10 +188,7 @@ def half_space_brick(half_space, X1, brick, X2):
     cosines = jnp.asarray(FACE_NORMALS, X_HB.p.dtype) @ X_HB.R.T @ outward  # each face normal . outward
     face = jnp.argmin(cosines)
     corners = jnp.asarray(FACE_VERTICES, X_HB.p.dtype)[face] * brick.half_lengths  # (4, 3) in B
-    depth = X_HB.apply(corners)[:, 0]  # x in H: positive inside
-    normal = jnp.broadcast_to(-X1.R[:, 0], (4, 3))
-    location = X2.apply(corners) + depth[:, None] / 2 * normal  # halfway up the overlap, as every kernel's
-    return PointContact(location, normal, depth, jnp.zeros_like(depth))
+    return _points_in_half_space(X1, X_HB.apply(corners))
 
 
 def sphere_brick(sphere, X1, brick, X2):
@@ -216,11 +222,7 @@ def half_space_cylinder(half_space, X1, cylinder, X2):
     turns = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], axis.dtype)
     rim = cylinder.radius * (turns[:, :1] * e + turns[:, 1:] * f)  # (4, 3) in H, from an end's centre
     ends = jnp.stack([-axis, axis]) * cylinder.half_length
-    points = (X_HC.p + ends[:, None, :] + rim[None, :, :]).reshape(8, 3)  # in H
-    depth = points[:, 0]
-    normal = jnp.broadcast_to(-X1.R[:, 0], (8, 3))
-    location = X1.apply(points) + depth[:, None] / 2 * normal
-    return PointContact(location, normal, depth, jnp.zeros_like(depth))
+    return _points_in_half_space(X1, (X_HC.p + ends[:, None, :] + rim[None, :, :]).reshape(8, 3))
 
 
 def half_space_capsule(half_space, X1, capsule, X2):
