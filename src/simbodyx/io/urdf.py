@@ -217,7 +217,7 @@ def _floor_contact(system, matter, forces, placed, collisions, contact: UrdfCont
     floor = pose(rotation_about("y", np.pi / 2))  # S's x (into the half-space) onto -z
     floor[2, 3] = float(contact.floor_height)
     contacts.add_body(contact_set, matter.Ground(), ContactGeometry.HalfSpace(), transform(floor), name="floor")
-    materials, meshes = [(RIGID, None)], []
+    stiffness, meshes = [RIGID], []  # per surface, the floor's first
     for g in collisions:
         body, X_BL = placed[g.link]
         if body.is_ground():
@@ -238,15 +238,15 @@ def _floor_contact(system, matter, forces, placed, collisions, contact: UrdfCont
         except (KeyError, ValueError) as error:
             raise ValueError(f"{what}: {error}") from None
         contacts.add_body(contact_set, body, shape, transform(X_BL @ g.origin), name=f"{g.link} {g.kind}")
-        materials.append((getattr(contact, law), law))
+        stiffness.append(getattr(contact, law))
     if meshes:
         warnings.warn(f"load_urdf: collision meshes not modelled (links {', '.join(meshes)})", stacklevel=3)
-    for i in range(1, len(materials)):
-        for j in range(i + 1, len(materials)):
+    for i in range(1, len(stiffness)):
+        for j in range(i + 1, len(stiffness)):
             contacts.exclude_pair(contact_set, i, j)
     hunt_crossley = HuntCrossleyForce(forces, contacts, contact_set)
-    for surface, (stiffness, _) in enumerate(materials):
-        hunt_crossley.set_body_parameters(surface, stiffness, contact.dissipation, contact.static_friction,
+    for surface, k in enumerate(stiffness):
+        hunt_crossley.set_body_parameters(surface, k, contact.dissipation, contact.static_friction,
                                           contact.dynamic_friction, contact.viscous_friction)
     return hunt_crossley
 
