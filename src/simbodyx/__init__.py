@@ -47,6 +47,7 @@ from simbodyx.assembly import (
 )
 from simbodyx.builder import (
     Body as Body,
+    CompliantContactSubsystem as CompliantContactSubsystem,
     GeneralContactSubsystem as GeneralContactSubsystem,
     GeneralForceSubsystem as GeneralForceSubsystem,
     HuntCrossleyForce as HuntCrossleyForce,
@@ -72,7 +73,7 @@ from simbodyx.constraints.conditional import (
     UnilateralContact as UnilateralContact,
     UnilateralSpeedConstraint as UnilateralSpeedConstraint,
 )
-from simbodyx.contact import ContactGeometry as ContactGeometry
+from simbodyx.contact import ContactGeometry as ContactGeometry, ContactMaterial as ContactMaterial
 from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent
 from simbodyx.forces import Force as Force
 from simbodyx.simulation import (

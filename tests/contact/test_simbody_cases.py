@@ -239,3 +239,179 @@ def test_brick_vertices_take_simbodys_brick_half_space_penalty():
     touching = jnp.asarray([1.0, 0, 0, 0, 0, half[1], 0])
     for d in jax.jacfwd(brick_force, argnums=(0, 1))(touching, jnp.zeros(6)):
         assert np.all(np.isfinite(np.asarray(d)))
+
+
+def _quintic(x):
+    x = np.clip(x, 0, 1)
+    return x ** 3 * (10 + x * (6 * x - 15))
+
+
+def _simbody_eccentricity(kmax, kmin):
+    """CompliantContactSubsystem's calcHertzForceEccentricityCorrection, as
+    Simbody writes it (Antoine's axis ratio, Abramowitz and Stegun's K and E)."""
+    if kmax == kmin:
+        return 1.0
+    u = [0.40227436, 3.7491752e-2, 7.4855761e-4, 2.1667028e-6]
+    w = [0.42678878, 4.2605401e-2, 9.0786922e-4, 2.7868927e-6]
+    q = np.log10(kmax / kmin) ** 2
+    n = 1 + sum(c * q ** (i + 1) for i, c in enumerate(u))
+    d = 1 + sum(c * q ** (i + 1) for i, c in enumerate(w))
+    k = (kmax / kmin) ** (2 * n / (3 * d))
+    m1 = 1 / k ** 2
+    a = [1.38629436112, 0.09666344259, 0.03590092383, 0.03742563713, 0.01451196212]
+    b = [0.5, 0.12498593597, 0.06880248576, 0.03328355346, 0.00441787012]
+    c = [1, 0.44325141463, 0.06260601220, 0.04757383546, 0.01736506451]
+    e = [0, 0.24998368310, 0.09200180037, 0.04069697526, 0.00526449639]
+    K = sum(x * m1 ** i for i, x in enumerate(a)) - np.log(m1) * sum(x * m1 ** i for i, x in enumerate(b))
+    E = sum(x * m1 ** i for i, x in enumerate(c)) - np.log(m1) * sum(x * m1 ** i for i, x in enumerate(e))
+    return np.pi * k * np.sqrt(E * K) / (2 * K * K)
+
+
+def _compliant_sphere_or_ellipsoid(geometry):
+    system, matter, forces, body = _sphere_system()
+    contacts = sx.GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    materials = sx.ContactMaterial(1.0, 0.5, 1.0, 0.5, 0.1), sx.ContactMaterial(2.0, 1.0, 0.7, 0.2, 0.05)
+    contacts.add_body(contact_set, body, geometry, material=materials[0])
+    contacts.add_body(contact_set, matter.Ground(), sx.ContactGeometry.HalfSpace(), FLOOR, material=materials[1])
+    ccs = sx.CompliantContactSubsystem(forces, contacts, contact_set)
+    ccs.set_transition_velocity(0.15)  # the slip speeds cross all three pieces of the friction curve
+    model, state = system.realize_topology()
+    return model, state, materials, ccs.get_transition_velocity()
+
+
+@pytest.mark.parametrize("shape", ["sphere", "ellipsoid"])
+def test_compliant_contact_subsystem_matches_simbodys_generators(shape):
+    """CompliantContactSubsystem's HertzCircular (a sphere) and HertzElliptical
+    (an ellipsoid with semi-axes a, b, c along x, y, z, its lowest point
+    (0, -b, 0) on the floor: principal curvatures b/a^2 and b/c^2) on the
+    cases above, written out from Simbody's calcHertzContactForce with its
+    quintic Stribeck curve; and the potential energy (2/5) fH x."""
+    a, c = 0.5, 0.3
+    geometry = (sx.ContactGeometry.Sphere(RADIUS) if shape == "sphere"
+                else sx.ContactGeometry.Ellipsoid([a, RADIUS, c]))
+    model, state, (m1, m2), vt = _compliant_sphere_or_ellipsoid(geometry)
+    if shape == "sphere":
+        R, e = RADIUS, 1.0
+    else:
+        kmax, kmin = RADIUS / c ** 2, RADIUS / a ** 2
+        R, e = 2 / (kmax + kmin), _simbody_eccentricity(kmax, kmin)
+        assert abs(e - 1) > 0.01  # the correction matters here
+    # surface 1 is the half-space (Simbody orders the pair so), with material m2
+    s1 = m1.get_stiffness23() / (m1.get_stiffness23() + m2.get_stiffness23())
+    k = m2.get_stiffness23() * s1
+    dissipation = m2.get_dissipation() * s1 + m1.get_dissipation() * (1 - s1)
+    us, ud, uv = (2 * x * y / (x + y) for x, y in ((m1.static_friction, m2.static_friction),
+                                                   (m1.dynamic_friction, m2.dynamic_friction),
+                                                   (m1.viscous_friction, m2.viscous_friction)))
+    h, v, q, u = _cases()
+    n = len(h)
+    depth = RADIUS - h
+    fh = np.where(depth > 0, e * 4 / 3 * k * np.maximum(depth, 0) * np.sqrt(R * k * np.maximum(depth, 0)), 0.0)
+    got, energy = _evaluate(model, state, q, u, lambda s: model.forces.calc_potential_energy(s))
+    got, energy = np.asarray(got), np.asarray(energy)
+    np.testing.assert_allclose(energy[:n], 0.4 * fh * depth + 9.8 * h, rtol=0, atol=TOL)
+
+    normal = np.maximum(fh * (1 + 1.5 * dissipation * v), 0.0)
+    np.testing.assert_allclose(got[:n, 3:], GRAVITY + np.outer(normal, [0, 1, 0]), rtol=0, atol=TOL)
+
+    x = np.abs(v) / vt
+    dry = np.where(x >= 3, ud, np.where(x >= 1, us - (us - ud) * _quintic((x - 1) / 2), us * _quintic(x)))
+    friction = -np.sign(v) * fh * (dry + uv * np.abs(v))
+    total = GRAVITY + np.stack([friction, fh, np.zeros(n)], axis=1)
+    point_y = -s1 * depth
+    np.testing.assert_allclose(got[n:], _expected_body_force(point_y, h, total), rtol=0, atol=TOL)
+
+
+def _elliptic_integrals(m):
+    """K(m) and E(m) to machine precision by the arithmetic-geometric mean."""
+    a, b, K_sum, power = 1.0, np.sqrt(1 - m), m / 2, 0.5
+    for _ in range(40):  # quadratic convergence: a handful reach machine precision
+        a, b, c = (a + b) / 2, np.sqrt(a * b), (a - b) / 2
+        power *= 2
+        K_sum += power * c * c
+    K = np.pi / (2 * a)
+    return K, K * (1 - K_sum)
+
+
+def test_the_elliptical_correction_is_hertz_theorys_to_five_digits():
+    """Simbody's approximations against Hertz's implicit equation solved
+    exactly: for curvature ratios kmax/kmin, the ellipse's axis ratio k with
+    kmax/kmin = (k^2 E(m) - K(m)) / (K(m) - E(m)), m = 1 - 1/k^2 (by
+    bisection, K and E by the arithmetic-geometric mean), and e = pi k
+    sqrt(E) / (2 K^(3/2)); and e = 1 for a circle, with a finite derivative
+    there."""
+    from simbodyx.forces.contact import _eccentricity
+
+    ratios = np.array([1.0, 1.001, 1.5, 2.0, 5.0, 20.0, 100.0])
+    exact = []
+    for ratio in ratios:
+        low, high = 1.0, 1e3
+        for _ in range(200):
+            k = (low + high) / 2
+            K, E = _elliptic_integrals(1 - 1 / k ** 2)
+            low, high = (k, high) if (k * k * E - K) / (K - E) < ratio else (low, k)
+        K, E = _elliptic_integrals(1 - 1 / k ** 2)
+        exact.append(np.pi * k * np.sqrt(E) / (2 * K ** 1.5) if ratio > 1 else 1.0)
+    got = np.asarray(jax.vmap(_eccentricity)(jnp.asarray(ratios)))
+    np.testing.assert_allclose(got, exact, rtol=1e-5)
+    np.testing.assert_allclose(got, [_simbody_eccentricity(r, 1.0) for r in ratios], rtol=0, atol=1e-12)
+    slopes = np.asarray(jax.vmap(jax.grad(_eccentricity))(jnp.asarray(ratios)))
+    assert np.all(np.isfinite(slopes)) and slopes[0] == 0  # e is even in log(ratio): flat at a circle
+
+
+def test_compliant_contact_subsystem_needs_a_material_on_every_surface():
+    system, matter, forces, sphere = _sphere_system()
+    contacts = sx.GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    contacts.add_body(contact_set, sphere, sx.ContactGeometry.Sphere(RADIUS), material=sx.ContactMaterial(1, 0, 0, 0))
+    contacts.add_body(contact_set, matter.Ground(), sx.ContactGeometry.HalfSpace(), FLOOR, name="floor")
+    sx.CompliantContactSubsystem(forces, contacts, contact_set)
+    with pytest.raises(ValueError, match="CompliantContactSubsystem: surface 1 'floor' \\(HalfSpace on Ground "
+                                         ".*\\) has no ContactMaterial"):
+        system.realize_topology()
+    with pytest.raises(ValueError, match="ContactMaterial: dynamic_friction 0.5 is above static_friction 0.4"):
+        sx.ContactMaterial(1.0, 0.0, 0.4, 0.5)
+    with pytest.raises(ValueError, match="ContactMaterial: stiffness must be finite and >= 0"):
+        sx.ContactMaterial(-1.0, 0.0, 0.4, 0.3)
+    assert sx.ContactMaterial.calc_plane_strain_stiffness(2e9, 0.3) == pytest.approx(2e9 / 0.91, rel=1e-15)
+    assert sx.ContactMaterial.calc_confined_compression_stiffness(2e9, 0.3) == pytest.approx(
+        2e9 * 0.7 / (1.3 * 0.4), rel=1e-15)
+    assert sx.ContactMaterial.calc_dissipation_from_observed_restitution(0.8, 0.1) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="calc_confined_compression_stiffness: needs Young's modulus >= 0 and -1 < "
+                                         "Poisson's ratio < 0.5, got 1.0, 0.5"):
+        sx.ContactMaterial.calc_confined_compression_stiffness(1.0, 0.5)
+
+
+def test_elliptical_contact_derivatives_match_central_differences():
+    """A tilted, moving ellipsoid pressed into the floor, and a spheroid
+    standing on its axis (a circular contact, where the two principal
+    curvatures meet): the CompliantContactSubsystem's forces are smooth in
+    q and u and their derivatives agree with central differences."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    body = sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(1.0)))
+    contacts = sx.GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    for radii in ([0.5, 0.8, 0.3], [0.4, 0.8, 0.4]):
+        mobod = sx.MobilizedBody.Free(matter.Ground(), body)
+        contacts.add_body(contact_set, mobod, sx.ContactGeometry.Ellipsoid(radii),
+                          material=sx.ContactMaterial(1e5, 0.5, 0.8, 0.5, 0.1))
+    contacts.add_body(contact_set, matter.Ground(), sx.ContactGeometry.HalfSpace(), FLOOR,
+                      material=sx.ContactMaterial(2e5, 1.0, 0.6, 0.4, 0.0))
+    contacts.exclude_pair(contact_set, 0, 1)
+    sx.CompliantContactSubsystem(forces, contacts, contact_set).set_transition_velocity(0.1)
+    model, state = system.realize_topology()
+    axis = np.array([0.3, 0.2, 0.9])
+    tilted = np.concatenate([[np.cos(0.3)], np.sin(0.3) * axis / np.linalg.norm(axis), [0.0, 0.7, 0.0]])
+    upright = np.array([1.0, 0, 0, 0, 2.0, 0.78, 0.0])
+    q = jnp.asarray(np.concatenate([tilted, upright]))
+    u = jnp.asarray(np.concatenate([[0.3, -0.2, 0.5, 0.4, -0.1, 0.2], [0.0, 0.1, 0.0, 0.05, -0.02, 0.0]]))
+
+    def body_forces(q, u):
+        return model.forces.calc_forces(model.realize(state.with_q(q).with_u(u), sx.Stage.Velocity))[1][1:]
+
+    F = np.asarray(body_forces(q, u))
+    assert F[0, 4] > 1.0 and F[1, 4] > 1.0  # both pressed into the floor
+    check_grads(body_forces, (q, u), order=1, modes=("fwd", "rev"), eps=1e-6, atol=1e-5, rtol=1e-6)

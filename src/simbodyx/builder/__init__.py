@@ -4,6 +4,7 @@ GeneralForceSubsystem, GeneralContactSubsystem and the contact force handles).""
 
 from simbodyx.builder.body import Body as Body
 from simbodyx.builder.contact import (
+    CompliantContactSubsystem as CompliantContactSubsystem,
     GeneralContactSubsystem as GeneralContactSubsystem,
     HuntCrossleyForce as HuntCrossleyForce,
     SmoothSphereHalfSpaceForce as SmoothSphereHalfSpaceForce,

@@ -1,6 +1,7 @@
 """Contact while building: ``GeneralContactSubsystem`` (contact sets of
 shapes on bodies) and the handles of the contact force elements,
-``HuntCrossleyForce`` and ``SmoothSphereHalfSpaceForce``, which Simbody
+``HuntCrossleyForce``, ``CompliantContactSubsystem`` and
+``SmoothSphereHalfSpaceForce``, which Simbody
 configures with setters after construction; ``realize_topology`` freezes
 each into its element (``simbodyx.forces.contact``), with the candidate
 pairs of its set fixed then."""
@@ -12,9 +13,9 @@ import numpy as np
 from simbodyx.builder.forces import ForceHandle
 from simbodyx.builder.mobilized_body import MobilizedBody
 from simbodyx.contact.detection import candidate_pairs
-from simbodyx.contact.geometry import ContactSurface, Shape
+from simbodyx.contact.geometry import ContactMaterial, ContactSurface, Shape
 from simbodyx.forces.base import as_frame, as_param
-from simbodyx.forces.contact import HuntCrossley, SmoothSphereHalfSpace
+from simbodyx.forces.contact import CompliantContact, HuntCrossley, SmoothSphereHalfSpace
 from simbodyx.spatial.transform import Transform
 
 
@@ -45,10 +46,12 @@ class GeneralContactSubsystem:
         return self._sets[contact_set]
 
     def add_body(self, contact_set: int, mobilized_body, geometry, X_BS: Transform | None = None,
-                 name: str | None = None) -> int:
+                 name: str | None = None, material: ContactMaterial | None = None) -> int:
         """Put ``geometry`` on ``mobilized_body`` (Ground included) with its frame
         S at ``X_BS`` (in B; identity by default); returns the surface index.
-        ``name`` labels the surface in messages."""
+        ``name`` labels the surface in messages; ``material`` (Simbody's
+        ContactSurface's) gives the surface's parameters to the set's contact
+        forces (a CompliantContactSubsystem needs one on every surface)."""
         label = "GeneralContactSubsystem.add_body"
         self.system.check_not_frozen("add a contact surface")
         members = self._set(contact_set, label)
@@ -59,8 +62,10 @@ class GeneralContactSubsystem:
         if not isinstance(geometry, Shape):
             raise TypeError(f"{label}: geometry must be a ContactGeometry shape (Sphere, HalfSpace, ...), "
                             f"got {type(geometry).__name__}")
+        if material is not None and not isinstance(material, ContactMaterial):
+            raise TypeError(f"{label}: material must be a ContactMaterial, got {type(material).__name__}")
         members.append((mobilized_body, geometry, as_frame(Transform() if X_BS is None else X_BS, "X_BS", label),
-                        name))
+                        name, material))
         return len(members) - 1
 
     def exclude_pair(self, contact_set: int, surface1: int, surface2: int) -> None:
@@ -86,6 +91,9 @@ class GeneralContactSubsystem:
     def get_body_transform(self, contact_set: int, surface: int) -> Transform:
         return self._member(contact_set, surface)[2]
 
+    def get_body_material(self, contact_set: int, surface: int) -> ContactMaterial | None:
+        return self._member(contact_set, surface)[4]
+
     def _member(self, contact_set, surface):
         members = self._set(contact_set, "GeneralContactSubsystem")
         if not isinstance(surface, (int, np.integer)) or not 0 <= surface < len(members):
@@ -96,42 +104,21 @@ class GeneralContactSubsystem:
     def _surfaces(self, contact_set) -> tuple:
         return tuple(
             ContactSurface(body.index, shape, X_BS, f"surface {i}{f' {name!r}' if name else ''} ({shape.kind} on {body._label})")
-            for i, (body, shape, X_BS, name) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
+            for i, (body, shape, X_BS, name, _) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
 
 
-class HuntCrossleyForce(ForceHandle):
-    """Simbody's HuntCrossleyForce on the point contacts of one contact set.
-
-    ``set_body_parameters(surface, stiffness, dissipation, static_friction,
-    dynamic_friction, viscous_friction)`` per surface (defaults 1, 0, 0, 0,
-    0, as Simbody's); ``set_transition_velocity`` (default 0.01 m/s). A
-    contact whose Hunt-Crossley force would pull is given zero force.
-    """
+class _PointContactHandle(ForceHandle):
+    """What HuntCrossleyForce and CompliantContactSubsystem share: a contact
+    set, the transition velocity (default 0.01 m/s, Simbody's), the
+    per-point forces, and per-surface parameters frozen into the element."""
 
     def __init__(self, forces, contacts: GeneralContactSubsystem, contact_set: int):
-        self.label = "HuntCrossleyForce"
         if not isinstance(contacts, GeneralContactSubsystem) or contacts.system is not forces.system:
             raise ValueError(f"{self.label}: needs a GeneralContactSubsystem of the same MultibodySystem")
         contacts._set(contact_set, self.label)
         self._contacts, self._set_index = contacts, contact_set
-        self._parameters: dict[int, tuple] = {}
         self._transition_velocity = 0.01
         forces._adopt(self)
-
-    def set_body_parameters(self, surface: int, stiffness, dissipation, static_friction, dynamic_friction,
-                            viscous_friction) -> None:
-        self._forces.system.check_not_frozen(f"change {self.label}")
-        self._contacts._member(self._set_index, surface)
-        names = ("stiffness", "dissipation", "static friction", "dynamic friction", "viscous friction")
-        values = tuple(float(as_param(x, (), name, self.label)) for x, name in zip(
-            (stiffness, dissipation, static_friction, dynamic_friction, viscous_friction), names))
-        negative = [name for name, x in zip(names, values) if x < 0]
-        if negative:
-            raise ValueError(f"{self.label}: surface {surface}'s {negative[0]} must be >= 0, got {values}")
-        if values[3] > values[2]:
-            raise ValueError(f"{self.label}: surface {surface}'s dynamic friction {values[3]} is above its "
-                             f"static friction {values[2]}")
-        self._parameters[surface] = values
 
     def get_transition_velocity(self) -> float:
         return self._transition_velocity
@@ -152,13 +139,81 @@ class HuntCrossleyForce(ForceHandle):
         state.require(self._stage_needed, f"{self.label}.get_contact_forces")
         return self.element(model).contact_forces(model, state)
 
-    def freeze(self) -> HuntCrossley:
+    def _surface_parameters(self, surface: int) -> tuple:
+        """(stiffness, dissipation, static, dynamic, viscous friction) of one surface."""
+        raise NotImplementedError
+
+    def _freeze(self, element_type):
         surfaces = self._contacts._surfaces(self._set_index)
-        default = (1.0, 0.0, 0.0, 0.0, 0.0)
-        columns = np.array([self._parameters.get(i, default) for i in range(len(surfaces))]).reshape(-1, 5).T
+        columns = np.array([self._surface_parameters(i) for i in range(len(surfaces))]).reshape(-1, 5).T
         pairs = candidate_pairs(surfaces, self.label, frozenset(self._contacts._excluded[self._set_index]))
-        return HuntCrossley(surfaces, pairs, *columns,
-                            np.asarray(self._transition_velocity), self.label)
+        return element_type(surfaces, pairs, *columns, np.asarray(self._transition_velocity), self.label)
+
+
+class HuntCrossleyForce(_PointContactHandle):
+    """Simbody's HuntCrossleyForce on the point contacts of one contact set.
+
+    ``set_body_parameters(surface, stiffness, dissipation, static_friction,
+    dynamic_friction, viscous_friction)`` per surface; a surface without
+    them takes its ContactMaterial's, or Simbody's defaults 1, 0, 0, 0, 0.
+    ``set_transition_velocity`` (default 0.01 m/s). A contact whose
+    Hunt-Crossley force would pull is given zero force.
+    """
+
+    def __init__(self, forces, contacts: GeneralContactSubsystem, contact_set: int):
+        self.label = "HuntCrossleyForce"
+        self._parameters: dict[int, tuple] = {}
+        super().__init__(forces, contacts, contact_set)
+
+    def set_body_parameters(self, surface: int, stiffness, dissipation, static_friction, dynamic_friction,
+                            viscous_friction) -> None:
+        self._forces.system.check_not_frozen(f"change {self.label}")
+        self._contacts._member(self._set_index, surface)
+        names = ("stiffness", "dissipation", "static friction", "dynamic friction", "viscous friction")
+        values = tuple(float(as_param(x, (), name, self.label)) for x, name in zip(
+            (stiffness, dissipation, static_friction, dynamic_friction, viscous_friction), names))
+        negative = [name for name, x in zip(names, values) if x < 0]
+        if negative:
+            raise ValueError(f"{self.label}: surface {surface}'s {negative[0]} must be >= 0, got {values}")
+        if values[3] > values[2]:
+            raise ValueError(f"{self.label}: surface {surface}'s dynamic friction {values[3]} is above its "
+                             f"static friction {values[2]}")
+        self._parameters[surface] = values
+
+    def _surface_parameters(self, surface: int) -> tuple:
+        material = self._contacts.get_body_material(self._set_index, surface)
+        return self._parameters.get(surface, (1.0, 0.0, 0.0, 0.0, 0.0) if material is None else material.values())
+
+    def freeze(self) -> HuntCrossley:
+        return self._freeze(HuntCrossley)
+
+
+class CompliantContactSubsystem(_PointContactHandle):
+    """Simbody's CompliantContactSubsystem on the surfaces of one contact set,
+    each with its ContactMaterial (``GeneralContactSubsystem.add_body(...,
+    material=)``): Hertz contact, elliptical where the surfaces' curvatures
+    differ (an ellipsoid on a half-space), a brick's vertices on a half-space
+    by Simbody's penalty law, and Simbody's quintic Stribeck friction with
+    the transition velocity (``set_transition_velocity``, default 0.01
+    m/s). Simbody's is a force subsystem with a contact tracker; here it is
+    an element of a GeneralForceSubsystem on a contact set, whose candidate
+    pairs are fixed by ``realize_topology``.
+    """
+
+    def __init__(self, forces, contacts: GeneralContactSubsystem, contact_set: int):
+        self.label = "CompliantContactSubsystem"
+        super().__init__(forces, contacts, contact_set)
+
+    def _surface_parameters(self, surface: int) -> tuple:
+        material = self._contacts.get_body_material(self._set_index, surface)
+        if material is None:
+            name = self._contacts._surfaces(self._set_index)[surface].name
+            raise ValueError(f"{self.label}: {name} has no ContactMaterial (give one with "
+                             f"GeneralContactSubsystem.add_body(..., material=sx.ContactMaterial(...)))")
+        return material.values()
+
+    def freeze(self) -> CompliantContact:
+        return self._freeze(CompliantContact)
 
 
 class SmoothSphereHalfSpaceForce(ForceHandle):

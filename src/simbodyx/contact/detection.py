@@ -36,13 +36,16 @@ from simbodyx.spatial.vectors import cross, safe_norm
 class PointContact(Module):
     """Contacts between two surfaces, each entry with a leading point axis:
     ``location`` (3,) and ``normal`` (3,, unit, from surface 1 into 2) in G,
-    ``depth`` (m, positive when overlapping) and the effective radius of
-    curvature ``radius`` (m, Simbody's sqrt(r1 r2) of the principal radii)."""
+    ``depth`` (m, positive when overlapping), the effective radius of
+    curvature ``radius`` (m, Simbody's sqrt(r1 r2) of the relative principal
+    radii) and ``ratio`` (kmax / kmin >= 1 of the relative principal
+    curvatures: 1 where the contact is circular, and at vertices)."""
 
     location: jnp.ndarray
     normal: jnp.ndarray
     depth: jnp.ndarray
     radius: jnp.ndarray
+    ratio: jnp.ndarray
 
 
 def _stack(contacts):
@@ -54,7 +57,7 @@ def _sphere_on_half_space(X_GH: Transform, center, r):
     local = X_GH.inverse().apply(center)
     depth = r + local[0]
     location = X_GH.apply(jnp.stack([depth / 2, local[1], local[2]]))
-    return PointContact(location, -X_GH.R[:, 0], depth, r)
+    return PointContact(location, -X_GH.R[:, 0], depth, r, jnp.ones_like(depth))
 
 
 def _sphere_sphere(p1, r1, p2, r2, fallback=None):
@@ -73,7 +76,7 @@ def _sphere_sphere(p1, r1, p2, r2, fallback=None):
         normal = jnp.where(apart, normal, fallback)
         depth = r1 + r2 - dist
     location = p1 + (r1 - depth / 2) * normal
-    return PointContact(location, normal, depth, r1 * r2 / (r1 + r2))
+    return PointContact(location, normal, depth, r1 * r2 / (r1 + r2), jnp.ones_like(depth))
 
 
 def _unit(v, other):
@@ -127,13 +130,13 @@ def sphere_sphere(sphere1, X1, sphere2, X2):
 
 def half_space_ellipsoid(half_space, X1, ellipsoid, X2):
     """Simbody's HalfSpace-Ellipsoid: the ellipsoid's deepest point p along the
-    half-space's inward normal, the force point halfway up the overlap. The
-    effective radius is sqrt(r1 r2) of the true principal radii of
-    curvature at p: with A = diag(1/radii^2) and t1, t2 the plane's
-    directions, the curvatures are the eigenvalues of [ti' A tj] / |A p|,
-    so sqrt(r1 r2) = (det[ti' A tj] / |A p|^2)^(-1/2). (Simbody takes the
-    radii as 1/sqrt of the eigenvalues of [ti' A tj], the ellipsoid's
-    semi-axes in the contact plane: right for a sphere only.)"""
+    half-space's inward normal, the force point halfway up the overlap, and
+    the true principal curvatures kmax, kmin at p (Simbody's
+    ``findParaboloidAtPointWithNormal``): with A = diag(1/radii^2) and t1, t2
+    the plane's directions, they are the eigenvalues of [ti' A tj] / |A p|.
+    The effective radius is (kmax kmin)^(-1/2). (Simbody's HuntCrossleyForce
+    takes the radii as 1/sqrt of the eigenvalues of [ti' A tj], the
+    ellipsoid's semi-axes in the contact plane: right for a sphere only.)"""
     r2 = ellipsoid.radii ** 2
     X_HE = X1.inverse().compose(X2)
     n = X_HE.R[0] * -1.0  # the half-space's outward normal (-x of H) in E
@@ -141,11 +144,13 @@ def half_space_ellipsoid(half_space, X1, ellipsoid, X2):
     point = point / -jnp.sqrt(jnp.dot(n, point))
     depth = X_HE.apply(point)[0]
     v1, v2 = X_HE.R[1], X_HE.R[2]  # H's y and z in E
-    dxx, dyy, dxy = jnp.sum(v1 * v1 / r2), jnp.sum(v2 * v2 / r2), jnp.sum(v1 * v2 / r2)
-    grad = point / r2
-    radius = ((dxx * dyy - dxy * dxy) / jnp.dot(grad, grad)) ** -0.5
+    scale = safe_norm(point / r2)
+    dxx, dyy, dxy = (jnp.sum(a * b / r2) / scale for a, b in ((v1, v1), (v2, v2), (v1, v2)))
+    mean, gap_squared = (dxx + dyy) / 2, ((dxx - dyy) / 2) ** 2 + dxy ** 2
+    spread = jnp.where(gap_squared > 0, jnp.sqrt(jnp.where(gap_squared > 0, gap_squared, 1.0)), 0.0)
+    radius = (mean * mean - gap_squared) ** -0.5
     location = X2.apply(point + depth / 2 * n)
-    return _stack([PointContact(location, X2.rotate(n), depth, radius)])
+    return _stack([PointContact(location, X2.rotate(n), depth, radius, (mean + spread) / (mean - spread))])
 
 
 def _face_vertices() -> np.ndarray:
@@ -175,7 +180,8 @@ def _points_in_half_space(X_GH: Transform, points):
     halfway up the overlap, the normal H's outward one (-x), in G."""
     depth = points[:, 0]
     normal = jnp.broadcast_to(-X_GH.R[:, 0], points.shape)
-    return PointContact(X_GH.apply(points) + depth[:, None] / 2 * normal, normal, depth, jnp.zeros_like(depth))
+    return PointContact(X_GH.apply(points) + depth[:, None] / 2 * normal, normal, depth, jnp.zeros_like(depth),
+                        jnp.ones_like(depth))
 
 
 def half_space_brick(half_space, X1, brick, X2):
@@ -206,7 +212,7 @@ def sphere_brick(sphere, X1, brick, X2):
     depth = sphere.radius + jnp.where(inside, gaps[axis], -safe_norm(center - surface))
     normal = -X2.rotate(outward)
     location = X1.p + (sphere.radius - depth / 2) * normal
-    return _stack([PointContact(location, normal, depth, sphere.radius)])
+    return _stack([PointContact(location, normal, depth, sphere.radius, jnp.ones_like(depth))])
 
 
 def half_space_cylinder(half_space, X1, cylinder, X2):

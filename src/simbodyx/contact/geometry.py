@@ -106,6 +106,88 @@ class ContactGeometry:
     Capsule = Capsule
 
 
+class ContactMaterial:
+    """Simbody's ContactMaterial: a surface's ``stiffness`` k (Pa, the
+    plain-strain modulus Hertz contact uses; at a brick's vertices, N/m),
+    ``dissipation`` c (s/m), and its ``static_friction``,
+    ``dynamic_friction`` (<= static) and ``viscous_friction`` (s/m)
+    coefficients. Given to a surface with
+    ``GeneralContactSubsystem.add_body(..., material=)``."""
+
+    def __init__(self, stiffness, dissipation, static_friction, dynamic_friction, viscous_friction=0.0):
+        names = ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction")
+        values = [float(np.asarray(x, np.float64)) for x in (stiffness, dissipation, static_friction,
+                                                             dynamic_friction, viscous_friction)]
+        for name, value in zip(names, values):
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"ContactMaterial: {name} must be finite and >= 0, got {value}")
+        if values[3] > values[2]:
+            raise ValueError(f"ContactMaterial: dynamic_friction {values[3]} is above static_friction {values[2]}")
+        (self.stiffness, self.dissipation, self.static_friction, self.dynamic_friction,
+         self.viscous_friction) = values
+
+    def values(self) -> tuple:
+        """(stiffness, dissipation, static, dynamic, viscous friction)."""
+        return (self.stiffness, self.dissipation, self.static_friction, self.dynamic_friction,
+                self.viscous_friction)
+
+    def __repr__(self) -> str:
+        return "ContactMaterial({}, {}, {}, {}, {})".format(*self.values())
+
+    def get_stiffness(self) -> float:
+        return self.stiffness
+
+    def get_stiffness23(self) -> float:
+        """k^(2/3), the form in which Hertz contact combines two stiffnesses."""
+        return self.stiffness ** (2.0 / 3.0)
+
+    def get_dissipation(self) -> float:
+        return self.dissipation
+
+    def get_static_friction(self) -> float:
+        return self.static_friction
+
+    def get_dynamic_friction(self) -> float:
+        return self.dynamic_friction
+
+    def get_viscous_friction(self) -> float:
+        return self.viscous_friction
+
+    @staticmethod
+    def calc_plane_strain_stiffness(youngs_modulus, poissons_ratio) -> float:
+        """E / (1 - nu^2), for a material free to bulge (Pa)."""
+        E, nu = _elastic_constants(youngs_modulus, poissons_ratio, "calc_plane_strain_stiffness", nu_below_half=False)
+        return E / (1 - nu * nu)
+
+    @staticmethod
+    def calc_confined_compression_stiffness(youngs_modulus, poissons_ratio) -> float:
+        """E (1 - nu) / ((1 + nu) (1 - 2 nu)), for a material whose volume must
+        shrink under pressure (Pa; infinite as nu reaches 1/2)."""
+        E, nu = _elastic_constants(youngs_modulus, poissons_ratio, "calc_confined_compression_stiffness",
+                                   nu_below_half=True)
+        return E * (1 - nu) / ((1 + nu) * (1 - 2 * nu))
+
+    @staticmethod
+    def calc_dissipation_from_observed_restitution(restitution, speed) -> float:
+        """c = (1 - e) / v (s/m) from a coefficient of restitution e observed at
+        a small impact speed v (0 for e = 1, whatever v)."""
+        e, v = float(restitution), float(speed)
+        if e == 1:
+            return 0.0
+        if not (0 <= e <= 1 and v > 0):
+            raise ValueError(f"ContactMaterial.calc_dissipation_from_observed_restitution: needs 0 <= restitution "
+                             f"<= 1 and speed > 0, got {e}, {v}")
+        return (1 - e) / v
+
+
+def _elastic_constants(E, nu, method, *, nu_below_half):
+    E, nu = float(E), float(nu)
+    if not (E >= 0 and -1 < nu and (nu < 0.5 if nu_below_half else nu <= 0.5)):
+        raise ValueError(f"ContactMaterial.{method}: needs Young's modulus >= 0 and -1 < Poisson's ratio "
+                         f"{'<' if nu_below_half else '<='} 0.5, got {E}, {nu}")
+    return E, nu
+
+
 class ContactSurface(Module):
     """A shape on body ``body`` with its frame S at ``X_BS`` (in B); ``name``
     labels it in messages."""

@@ -1,14 +1,16 @@
 """Compliant contact, Simbody's: Hunt-Crossley forces on a contact set's
-point contacts (``HuntCrossley``, built by ``sx.HuntCrossleyForce``) and the
-smooth sphere-on-half-space force made for gradient-based optimization
+point contacts, as Simbody's HuntCrossleyForce computes them (``HuntCrossley``,
+built by ``sx.HuntCrossleyForce``) and as its CompliantContactSubsystem does
+(``CompliantContact``, built by ``sx.CompliantContactSubsystem``: elliptical
+Hertz contact and a smoother friction curve), and the smooth
+sphere-on-half-space force made for gradient-based optimization
 (``SmoothSphereHalfSpace``, built by ``sx.SmoothSphereHalfSpaceForce``).
 
-Both follow Simbody's formulas and signs: Hertz's normal force
+All follow Simbody's formulas and signs: Hertz's normal force
 (4/3) k d sqrt(R k d) on penetration d, times the Hunt-Crossley factor
 (1 + 3/2 c v) for approach speed v (at a brick's vertices on a half-space,
-Simbody's BrickHalfSpacePenalty instead: k d (1 + c v)), and Stribeck friction
-f (min(v/vt, 1) (ud + 2 (us - ud) / (1 + (v/vt)^2)) + uv v) against the slip
-velocity v. Every value and first derivative is finite everywhere,
+Simbody's BrickHalfSpacePenalty instead: k d (1 + c v)), and Stribeck
+friction against the slip velocity. Every value and first derivative is finite everywhere,
 including exactly at contact onset and zero slip (the square roots and
 norms there are the safe forms).
 """
@@ -48,9 +50,59 @@ def _positive_part(x):
 
 
 def _stribeck(normal_force, slip, us, ud, uv, vt):
-    """Simbody's friction magnitude for slip speed ``slip`` >= 0."""
+    """HuntCrossleyForce's friction magnitude for slip speed ``slip`` >= 0."""
     vrel = slip / vt
     return normal_force * (jnp.minimum(vrel, 1.0) * (ud + 2 * (us - ud) / (1 + vrel * vrel)) + uv * slip)
+
+
+def _step5(x):
+    """0 to 1 over x in [0, 1], a quintic with zero first and second
+    derivatives at both ends (x is clipped to [0, 1])."""
+    x = jnp.clip(x, 0.0, 1.0)
+    return x * x * x * (10 + x * (6 * x - 15))
+
+
+def _quintic_stribeck(normal_force, slip, us, ud, uv, vt):
+    """CompliantContactSubsystem's friction magnitude: with v = slip / vt,
+    mu = us step5(v) for v < 1, falling to ud by step5 over 1 <= v < 3, ud
+    beyond, plus uv slip."""
+    v = slip / vt
+    dry = jnp.where(v >= 3, ud, jnp.where(v >= 1, us - (us - ud) * _step5((v - 1) / 2), us * _step5(v)))
+    return normal_force * (dry + uv * slip)
+
+
+#: Coefficients of the approximations in ``_eccentricity``: Antoine, Visa,
+#: Sauvey and Abba's exponent of the contact ellipse's axis ratio (ASME J.
+#: Tribology 128:660, 2006), and Abramowitz and Stegun's 17.3.34 and 17.3.36
+#: for the complete elliptic integrals K(m) and E(m).
+_RATIO_NUMERATOR = (0.40227436, 3.7491752e-2, 7.4855761e-4, 2.1667028e-6)
+_RATIO_DENOMINATOR = (0.42678878, 4.2605401e-2, 9.0786922e-4, 2.7868927e-6)
+_K_A = (1.38629436112, 0.09666344259, 0.03590092383, 0.03742563713, 0.01451196212)
+_K_B = (0.5, 0.12498593597, 0.06880248576, 0.03328355346, 0.00441787012)
+_E_C = (1.0, 0.44325141463, 0.06260601220, 0.04757383546, 0.01736506451)
+_E_D = (0.0, 0.24998368310, 0.09200180037, 0.04069697526, 0.00526449639)
+
+
+def _polynomial(coefficients, x):
+    return sum(c * x ** i for i, c in enumerate(coefficients))
+
+
+def _eccentricity(ratio):
+    """Hertz's elliptical correction e of the force (4/3) e k sqrt(R k) d^(3/2)
+    for relative principal curvatures in the ratio kmax / kmin = ``ratio``,
+    Simbody's: the contact ellipse's axis ratio k = ratio^p with Antoine's
+    exponent p, m = 1 - 1/k^2, e = pi k sqrt(E(m)) / (2 K(m)^(3/2)); 1 for a
+    circle."""
+    circular = ratio == 1
+    ratio = jnp.where(circular, 2.0, ratio)
+    q = jnp.log10(ratio) ** 2
+    p = 2 * (1 + q * _polynomial(_RATIO_NUMERATOR, q)) / (3 * (1 + q * _polynomial(_RATIO_DENOMINATOR, q)))
+    k = ratio ** p
+    m1 = 1 / (k * k)  # 1 - m
+    log_m1 = jnp.log(m1)
+    K = _polynomial(_K_A, m1) - log_m1 * _polynomial(_K_B, m1)
+    E = _polynomial(_E_C, m1) - log_m1 * _polynomial(_E_D, m1)
+    return jnp.where(circular, 1.0, jnp.pi * k * jnp.sqrt(E * K) / (2 * K * K))
 
 
 def _harmonic(a, b):
@@ -65,15 +117,19 @@ def _offset(state, body, point):
     return point - state.position.X_GB.p[body]
 
 
-class HuntCrossley(ForceElement):
-    """Hunt-Crossley contact on the candidate pairs of one contact set.
+class PointContactForce(ForceElement):
+    """Compliant forces on the candidate points of one contact set, the part
+    Simbody's HuntCrossleyForce and CompliantContactSubsystem share.
 
     Per surface: ``stiffness`` (Pa, Simbody's plain-strain modulus k; two
     surfaces combine as k = (s1 k1^(2/3))^(3/2) with s1 = k2^(2/3) /
     (k1^(2/3) + k2^(2/3))), ``dissipation`` c (s/m, combined c1 s1 + c2 s2),
-    the friction coefficients (combined 2 a b / (a + b)). The force acts at
-    the point that divides the overlap by the surfaces' relative stiffness.
-    Potential energy: (2/5) fH d per contact.
+    the friction coefficients (combined 2 a b / (a + b)). The normal force is
+    Hertz's fH = (4/3) e k sqrt(R k) d^(3/2) times the Hunt-Crossley factor
+    (1 + 3/2 c v), and zero where that would pull; e and R are the
+    subclass's (``_hertz``). It acts at the point that divides the overlap by
+    the surfaces' relative stiffness. Potential energy: (2/5) fH d per
+    contact.
 
     A brick's vertices on a half-space (``detection.VERTEX_KERNELS``) take
     Simbody's BrickHalfSpacePenalty (CompliantContactSubsystem's brick
@@ -81,8 +137,8 @@ class HuntCrossley(ForceElement):
     (1 - s1), s1 = k2 / (k1 + k2), the force at the vertex moved out by
     (1 - s1) d (Simbody takes the stiffness's number as N/m there: a face's
     area does not change with d), and potential energy k d^2 / 2. Friction
-    there is this element's Stribeck curve, as at any point (Simbody's
-    CompliantContactSubsystem has a curve of its own).
+    is the subclass's curve (``_friction``) times the normal force, against
+    the slip velocity.
     """
 
     NONNEGATIVE = ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction")
@@ -96,6 +152,14 @@ class HuntCrossley(ForceElement):
     viscous_friction: jnp.ndarray
     transition_velocity: jnp.ndarray  #: () m/s
     label: str = eqx.field(static=True)
+
+    def _hertz(self, contacts):
+        """(R, e) of each point's Hertz force."""
+        raise NotImplementedError
+
+    def _friction(self, normal_force, slip, us, ud, uv, vt):
+        """The friction force's magnitude at slip speed ``slip``."""
+        raise NotImplementedError
 
     def check(self) -> None:
         super().check()
@@ -123,7 +187,9 @@ class HuntCrossley(ForceElement):
         location = c.location + (c.depth * (0.5 - s1))[:, None] * c.normal
         k = k1 * s1
         depth, depth32 = _positive_part(c.depth)
-        elastic = jnp.where(vertex, k * depth, (4.0 / 3.0) * k * jnp.sqrt(c.radius * k) * depth32)
+        R, e = self._hertz(eqx.tree_at(lambda c: (c.radius, c.ratio), c,
+                                       (jnp.where(vertex, 1.0, c.radius), jnp.where(vertex, 1.0, c.ratio))))
+        elastic = jnp.where(vertex, k * depth, (4.0 / 3.0) * e * k * jnp.sqrt(R * k) * depth32)
         return ContactForces(location, c.normal, c.depth, jnp.zeros_like(location), tuple(i1.tolist()),
                              tuple(i2.tolist())), elastic, s1, vertex
 
@@ -142,10 +208,11 @@ class HuntCrossley(ForceElement):
         normal_force = jnp.maximum(elastic * (1 + factor * c * vn), 0.0)
         tangent = v - vn[:, None] * n
         slip = safe_norm(tangent)
-        friction = _stribeck(normal_force, slip, _harmonic(self.static_friction[i1], self.static_friction[i2]),
-                             _harmonic(self.dynamic_friction[i1], self.dynamic_friction[i2]),
-                             _harmonic(self.viscous_friction[i1], self.viscous_friction[i2]),
-                             self.transition_velocity)
+        friction = self._friction(normal_force, slip,
+                                  _harmonic(self.static_friction[i1], self.static_friction[i2]),
+                                  _harmonic(self.dynamic_friction[i1], self.dynamic_friction[i2]),
+                                  _harmonic(self.viscous_friction[i1], self.viscous_friction[i2]),
+                                  self.transition_velocity)
         direction = tangent / jnp.where(slip > 0, slip, 1.0)[:, None]
         force = normal_force[:, None] * n + friction[:, None] * direction
         return eqx.tree_at(lambda f: f.force, contacts, force)
@@ -161,6 +228,34 @@ class HuntCrossley(ForceElement):
         contacts, elastic, _, vertex = self._contacts(state)
         depth, _ = _positive_part(contacts.depth)
         return jnp.sum(jnp.asarray(np.where(vertex, 0.5, 0.4), elastic.dtype) * elastic * depth)
+
+
+class HuntCrossley(PointContactForce):
+    """Simbody's HuntCrossleyForce (``sx.HuntCrossleyForce``): Hertz's force
+    with Simbody's effective radius R = sqrt(r1 r2) of the relative principal
+    radii (e = 1), and the friction f (min(v/vt, 1) (ud + 2 (us - ud) / (1 +
+    (v/vt)^2)) + uv v) at slip speed v."""
+
+    def _hertz(self, contacts):
+        return contacts.radius, 1.0
+
+    def _friction(self, normal_force, slip, us, ud, uv, vt):
+        return _stribeck(normal_force, slip, us, ud, uv, vt)
+
+
+class CompliantContact(PointContactForce):
+    """Simbody's CompliantContactSubsystem (``sx.CompliantContactSubsystem``),
+    its HertzCircular and HertzElliptical generators: R = 2 / (kmax + kmin)
+    of the relative principal curvatures and Hertz's elliptical correction
+    e(kmax / kmin) (``_eccentricity``; R is the radius and e = 1 where the
+    contact is circular), and its friction curve (``_quintic_stribeck``)."""
+
+    def _hertz(self, contacts):
+        root = jnp.sqrt(contacts.ratio)
+        return 2 * contacts.radius * root / (1 + contacts.ratio), _eccentricity(contacts.ratio)
+
+    def _friction(self, normal_force, slip, us, ud, uv, vt):
+        return _quintic_stribeck(normal_force, slip, us, ud, uv, vt)
 
 
 def _two_thirds_power(k):
