@@ -186,3 +186,30 @@ def test_checks_mode_rows_time_both():
 
     rows = _benchmark("checks").checks_rows(sx, ["chain7"], batch=4, rounds=1, repeats=1)
     assert [r["batch"] for r in rows] == [1, 4] and all(r["off_us"] > 0 and r["on_us"] > 0 for r in rows)
+
+
+def test_contact_gradient_rows_report_errors_and_failures():
+    """benchmarks/contact_gradient.py's row logic on a toy rollout (its
+    scenes compile for tens of seconds: left to the script): a Jacobian
+    that matches its central differences, and a differentiation that
+    raises, reported as a row."""
+    import jax
+    import jax.numpy as jnp
+
+    contact_gradient = _benchmark("contact_gradient")
+
+    def final(v):
+        return jnp.sin(v) * v[0]
+
+    reference = contact_gradient.central_differences(final)
+    good = contact_gradient.row("toy", "reverse", final, jax.jacrev, reference)
+    assert good["finite"] and good["relative_error"] < 1e-8
+
+    def refuse(f):
+        def raising(v):
+            raise ValueError("Reverse-mode differentiation does not work here")
+        return raising
+
+    bad = contact_gradient.row("toy", "reverse", final, refuse, reference)
+    assert bad["error"].startswith("ValueError: Reverse-mode")
+    contact_gradient.print_table([good, bad])
