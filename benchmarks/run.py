@@ -444,10 +444,10 @@ def _check(name, engine, theirs, ours):
 MJX_DISTINCT_STATES = 64
 
 
-def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
+def time_mujoco(sx, matter, model, name, ops, batches, repeats, chunk_size):
     """MuJoCo C (mj_forward, mj_inverse, one call at a time) and MJX (batched
-    through the same ``time_jax`` as simbodyx; forward, inverse, and the
-    reverse-mode gradient), after checking both compute the same
+    through the same ``time_jax`` as simbodyx; those of ``ops`` among
+    forward, inverse and the reverse-mode gradient), after checking both compute the same
     accelerations as simbodyx; contacts and constraints disabled. A model
     with constraints is timed instead with its Ball and Weld constraints as
     MuJoCo equality constraints (``constrained_forward_dynamics``: mj_forward
@@ -509,9 +509,9 @@ def time_mujoco(sx, matter, model, name, batches, repeats, chunk_size):
     def check(f):
         _check(name, "MJX", np.asarray(f(qpos_all[0], qvel_all[0], jnp.zeros_like(tau))), a_ours)
 
-    ops = ({"constrained_forward_dynamics": fd} if constrained else
-           {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd})
-    for op, fn in ops.items():
+    mjx_ops = ({"constrained_forward_dynamics": fd} if constrained else
+               {"forward_dynamics": fd, "inverse_dynamics": idyn, "grad_forward_dynamics": grad_fd})
+    for op, fn in ((op, fn) for op, fn in mjx_ops.items() if op in ops):
         rows += time_jax("mjx", name, op, fn, (qpos_all[0], qvel_all[0], tau),
                          lambda n: (qpos_all[:n], qvel_all[:n], tau), (0, 0, None), batches, repeats,
                          chunk_size, check if op == "forward_dynamics" else None)[0]
@@ -533,6 +533,8 @@ def main():
     parser.add_argument("--batches", default="1024", help="comma list, e.g. 64,1024,4096,16384")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-mujoco", action="store_true", help="skip the MuJoCo and MJX peers")
+    parser.add_argument("--mjx-ops", default=None, help="comma list of the operations MJX is timed on "
+                                                         "(default: those of --ops)")
     parser.add_argument("--cpu-devices", type=int, default=usable_cores(),
                         help="CPU devices the batches are sharded over (default: one per usable core; "
                              "1 for the single-device figures)")
@@ -572,7 +574,8 @@ def main():
             model_rows += peer_rows
             notes += [note] if note else []
             if not args.no_mujoco:
-                peer_rows, note = time_mujoco(sx, matter, model, name, batches, args.repeats, chunk_size)
+                mjx_ops = model_ops if args.mjx_ops is None else args.mjx_ops.split(",")
+                peer_rows, note = time_mujoco(sx, matter, model, name, mjx_ops, batches, args.repeats, chunk_size)
                 model_rows += peer_rows
                 notes += [note] if note else []
         rows += model_rows
