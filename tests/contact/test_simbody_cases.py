@@ -370,6 +370,21 @@ def test_compliant_contact_subsystem_needs_a_material_on_every_surface():
     with pytest.raises(ValueError, match="CompliantContactSubsystem: surface 1 'floor' \\(HalfSpace on Ground "
                                          ".*\\) has no ContactMaterial"):
         system.realize_topology()
+    # a HuntCrossleyForce takes a surface's material unless set_body_parameters says otherwise
+    system, matter, forces, sphere = _sphere_system()
+    contacts = sx.GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    material = sx.ContactMaterial(3.0, 0.2, 0.9, 0.6, 0.1)
+    contacts.add_body(contact_set, sphere, sx.ContactGeometry.Sphere(RADIUS), material=material)
+    contacts.add_body(contact_set, matter.Ground(), sx.ContactGeometry.HalfSpace(), FLOOR, material=material)
+    hc = sx.HuntCrossleyForce(forces, contacts, contact_set)
+    hc.set_body_parameters(1, 5.0, 0.0, 0.0, 0.0, 0.0)
+    model, _ = system.realize_topology()
+    element = hc.element(model)
+    assert contacts.get_body_material(contact_set, 0) is material
+    np.testing.assert_array_equal(np.stack([element.stiffness, element.dissipation, element.static_friction,
+                                            element.dynamic_friction, element.viscous_friction]),
+                                  [[3.0, 5.0], [0.2, 0.0], [0.9, 0.0], [0.6, 0.0], [0.1, 0.0]])
     with pytest.raises(ValueError, match="ContactMaterial: dynamic_friction 0.5 is above static_friction 0.4"):
         sx.ContactMaterial(1.0, 0.0, 0.4, 0.5)
     with pytest.raises(ValueError, match="ContactMaterial: stiffness must be finite and >= 0"):
