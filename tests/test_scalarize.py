@@ -65,6 +65,14 @@ def test_known_numbers_fold_and_the_rest_is_emitted_once_per_entry():
     assert scalarize(h)(x32).dtype == jnp.float32
 
 
+def test_integer_powers_of_traced_entries():
+    """x**k on traced entries (under jit) for k from -2 to 3: x**0 is 1, not
+    x (a polynomial written as sum(c * x**i) once came out wrong)."""
+    x = jnp.array([0.5, -1.7, 2.5])
+    for k in range(-2, 4):
+        np.testing.assert_allclose(jax.jit(scalarize(lambda x, k=k: x ** k))(x), x ** k, rtol=1e-15, err_msg=f"k={k}")
+
+
 def test_data_movement_with_known_indices_is_bookkeeping():
     """Gathers, dynamic slices and updates, scatters and scatter-adds with
     known indices move entries (and add the colliding ones) without emitting

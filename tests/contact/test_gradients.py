@@ -25,26 +25,26 @@ SHAPES = (CG.Sphere(0.1), CG.Capsule(0.05, 0.15), CG.Ellipsoid([0.1, 0.07, 0.05]
 def scene():
     """Four free bodies (sphere, capsule, ellipsoid, sphere) over a floor: the
     ellipsoid in a contact set of its own with the floor (ellipsoid-sphere
-    has no kernel), the rest in one set, each set with its Hunt-Crossley
-    force. Every supported pair kind but capsule-capsule."""
+    has no kernel) under a CompliantContactSubsystem (elliptical Hertz
+    contact), the rest in one set with a Hunt-Crossley force. Every
+    supported pair kind but capsule-capsule."""
     system = sx.MultibodySystem()
     matter = sx.SimbodyMatterSubsystem(system)
     forces = sx.GeneralForceSubsystem(system)
     sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
     contacts = sx.GeneralContactSubsystem(system)
     sets = contacts.create_contact_set(), contacts.create_contact_set()
+    material = sx.ContactMaterial(1e6, 0.5, 0.9, 0.6, 0.1)
     for contact_set in sets:
-        contacts.add_body(contact_set, matter.Ground(), CG.HalfSpace(), FLOOR)
+        contacts.add_body(contact_set, matter.Ground(), CG.HalfSpace(), FLOOR, material=material)
     body = sx.Body.Rigid(sx.MassProperties(0.5, [0, 0, 0], sx.Inertia(0.002)))
     for i, shape in enumerate(SHAPES):
         mobod = sx.MobilizedBody.Free(matter.Ground(), body, name=f"body{i}")
-        contacts.add_body(sets[isinstance(shape, CG.Ellipsoid)], mobod, shape)
-    hcs = [sx.HuntCrossleyForce(forces, contacts, contact_set) for contact_set in sets]
-    for hc, contact_set in zip(hcs, sets):
-        for surface in range(contacts.get_num_bodies(contact_set)):
-            hc.set_body_parameters(surface, 1e6, 0.5, 0.9, 0.6, 0.1)
+        contacts.add_body(sets[isinstance(shape, CG.Ellipsoid)], mobod, shape, material=material)
+    hc = sx.HuntCrossleyForce(forces, contacts, sets[0])
+    sx.CompliantContactSubsystem(forces, contacts, sets[1])
     model, state = system.realize_topology()
-    return model, state, hcs[0]
+    return model, state, hc
 
 
 def _generalized_forces(model, state, q, u):

@@ -135,6 +135,8 @@ def _integer_pow(y):
     def power(a):
         if _known(a):
             return a**y
+        if y == 0:
+            return 1.0
         result = a
         for _ in range(abs(y) - 1):
             result = result * a
