@@ -153,8 +153,9 @@ class PointContactForce(ForceElement):
     transition_velocity: jnp.ndarray  #: () m/s
     label: str = eqx.field(static=True)
 
-    def _hertz(self, contacts):
-        """(R, e) of each point's Hertz force."""
+    def _hertz(self, radius, ratio):
+        """(R, e) of each point's Hertz force, from the detection's effective
+        radius and curvature ratio (``detection.PointContact``)."""
         raise NotImplementedError
 
     def _friction(self, normal_force, slip, us, ud, uv, vt):
@@ -187,8 +188,7 @@ class PointContactForce(ForceElement):
         location = c.location + (c.depth * (0.5 - s1))[:, None] * c.normal
         k = k1 * s1
         depth, depth32 = _positive_part(c.depth)
-        R, e = self._hertz(eqx.tree_at(lambda c: (c.radius, c.ratio), c,
-                                       (jnp.where(vertex, 1.0, c.radius), jnp.where(vertex, 1.0, c.ratio))))
+        R, e = self._hertz(jnp.where(vertex, 1.0, c.radius), c.ratio)  # a vertex's 0 would give sqrt'(0) below
         elastic = jnp.where(vertex, k * depth, (4.0 / 3.0) * e * k * jnp.sqrt(R * k) * depth32)
         return ContactForces(location, c.normal, c.depth, jnp.zeros_like(location), tuple(i1.tolist()),
                              tuple(i2.tolist())), elastic, s1, vertex
@@ -236,8 +236,8 @@ class HuntCrossley(PointContactForce):
     radii (e = 1), and the friction f (min(v/vt, 1) (ud + 2 (us - ud) / (1 +
     (v/vt)^2)) + uv v) at slip speed v."""
 
-    def _hertz(self, contacts):
-        return contacts.radius, 1.0
+    def _hertz(self, radius, ratio):
+        return radius, 1.0
 
     def _friction(self, normal_force, slip, us, ud, uv, vt):
         return _stribeck(normal_force, slip, us, ud, uv, vt)
@@ -250,9 +250,8 @@ class CompliantContact(PointContactForce):
     e(kmax / kmin) (``_eccentricity``; R is the radius and e = 1 where the
     contact is circular), and its friction curve (``_quintic_stribeck``)."""
 
-    def _hertz(self, contacts):
-        root = jnp.sqrt(contacts.ratio)
-        return 2 * contacts.radius * root / (1 + contacts.ratio), _eccentricity(contacts.ratio)
+    def _hertz(self, radius, ratio):
+        return 2 * radius * jnp.sqrt(ratio) / (1 + ratio), _eccentricity(ratio)
 
     def _friction(self, normal_force, slip, us, ud, uv, vt):
         return _quintic_stribeck(normal_force, slip, us, ud, uv, vt)
