@@ -21,11 +21,13 @@ mobilities between the Ancestor and the constrained bodies.
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from simbodyx import tree
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.algorithms import coordinates, jacobians, rnea
 from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.constraints.kinematics import Kinematics
@@ -99,6 +101,21 @@ def _relative_acceleration(X_GA, V_GA, A_GA, X_GB, V_GB, A_GB):
     return jnp.concatenate([mat_vec(R_AG, alpha), mat_vec(R_AG, a)], axis=-1)
 
 
+@per_context_jit(eqx.filter_jit)
+def _acceleration_level(c, k: Kinematics, rows: tuple, ancestor, A, qdotdot: tuple, udot: tuple):
+    """Constraint c's (paerr, vaerr, aerr) for its touched bodies' A_GB (t, 6)
+    (its bodies at ``rows``; ``ancestor``: None, or the Ancestor's row and
+    the poses and velocities that turn A_GB into A_AB) and its mobilizers'
+    qdotdot and udot. Jitted so that each constraint's errors, and their
+    derivatives and transposes, are traced once however often the
+    equations use them (the nested derivatives are most of a trace)."""
+    A_AB = A if rows == tuple(range(A.shape[0])) else A[np.asarray(rows, np.int32)]
+    if ancestor is not None:
+        row, X_GA, V_GA, X_GB, V_GB = ancestor
+        A_AB = _relative_acceleration(X_GA, V_GA, A[row], X_GB, V_GB, A_AB)
+    return c.acceleration_level(k, A_AB, qdotdot, udot)
+
+
 class Equations:
     """One State's constraint equations (a trace-time helper, not a pytree).
 
@@ -162,13 +179,10 @@ class Equations:
         """(A_GB of c's touched bodies (t, 6), qdotdot (nq,), udot (nu,)) -> c's (paerr, vaerr, aerr)."""
         k, idx, a = self.kinematics(c), self._bodies(c), c.ancestor
         touched, rows = self._touched(c)
+        ancestor = None if a == 0 else (touched.index(a), self.X_GB[a], self.V_GB[a], self.X_GB[idx], self.V_GB[idx])
 
         def f(A, qdotdot, udot):
-            A_AB = A if rows == list(range(len(touched))) else A[np.asarray(rows, np.int32)]
-            if a != 0:
-                A_AB = _relative_acceleration(self.X_GB[a], self.V_GB[a], A[touched.index(a)], self.X_GB[idx],
-                                              self.V_GB[idx], A_AB)
-            return c.acceleration_level(k, A_AB, self._q(c, qdotdot), self._u(c, udot))
+            return _acceleration_level(c, k, tuple(rows), ancestor, A, self._q(c, qdotdot), self._u(c, udot))
 
         return f
 
