@@ -73,6 +73,13 @@ def test_integer_powers_of_traced_entries():
         np.testing.assert_allclose(jax.jit(scalarize(lambda x, k=k: x ** k))(x), x ** k, rtol=1e-15, err_msg=f"k={k}")
 
 
+def test_a_slice_update_of_a_whole_array():
+    """``y.at[a:b].set(v)`` covering all of y is a scatter with no index
+    entries (an empty index array, once typed float and refused)."""
+    x = jnp.array([0.5, -1.7, 2.5])
+    np.testing.assert_array_equal(jax.jit(scalarize(lambda x: jnp.zeros(3).at[0:3].set(2 * x)))(x), 2 * x)
+
+
 def test_data_movement_with_known_indices_is_bookkeeping():
     """Gathers, dynamic slices and updates, scatters and scatter-adds with
     known indices move entries (and add the colliding ones) without emitting

@@ -29,6 +29,7 @@ class Trajectory(Module):
     q: jnp.ndarray  #: (n, nq)
     u: jnp.ndarray  #: (n, nu)
     energy: jnp.ndarray | None  #: (n,) kinetic + potential (J); None when not asked for
+    z: jnp.ndarray | None = None  #: (n, nz) the auxiliary states; None when the Model has none
 
 
 @entry_point(eqx.filter_jit)
@@ -43,47 +44,56 @@ def derivatives(model, state: State):
     return s.velocity.qdot, s.acceleration.udot
 
 
+def _rates(model, state: State):
+    """(qdot, udot, zdot): ``derivatives`` and, when the Model has auxiliary
+    states (``state.z``), their derivatives."""
+    if not state.z.shape[-1]:
+        return (*derivatives(model, state), state.z)
+    s = model.realize(state, Stage.Acceleration)
+    return s.velocity.qdot, s.acceleration.udot, s.acceleration.zdot
+
+
 def total_energy(model, state: State):
     """Kinetic plus potential energy (J)."""
     s = model.realize(state, Stage.Velocity)
     return model.matter.calc_kinetic_energy(s) + model.forces.calc_potential_energy(s)
 
 
-def _next(state: State, dt, q, u) -> State:
-    return _with(state, state.t + dt, normalize_quaternions(state.topology, q), u)
+def _next(state: State, dt, q, u, z) -> State:
+    return _with(state, state.t + dt, normalize_quaternions(state.topology, q), u, z)
 
 
-def _with(state: State, t, q, u) -> State:
-    return state.replace(t=t, q=q, u=u, keep=Stage.Time)
+def _with(state: State, t, q, u, z=None) -> State:
+    return state.replace(t=t, q=q, u=u, z=state.z if z is None else z, keep=Stage.Time)
 
 
 def euler_step(model, state: State, dt) -> State:
-    """Explicit Euler: q += dt qdot, u += dt udot (first order)."""
-    qdot, udot = derivatives(model, state)
-    return _next(state, dt, state.q + dt * qdot, state.u + dt * udot)
+    """Explicit Euler: q += dt qdot, u += dt udot, z += dt zdot (first order)."""
+    qdot, udot, zdot = _rates(model, state)
+    return _next(state, dt, state.q + dt * qdot, state.u + dt * udot, state.z + dt * zdot)
 
 
 def semi_explicit_euler_step(model, state: State, dt) -> State:
-    """Symplectic Euler: u1 = u + dt udot(q, u); q1 = q + dt N(q) u1."""
-    _, udot = derivatives(model, state)
+    """Symplectic Euler: u1 = u + dt udot(q, u); q1 = q + dt N(q) u1; z
+    explicit, z1 = z + dt zdot(q, u, z)."""
+    _, udot, zdot = _rates(model, state)
     u1 = state.u + dt * udot
-    return _next(state, dt, state.q + dt * multiply_by_n(state.topology, state.q, u1), u1)
+    return _next(state, dt, state.q + dt * multiply_by_n(state.topology, state.q, u1), u1, state.z + dt * zdot)
 
 
 def rk4_step(model, state: State, dt) -> State:
-    """Classical fourth-order Runge-Kutta on (q, u)."""
-    t, q, u = state.t, state.q, state.u
+    """Classical fourth-order Runge-Kutta on (q, u, z)."""
+    t, y = state.t, (state.q, state.u, state.z)
 
-    def f(tk, qk, uk):
-        return derivatives(model, _with(state, tk, qk, uk))
+    def f(tk, scale=None, k=None):  # the rates at y + scale k
+        return _rates(model, _with(state, tk, *(y if k is None else (a + scale * b for a, b in zip(y, k)))))
 
-    k1 = f(t, q, u)
-    k2 = f(t + dt / 2, q + dt / 2 * k1[0], u + dt / 2 * k1[1])
-    k3 = f(t + dt / 2, q + dt / 2 * k2[0], u + dt / 2 * k2[1])
-    k4 = f(t + dt, q + dt * k3[0], u + dt * k3[1])
-    q1 = q + dt / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-    u1 = u + dt / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-    return _next(state, dt, q1, u1)
+    k1 = f(t)
+    k2 = f(t + dt / 2, dt / 2, k1)
+    k3 = f(t + dt / 2, dt / 2, k2)
+    k4 = f(t + dt, dt, k3)
+    return _next(state, dt, *(a + dt / 6 * (b1 + 2 * b2 + 2 * b3 + b4)
+                              for a, b1, b2, b3, b4 in zip(y, k1, k2, k3, k4)))
 
 
 STEPS = {"euler": euler_step, "semi_explicit_euler": semi_explicit_euler_step, "rk4": rk4_step}
@@ -138,7 +148,7 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
         return method_step(m, s, dt), None
 
     def sample(s):
-        return s.t, s.q, s.u, total_energy(model, s) if energy else None
+        return s.t, s.q, s.u, total_energy(model, s) if energy else None, s.z if s.z.shape[-1] else None
 
     def chunk(s, forces):
         s, _ = jax.lax.scan(step, s, forces, length=save_every)
@@ -155,9 +165,9 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     forces = None if controls is None else controls.reshape(num_segments, chunks_per_segment, save_every, -1)
     final, rows = jax.lax.scan(segment, state, forces, length=num_segments)
     first = sample(state)
-    t, q, u, e = (None if a is None else jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
-                  for a, b in zip(first, rows))
-    return final, Trajectory(t=t, q=q, u=u, energy=e)
+    t, q, u, e, z = (None if a is None else jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
+                     for a, b in zip(first, rows))
+    return final, Trajectory(t=t, q=q, u=u, energy=e, z=z)
 
 
 def _chunks_per_segment(checkpoint, num_chunks: int, save_every: int) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 from simbodyx import motion, projection
 from simbodyx._xla import scalarize
 from simbodyx._xla.module import Module
-from simbodyx.forces.subsystem import Forces
+from simbodyx.forces.subsystem import Forces, default_z
 from simbodyx.matter import Matter
 from simbodyx.parameters import Parameters
 from simbodyx.realize import realize
@@ -123,7 +123,7 @@ class Model(Module):
             t=jnp.zeros((), dtype),
             q=jnp.asarray(top.default_q, dtype).reshape(top.nq),
             u=jnp.asarray(top.default_u, dtype).reshape(top.nu),
-            z=jnp.zeros((0,), dtype),
+            z=default_z(self, dtype),
             topology=top,
             discrete=tuple(v for v in (e.default_discrete(top, dtype) for e in self.force_elements) if v is not None),
             instance_data=InstanceData(

@@ -27,7 +27,7 @@ from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.constraints.dynamics import constrained_forward_dynamics
-from simbodyx.forces.subsystem import applied_forces, potential_energy
+from simbodyx.forces.subsystem import applied_forces, potential_energy, z_derivatives
 from simbodyx.motion import prescription
 from simbodyx.stage import Stage
 from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
@@ -76,7 +76,8 @@ def _realize(model, state: State, stage: Stage) -> State:
             if model.checks:
                 udot, multipliers = runtime_checks.checked_solution(model, udot, multipliers)
             qdotdot = calc_qdotdot(topology, q, u, udot)
-            acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers)
+            acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers,
+                                             zdot=z_derivatives(model, realized))
     realized = State(state.t, q, u, state.z, topology, instance, position, velocity, dynamics, acceleration,
                      state.instance_data, state.discrete)
     if stage < Stage.Report:

@@ -462,6 +462,9 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
                         "sx.integrate.rollout(model, state, dt, num_steps, save_every, method=stepper)")
     if not isinstance(integrator, Integrator):
         raise TypeError(f"simulate: integrator must be one of sx.Integrator's methods, got {type(integrator)}")
+    if state.z.shape[-1]:
+        raise ValueError(f"simulate: this Model has {state.z.shape[-1]} auxiliary states z (a Force.Thermostat); "
+                         "the error-controlled integrators do not step z: use sx.integrate.rollout")
     events = check_events(events)
     if controller is not None:
         model = with_controller(model, controller)

@@ -101,6 +101,8 @@ class AccelerationCache(Module):
     A_GB: jnp.ndarray  #: (nb, 6) [alpha; a] of each B (at Bo) in G
     #: (m,) constraint multipliers, rows [P; V; A] (simbodyx.constraints.equations)
     multipliers: jnp.ndarray | None = None
+    #: (nz,) the auxiliary states' time derivatives (their force elements')
+    zdot: jnp.ndarray | None = None
 
 
 class ReportCache(Module):
@@ -253,6 +255,11 @@ class State(Module):
     def with_u(self, u) -> State:
         """A new State with u replaced; velocity and later caches dropped."""
         return self.replace(u=u, keep=Stage.Position)
+
+    def with_z(self, z) -> State:
+        """A new State with the auxiliary states z replaced; dynamics and later
+        caches dropped (z enters through the force elements that own it)."""
+        return self.replace(z=z, keep=Stage.Velocity)
 
     def with_time(self, t) -> State:
         """A new State at time t; position and velocity caches dropped."""

@@ -376,6 +376,9 @@ class SemiExplicitEulerTimeStepper(Module):
         if model.params.motions or state.locks is not None:
             raise ValueError("SemiExplicitEulerTimeStepper: prescribed motion and locks are not provided; "
                              "model them with bilateral constraints (Constraint.ConstantSpeed, ...)")
+        if state.z.shape[-1]:
+            raise ValueError(f"SemiExplicitEulerTimeStepper: this Model has {state.z.shape[-1]} auxiliary states z "
+                             "(a Force.Thermostat), which the time stepper does not step; use method='rk4'")
         h = jnp.asarray(dt, state.u.dtype)
         s = model.realize(state, Stage.Velocity)
         tau = jnp.zeros((), h.dtype)

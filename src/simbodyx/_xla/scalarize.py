@@ -312,7 +312,7 @@ def _scatter(eqn, x, indices, updates):
     with jax.ensure_compile_time_eval():
         dtype = eqn.invars[0].aval.dtype  # the primitive's update rule is typed (jax >= 0.11 checks)
         one_hot = jnp.eye(updates.size, dtype=dtype).reshape((updates.size,) + updates.shape)
-        zeros, where = jnp.zeros(x.shape, dtype), jnp.asarray(where)
+        zeros, where = jnp.zeros(x.shape, dtype), jnp.asarray(where, eqn.invars[1].aval.dtype)  # typed if empty
         landed = jax.vmap(lambda u: eqn.primitive.bind(zeros, where, u, **eqn.params))(one_hot)
     landed = np.asarray(landed).reshape(updates.size, x.size) != 0
     flat, terms, out = x.reshape(-1), updates.reshape(-1), np.empty(x.size, dtype=object)

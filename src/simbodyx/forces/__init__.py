@@ -24,6 +24,7 @@ from simbodyx.forces.point import (
     TwoPointLinearSpring,
 )
 from simbodyx.forces.subsystem import Forces as Forces
+from simbodyx.forces.thermostat import Thermostat
 
 
 class Force:
@@ -34,6 +35,7 @@ class Force:
     MobilityLinearSpring = MobilityLinearSpring
     MobilityLinearDamper = MobilityLinearDamper
     MobilityLinearStop = MobilityLinearStop
+    Thermostat = Thermostat
     MobilityConstantForce = MobilityConstantForce
     GlobalDamper = GlobalDamper
     TwoPointLinearSpring = TwoPointLinearSpring

@@ -48,6 +48,26 @@ class ForceElement(Module):
         """This element's values in a default State's ``discrete`` (None: it has none)."""
         return None
 
+    # Auxiliary continuous states (Simbody's z): ``num_z()`` of them at
+    # ``state.z[z_start:z_start + num_z()]``, integrated with q and u.
+    def num_z(self) -> int:
+        return 0
+
+    def default_z(self, dtype):
+        """This element's z in a default State."""
+        return jnp.zeros(self.num_z(), dtype)
+
+    def calc_zdot(self, model, state):
+        """d/dt of this element's z, for a State realized to Velocity."""
+        return jnp.zeros(self.num_z(), state.u.dtype)
+
+
+def claimed_z(forces) -> int:
+    """The z already owned by the elements of ``forces``' system: where a new
+    element's z start."""
+    return sum(e.num_z() for fs in forces.system._force_subsystems for e in fs.elements
+               if isinstance(e, ForceElement))
+
 
 def zeros(state):
     """(mobility (nu,), body (nb, 6)) zero forces in the State's dtype."""

@@ -40,6 +40,23 @@ def applied_forces(model, state):
     return mobility, body
 
 
+def _z_owners(model):
+    """The elements with auxiliary states, in the order of their z."""
+    return sorted((e for e in model.force_elements if e.num_z()), key=lambda e: e.z_start)
+
+
+def z_derivatives(model, state):
+    """zdot (nz,): the elements' ``calc_zdot``, each at its place in ``state.z``."""
+    owners = _z_owners(model)
+    return jnp.concatenate([e.calc_zdot(model, state) for e in owners]) if owners else jnp.zeros_like(state.z)
+
+
+def default_z(model, dtype):
+    """z (nz,) of a default State: the elements' ``default_z``, each at its place."""
+    owners = _z_owners(model)
+    return jnp.concatenate([e.default_z(dtype) for e in owners]) if owners else jnp.zeros(0, dtype)
+
+
 def potential_energy(model, state):
     """The force elements' potential energy (J) (``calc_potential_energy``'s body)."""
     return sum((e.potential_energy(model, state) for e in model.force_elements), jnp.zeros((), state.q.dtype))
