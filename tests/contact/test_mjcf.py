@@ -90,6 +90,23 @@ def test_a_box_rests_on_its_vertices_at_mujocos_depth():
     np.testing.assert_allclose(0.1 - float(final.q[6]), -d.contact[0].dist, rtol=1e-2)
 
 
+def test_a_cylinder_stands_at_mujocos_depth_and_lies_near_it():
+    """A cylinder geom standing on an end: MuJoCo's three contacts and the
+    four rim points carry it at the same depth (1%); lying on its side,
+    MuJoCo's two contacts and the two rim points within 1.5x."""
+    depths = []
+    for quat, height in (("1 0 0 0", 0.15), ("0.7071068 0.7071068 0 0", 0.05)):
+        xml = f"""<mujoco><option timestep="0.001"/><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+          <body name="can" pos="0 0 {height + 0.0005}" quat="{quat}"><freejoint/>
+          <geom type="cylinder" size="0.05 0.15" mass="2"/></body></worldbody></mujoco>"""
+        robot, model, final, m, d = _rest(xml)
+        depths.append((height - float(final.q[6]), -d.contact[0].dist, d.ncon))
+    (standing, mujoco_standing, three), (lying, mujoco_lying, two) = depths
+    assert (three, two) == (3, 2)
+    np.testing.assert_allclose(standing, mujoco_standing, rtol=1e-2)
+    assert 1 < lying / mujoco_lying < 1.5
+
+
 def test_a_pendulum_rests_on_its_limit_at_the_stops_deflection():
     xml = """<mujoco><option timestep="0.001"/><worldbody><body name="arm" pos="0 0 1">
       <joint name="hinge" axis="0 1 0" range="-30 30"/>
@@ -140,6 +157,14 @@ def test_the_gymnasium_robots_load_with_everything_modelled(robot):
 
 
 DM_CONTROL = pathlib.Path(dm_control.__file__).parent / "suite"
+
+
+def test_the_dm_control_acrobot_loads_with_everything_modelled():
+    """Its decoration cylinder against the floor is a Cylinder-HalfSpace pair."""
+    with warnings.catch_warnings(action="error"):
+        system, _, _, loaded = sx.io.load_mjcf(DM_CONTROL / "acrobot.xml")
+        model, _ = system.realize_topology()
+    assert ("HalfSpace", "Cylinder") in [g.kinds for g in loaded.contact.element(model).groups]
 
 
 @pytest.mark.parametrize("robot", ["cheetah", "walker"])

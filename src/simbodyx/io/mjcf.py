@@ -103,7 +103,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
-    without a kernel: a box against anything but a plane, cylinder and mesh
+    without a kernel: a box or a cylinder against anything but a plane, mesh
     geoms, for example) is
     reported in one warning listing it; ``robot.joints`` keeps the numbers.
     The equality constraints Simbody has are mapped, exact where MuJoCo's
@@ -449,9 +449,11 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, limits, unmap
 
 
 #: MuJoCo geom types simbodyx has contact shapes for
-SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellipsoid": "Ellipsoid", "box": "Brick"}
-#: the kernels the importer uses: a box only against a plane, where its
-#: vertices take the vertex law and its stiffness is a vertex's (N/m)
+SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellipsoid": "Ellipsoid", "box": "Brick",
+          "cylinder": "Cylinder"}
+#: the kernels the importer uses: a box and a cylinder only against a plane,
+#: where their vertices (rim points) take the vertex law and their stiffness
+#: is a vertex's (N/m)
 IMPORTED_KERNELS = frozenset(KERNELS) - {("Sphere", "Brick")}
 
 
@@ -488,7 +490,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     """(HuntCrossleyForce or None, [the colliding pairs left out]).
 
     Each geom of a supported type (plane, sphere, capsule, ellipsoid; a box
-    against a plane) that is in one of MuJoCo's colliding pairs becomes a
+    or a cylinder against a plane) that is in one of MuJoCo's colliding pairs becomes a
     surface of one contact set on its body; the set's other pairs are
     excluded. Material, from the
     geom's solref (time constant tau, damping ratio z) and solimp:
@@ -503,7 +505,10 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     (Simbody's BrickHalfSpacePenalty) carrying W / 4, and MuJoCo rests each
     of its 4 contacts at the depth d of a quarter of gravity (its diagonal
     approximation weighs a contact by the body's inverse mass): k = W / (4
-    d), and c = 2 / (g dmax tau) gives MuJoCo's damping at rest. Geoms on the world are rigid (E = 1e12 Pa), so
+    d), and c = 2 / (g dmax tau) gives MuJoCo's damping at rest. A
+    cylinder's rim points take a box's rule at the depth MuJoCo stands it
+    at, on 3 contacts of an end: 4 rim points carry it there (lying on its
+    side, 2 carry it, about 1.4x MuJoCo's depth on its 2 contacts). Geoms on the world are rigid (E = 1e12 Pa), so
     the moving geom's numbers decide. Friction: static = dynamic = the
     geom's sliding friction (0 with condim 1); Simbody combines two geoms'
     by their harmonic mean where MuJoCo takes the larger (equal when the
@@ -548,17 +553,20 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
             return ContactGeometry.Capsule(size[0], size[1]), np.eye(4), size[0]
         if kind[g] == "box":
             return ContactGeometry.Brick(size), np.eye(4), 0.0  # radius 0: its vertices
+        if kind[g] == "cylinder":
+            return ContactGeometry.Cylinder(size[0], size[1]), np.eye(4), 0.0  # radius 0: its rim points
         return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
 
     def material(g, radius):
         tau, ratio = _time_constant(m.geom_solref[g])
         dmax = float(m.geom_solimp[g][1])
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
-        vertices = 4 if radius == 0.0 else 1  # the contacts MuJoCo rests this geom on
+        vertices = 4 if radius == 0.0 else 1  # the points this geom rests on here
+        resting = {"box": 4, "cylinder": 3}.get(kind[g], 1)  # the contacts MuJoCo rests it on
         dissipation = (2 if vertices > 1 else 4 / 3) / (gravity * dmax * tau)
         if radius is None or on_world(g):
             return RIGID, dissipation, friction
-        depth = _resting_depth(np.asarray(m.geom_solimp[g], float), gravity / vertices * tau ** 2 * ratio ** 2)
+        depth = _resting_depth(np.asarray(m.geom_solimp[g], float), gravity / resting * tau ** 2 * ratio ** 2)
         tree = root[m.geom_bodyid[g]]
         load = tree_mass[tree] * gravity / max(len(touching_world.get(tree, ())), 1)
         if vertices > 1:
