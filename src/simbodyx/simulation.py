@@ -63,7 +63,7 @@ from simbodyx.events import (
     triggered_positions,
 )
 from simbodyx.forces.custom import with_controller
-from simbodyx.integrate import Trajectory, derivatives, total_energy
+from simbodyx.integrate import Trajectory, _rates, total_energy
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
 from simbodyx.stage import Stage
@@ -107,26 +107,28 @@ class IntegratorStats(Module):
 
 
 class _Point(Module):
-    """A point of the trajectory (t, q, u) and, once evaluated, its derivatives."""
+    """A point of the trajectory (t, q, u, z) and, once evaluated, its derivatives."""
 
     t: jnp.ndarray
     q: jnp.ndarray
     u: jnp.ndarray
+    z: jnp.ndarray
     qdot: jnp.ndarray
     udot: jnp.ndarray
+    zdot: jnp.ndarray
 
 
-def _at(base: State, t, q, u) -> State:
-    return base.replace(t=t, q=q, u=u, keep=Stage.Time)
+def _at(base: State, t, q, u, z) -> State:
+    return base.replace(t=t, q=q, u=u, z=z, keep=Stage.Time)
 
 
-def _realized(model, base: State, t, q, u) -> State:
-    return model.realize(_at(base, t, q, u), Stage.Acceleration)
+def _realized(model, base: State, t, q, u, z) -> State:
+    return model.realize(_at(base, t, q, u, z), Stage.Acceleration)
 
 
-def _derivatives(model, base: State, t, q, u):
-    """(qdot, udot) at (t, q, u), locks applied."""
-    return derivatives(model, _at(base, t, q, u))
+def _derivatives(model, base: State, t, q, u, z):
+    """(qdot, udot, zdot) at (t, q, u, z), locks applied."""
+    return _rates(model, _at(base, t, q, u, z))
 
 
 class Integrator(Module):
@@ -200,19 +202,21 @@ class Integrator(Module):
                               use_infinity_norm=self.use_infinity_norm)
 
     # -- one try -----------------------------------------------------------------------
-    def error_norm(self, base: State, u0, q1, q_err, u_err):
+    def error_norm(self, base: State, p0: _Point, q1, q_err, u_err, z_err):
         """Simbody's calcErrorNorm: q errors as N Wu N^+ dq at q1 (Wu = 1), u
-        errors relative to max(|u0|, 1), the larger of the two norms."""
+        and z errors relative to max(|u0|, 1) and max(|z0|, 1), the largest
+        of the three norms."""
         top = base.topology
         dq = multiply_by_n(top, q1, multiply_by_n_inv(top, q1, q_err))
-        du = u_err / jnp.maximum(jnp.abs(u0), 1.0)
+        du = u_err / jnp.maximum(jnp.abs(p0.u), 1.0)
+        dz = z_err / jnp.maximum(jnp.abs(p0.z), 1.0)
 
         def norm(x):
             if x.shape[0] == 0:
                 return jnp.zeros((), x.dtype)
             return jnp.max(jnp.abs(x)) if self.use_infinity_norm else jnp.sqrt(jnp.mean(x * x))
 
-        return jnp.maximum(norm(dq), norm(du))
+        return jnp.maximum(jnp.maximum(norm(dq), norm(du)), norm(dz))
 
     def project(self, model, base: State, t1, q1, u1, q_err=None, u_err=None):
         """(q, u, q_err, u_err, converged): the prescribed q and u set to their
@@ -220,7 +224,7 @@ class Integrator(Module):
         error estimate when given), as Simbody's prescribe and
         localProject*AndErrEst; a model with neither constraints nor
         quaternions has nothing to project."""
-        prescribed = model_prescription(model, _at(base, t1, q1, u1))
+        prescribed = model_prescription(model, _at(base, t1, q1, u1, base.z))
         if prescribed is not None:
             top = base.topology
             q1, u1 = prescribed.apply(top, q1, u1)
@@ -230,7 +234,7 @@ class Integrator(Module):
         if not model.params.constraints and not base.topology.quaternion_bodies:
             return q1, u1, q_err, u_err, jnp.ones((), bool)
         options = self.project_options()
-        s = _at(base, t1, q1, u1)
+        s = _at(base, t1, q1, u1, base.z)
         if q_err is None:
             s, rq = project_q(model, s, options, throw=False)
             s, ru = project_u(model, s, options, throw=False)
@@ -240,20 +244,20 @@ class Integrator(Module):
         return s.q, s.u, q_err, u_err, rq.succeeded & ru.succeeded
 
     def attempt(self, model, base: State, p0: _Point, t1):
-        """(q1, u1, q_err, u_err, converged, p0 with its derivatives): one try
-        from p0 (t, q, u) to t1, Simbody's attemptDAEStep."""
+        """(q1, u1, z1, q_err, u_err, z_err, converged, p0 with its
+        derivatives): one try from p0 (t, q, u, z) to t1, Simbody's
+        attemptDAEStep (z is not projected)."""
         raise NotImplementedError
 
     def interpolate(self, p0: _Point, p1: _Point, t):
-        """(q, u) at t in [p0.t, p1.t]: cubic Hermite, or linear."""
+        """(q, u, z) at t in [p0.t, p1.t]: cubic Hermite, or linear."""
         h = p1.t - p0.t
         s = jnp.where(h > 0, (t - p0.t) / jnp.where(h > 0, h, 1.0), 1.0)
         if self.linear_interpolation:
-            return (1 - s) * p0.q + s * p1.q, (1 - s) * p0.u + s * p1.u
+            return tuple((1 - s) * a + s * b for a, b in ((p0.q, p1.q), (p0.u, p1.u), (p0.z, p1.z)))
         h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
-        q = h00 * p0.q + h10 * h * p0.qdot + h01 * p1.q + h11 * h * p1.qdot
-        u = h00 * p0.u + h10 * h * p0.udot + h01 * p1.u + h11 * h * p1.udot
-        return q, u
+        return tuple(h00 * y0 + h10 * h * dy0 + h01 * y1 + h11 * h * dy1 for y0, dy0, y1, dy1 in
+                     ((p0.q, p0.qdot, p1.q, p1.qdot), (p0.u, p0.udot, p1.u, p1.udot), (p0.z, p0.zdot, p1.z, p1.zdot)))
 
 
 class _RungeKutta(Integrator):
@@ -267,35 +271,35 @@ class _RungeKutta(Integrator):
     e = ()
 
     def explicit_step(self, model, base, p0, h):
-        """(q1, u1, q_err, u_err, p0 with its derivatives). The stages, the
-        first at p0 itself, are one ``lax.scan``: the dynamics is traced and
-        compiled once per step, not once per stage."""
+        """(q1, u1, z1, q_err, u_err, z_err, p0 with its derivatives). The
+        stages, the first at p0 itself, are one ``lax.scan``: the dynamics is
+        traced and compiled once per step, not once per stage."""
         s, dtype = len(self.b), p0.q.dtype
         a = np.zeros((s, s))
         for i, row in enumerate(self.a, start=1):
             a[i, :len(row)] = row
         a, c = jnp.asarray(a, dtype), jnp.asarray((0.0,) + tuple(self.c), dtype)
+        y0 = (p0.q, p0.u, p0.z)
 
         def stage(k, i):
-            kq, ku = k
-            qdot, udot = _derivatives(model, base, p0.t + c[i] * h, p0.q + h * (a[i] @ kq), p0.u + h * (a[i] @ ku))
-            return (kq.at[i].set(qdot), ku.at[i].set(udot)), None
+            rates = _derivatives(model, base, p0.t + c[i] * h, *(y + h * (a[i] @ ky) for y, ky in zip(y0, k)))
+            return tuple(ky.at[i].set(r) for ky, r in zip(k, rates)), None
 
-        zeros = (jnp.zeros((s,) + p0.q.shape, dtype), jnp.zeros((s,) + p0.u.shape, dtype))
-        (kq, ku), _ = jax.lax.scan(stage, zeros, jnp.arange(s))
+        k, _ = jax.lax.scan(stage, tuple(jnp.zeros((s,) + y.shape, dtype) for y in y0), jnp.arange(s))
         b, e = jnp.asarray(self.b, dtype), jnp.asarray(self.e, dtype)
-        start = _Point(p0.t, p0.q, p0.u, kq[0], ku[0])
-        return p0.q + h * (b @ kq), p0.u + h * (b @ ku), h * (e @ kq), h * (e @ ku), start
+        start = _Point(p0.t, *y0, *(ky[0] for ky in k))
+        return (*(y + h * (b @ ky) for y, ky in zip(y0, k)), *(h * (e @ ky) for ky in k), start)
 
     def attempt(self, model, base, p0, t1):
         """The explicit step, then, when its error is within 2^p of the
         accuracy (a projection could rescue it), the projection of q, u and
         the error estimate with limit max(2 tol, sqrt(tol))."""
-        q1, u1, q_err, u_err, start = self.explicit_step(model, base, p0, t1 - p0.t)
-        worth = self.error_norm(base, p0.u, q1, q_err, u_err) <= 2.0 ** self.error_order * self.accuracy
+        q1, u1, z1, q_err, u_err, z_err, start = self.explicit_step(model, base, p0, t1 - p0.t)
+        worth = self.error_norm(base, p0, q1, q_err, u_err, z_err) <= 2.0 ** self.error_order * self.accuracy
         qp, up, qe, ue, converged = self.project(model, base, t1, q1, u1, q_err, u_err)
         pick = lambda a, b: jnp.where(worth, a, b)  # noqa: E731
-        return pick(qp, q1), pick(up, u1), pick(qe, q_err), pick(ue, u_err), converged | ~worth, start
+        return (pick(qp, q1), pick(up, u1), z1, pick(qe, q_err), pick(ue, u_err), z_err, converged | ~worth,
+                start)
 
 
 class RungeKuttaMerson(_RungeKutta):
@@ -339,12 +343,12 @@ class ExplicitEuler(Integrator):
 
     def attempt(self, model, base, p0, t1):
         h = t1 - p0.t
-        p0 = _Point(p0.t, p0.q, p0.u, *_derivatives(model, base, p0.t, p0.q, p0.u))
-        q1, u1 = p0.q + h * p0.qdot, p0.u + h * p0.udot
+        p0 = _Point(p0.t, p0.q, p0.u, p0.z, *_derivatives(model, base, p0.t, p0.q, p0.u, p0.z))
+        q1, u1, z1 = p0.q + h * p0.qdot, p0.u + h * p0.udot, p0.z + h * p0.zdot
         qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
-        qdot1, udot1 = _derivatives(model, base, t1, qp, up)
+        qdot1, udot1, zdot1 = _derivatives(model, base, t1, qp, up, z1)
         q_err, u_err = q1 - (p0.q + h / 2 * (p0.qdot + qdot1)), u1 - (p0.u + h / 2 * (p0.udot + udot1))
-        return qp, up, q_err, u_err, converged, p0
+        return qp, up, z1, q_err, u_err, h / 2 * (p0.zdot - zdot1), converged, p0
 
 
 class SemiExplicitEuler2(Integrator):
@@ -355,50 +359,51 @@ class SemiExplicitEuler2(Integrator):
 
     def attempt(self, model, base, p0, t1):
         top, h = base.topology, t1 - p0.t
-        p0 = _Point(p0.t, p0.q, p0.u, *_derivatives(model, base, p0.t, p0.q, p0.u))
+        p0 = _Point(p0.t, p0.q, p0.u, p0.z, *_derivatives(model, base, p0.t, p0.q, p0.u, p0.z))
         u_big = p0.u + h * p0.udot
         q_big = p0.q + h * multiply_by_n(top, p0.q, u_big)
-        u_half = p0.u + h / 2 * p0.udot
+        u_half, z_half = p0.u + h / 2 * p0.udot, p0.z + h / 2 * p0.zdot
         q_half = p0.q + h / 2 * multiply_by_n(top, p0.q, u_half)
-        _, udot_half = _derivatives(model, base, p0.t + h / 2, q_half, u_half)
-        u1 = u_half + h / 2 * udot_half
+        _, udot_half, zdot_half = _derivatives(model, base, p0.t + h / 2, q_half, u_half, z_half)
+        u1, z1 = u_half + h / 2 * udot_half, z_half + h / 2 * zdot_half
         q1 = q_half + h / 2 * multiply_by_n(top, q_half, u1)
         qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
-        return qp, up, q1 - q_big, u1 - u_big, converged, p0
+        return qp, up, z1, q1 - q_big, u1 - u_big, z1 - (p0.z + h * p0.zdot), converged, p0
 
 
 class Verlet(Integrator):
-    """Velocity Verlet: q1 = q0 + h qdot0 + h^2/2 qdotdot0 (projected), u1 by
-    the trapezoid rule iterated to convergence (at most 10 fixed-point
-    passes); errors against the trapezoid rule for q and explicit Euler for u
-    (times h), order 3."""
+    """Velocity Verlet: q1 = q0 + h qdot0 + h^2/2 qdotdot0 (projected), u1
+    and z1 by the trapezoid rule iterated to convergence (at most 10
+    fixed-point passes); errors against the trapezoid rule for q and
+    explicit Euler for u and z (times h), order 3."""
 
     name, error_order = "Verlet", 3
 
     def attempt(self, model, base, p0, t1):
         h = t1 - p0.t
         options = self.project_options()
-        s0 = _realized(model, base, p0.t, p0.q, p0.u)
-        p0 = _Point(p0.t, p0.q, p0.u, s0.velocity.qdot, s0.acceleration.udot)
+        s0 = _realized(model, base, p0.t, p0.q, p0.u, p0.z)
+        p0 = _Point(p0.t, p0.q, p0.u, p0.z, s0.velocity.qdot, s0.acceleration.udot, s0.acceleration.zdot)
         q1 = p0.q + h * p0.qdot + h * h / 2 * s0.acceleration.qdotdot
-        u_euler = p0.u + h * p0.udot
-        s, rq = project_q(model, _at(base, t1, q1, u_euler), options, throw=False)
+        u_euler, z_euler = p0.u + h * p0.udot, p0.z + h * p0.zdot
+        s, rq = project_q(model, _at(base, t1, q1, u_euler, z_euler), options, throw=False)
         q1 = s.q
         tol = min(1e-4, 0.1 * self.accuracy)
 
         def refine(_, carry):
-            u, done = carry
-            _, udot = _derivatives(model, base, t1, q1, u)
-            u_new = p0.u + h / 2 * (p0.udot + udot)
-            change = jnp.linalg.norm(u_new - u) / (jnp.linalg.norm(u) + 1e-300)
-            return jnp.where(done, u, u_new), done | (change <= tol)
+            u, z, done = carry
+            _, udot, zdot = _derivatives(model, base, t1, q1, u, z)
+            u_new, z_new = p0.u + h / 2 * (p0.udot + udot), p0.z + h / 2 * (p0.zdot + zdot)
+            change = jnp.sqrt(jnp.sum((u_new - u) ** 2) + jnp.sum((z_new - z) ** 2)) / (
+                jnp.sqrt(jnp.sum(u * u) + jnp.sum(z * z)) + 1e-300)
+            return jnp.where(done, u, u_new), jnp.where(done, z, z_new), done | (change <= tol)
 
-        u1, converged = jax.lax.fori_loop(0, 10, refine, (u_euler, jnp.zeros((), bool)))
-        qdot1, _ = _derivatives(model, base, t1, q1, u1)
+        u1, z1, converged = jax.lax.fori_loop(0, 10, refine, (u_euler, z_euler, jnp.zeros((), bool)))
+        qdot1, _, _ = _derivatives(model, base, t1, q1, u1, z1)
         q_err = p0.q + h / 2 * (p0.qdot + qdot1) - q1
-        s, ru, u_err = project_u(model, _at(base, t1, q1, u1), options, error_estimate=(u_euler - u1) * h,
+        s, ru, u_err = project_u(model, _at(base, t1, q1, u1, z1), options, error_estimate=(u_euler - u1) * h,
                                  throw=False)
-        return s.q, s.u, q_err, u_err, converged & rq.succeeded & ru.succeeded, p0
+        return s.q, s.u, z1, q_err, u_err, (z_euler - z1) * h, converged & rq.succeeded & ru.succeeded, p0
 
 
 for _cls in (RungeKuttaMerson, RungeKutta3, RungeKuttaFeldberg, Verlet, SemiExplicitEuler2, ExplicitEuler):
@@ -462,9 +467,6 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
                         "sx.integrate.rollout(model, state, dt, num_steps, save_every, method=stepper)")
     if not isinstance(integrator, Integrator):
         raise TypeError(f"simulate: integrator must be one of sx.Integrator's methods, got {type(integrator)}")
-    if state.z.shape[-1]:
-        raise ValueError(f"simulate: this Model has {state.z.shape[-1]} auxiliary states z (a Force.Thermostat); "
-                         "the error-controlled integrators do not step z: use sx.integrate.rollout")
     events = check_events(events)
     if controller is not None:
         model = with_controller(model, controller)
@@ -545,37 +547,37 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
     windows = jnp.asarray([info.localization_window
                            for info in calc_event_trigger_info(model, events, integrator.accuracy)], dtype)
     order = np.asarray(cause_order(events), np.int32)
-    base = _at(state, state.t, state.q, state.u)
+    base = _at(state, state.t, state.q, state.u, state.z)
 
-    def restart(c: _Carry, model, base: State, t, q, u) -> _Carry:
-        """c moved to (t, q, u) projected, with this model and instance data."""
+    def restart(c: _Carry, model, base: State, t, q, u, z) -> _Carry:
+        """c moved to (t, q, u, z), q and u projected, with this model and instance data."""
         q, u, _, _, ok = integrator.project(model, base, t, q, u)
-        point = _Point(t, q, u, jnp.zeros_like(q), jnp.zeros_like(u))
+        point = _Point(t, q, u, z, jnp.zeros_like(q), jnp.zeros_like(u), jnp.zeros_like(z))
         status = jnp.where(ok, c.status, IntegratorStatus.ProjectionFailed).astype(jnp.int32)
-        w = calc_event_triggers(model, _at(base, t, q, u), events)
+        w = calc_event_triggers(model, _at(base, t, q, u, z), events)
         return dataclasses.replace(c, model=model, base=base, prev=point, adv=point, status=status, witness=w)
 
     def handle(c: _Carry) -> _Carry:
         """The due events' handlers run at adv, logged, and a restart from their State."""
-        model, new = handle_events(c.model, _at(c.base, c.adv.t, c.adv.q, c.adv.u), events, c.due)
+        model, new = handle_events(c.model, _at(c.base, c.adv.t, c.adv.q, c.adv.u, c.adv.z), events, c.due)
         ran = c.due[order]
         slot = jnp.where(ran, c.num_events + jnp.cumsum(ran, dtype=jnp.int32) - 1, records)
         c = dataclasses.replace(c, due=jnp.zeros_like(c.due), num_events=c.num_events + jnp.sum(ran, dtype=jnp.int32),
                                 event_times=c.event_times.at[slot].set(c.adv.t, mode="drop"),
                                 event_index=c.event_index.at[slot].set(order, mode="drop"))
-        return restart(c, model, new, c.adv.t, new.q, new.u)
+        return restart(c, model, new, c.adv.t, new.q, new.u, new.z)
 
     def scheduled_due(t):
         """(n_events,) the scheduled events due at t."""
         t_next, due = calc_time_of_next_scheduled_event(events, t, include_current_time=True)
         return due & (t_next == t)
 
-    start = _Point(state.t, state.q, state.u, state.q, state.u)
+    start = _Point(state.t, state.q, state.u, state.z, state.q, state.u, state.z)
     carry = restart(_Carry(model, base, start, start, jnp.asarray(integrator.first_step(model), dtype),
                            jnp.asarray(IntegratorStatus.Succeeded, jnp.int32), jnp.zeros(4, jnp.int32), nan, nan,
                            scheduled_due(state.t), jnp.zeros(n_triggered, dtype), jnp.zeros((), jnp.int32),
                            jnp.full(records, jnp.nan, dtype), jnp.full(records, -1, jnp.int32)),
-                    model, base, state.t, state.q, state.u)
+                    model, base, state.t, state.q, state.u, state.z)
 
     def running(c: _Carry, target):
         return (c.adv.t < target) & (c.status == IntegratorStatus.Succeeded)
@@ -586,20 +588,20 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
         t_max = jnp.minimum(t_max, calc_time_of_next_scheduled_event(events, p0.t)[0])
         limited = t_max < p0.t + 0.95 * h
         t1 = jnp.where(limited | (t_max <= p0.t + 1.001 * h), t_max, p0.t + h)
-        q1, u1, q_err, u_err, converged, p0 = integrator.attempt(model, base, p0, t1)
-        finite = jnp.all(jnp.isfinite(q1)) & jnp.all(jnp.isfinite(u1))
+        q1, u1, z1, q_err, u_err, z_err, converged, p0 = integrator.attempt(model, base, p0, t1)
+        finite = jnp.all(jnp.isfinite(jnp.concatenate([q1, u1, z1])))
         converged &= finite
-        err = jnp.where(converged, integrator.error_norm(base, p0.u, q1, q_err, u_err), jnp.inf)
+        err = jnp.where(converged, integrator.error_norm(base, p0, q1, q_err, u_err, z_err), jnp.inf)
         h_next, success = _adjust_step(integrator, err, h, limited)
-        start_finite = jnp.all(jnp.isfinite(p0.qdot)) & jnp.all(jnp.isfinite(p0.udot))
+        start_finite = jnp.all(jnp.isfinite(jnp.concatenate([p0.qdot, p0.udot, p0.zdot])))
         status = jnp.where(t1 <= p0.t, IntegratorStatus.StepSizeTooSmall,
                            jnp.where(~start_finite | (~finite & (h <= low)), IntegratorStatus.NonFinite, c.status))
         accepted = success & finite & (status == IntegratorStatus.Succeeded)
         taken = jnp.where(accepted, t1 - p0.t, c.last_step)
-        advanced, witness = _Point(t1, q1, u1, p0.qdot, p0.udot), c.witness
+        advanced, witness = _Point(t1, q1, u1, z1, p0.qdot, p0.udot, p0.zdot), c.witness
         due_triggered = jnp.zeros(n_triggered, bool)
         if n_triggered:
-            witness = calc_event_triggers(model, _at(base, t1, q1, u1), events)
+            witness = calc_event_triggers(model, _at(base, t1, q1, u1, z1), events)
             crossing = crossed_witnesses(events, c.witness, witness) & accepted
             advanced, witness, due_triggered = jax.lax.cond(
                 jnp.any(crossing), lambda: cut_back(model, base, p0, advanced, c.witness, witness, crossing),
@@ -618,7 +620,7 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
         """(the point at the earliest crossing, its witness values, which
         triggered events are due there): the crossings localized on the step's
         interpolant, the State there projected like a report's."""
-        end = _Point(p1.t, p1.q, p1.u, *_derivatives(model, base, p1.t, p1.q, p1.u))
+        end = _Point(p1.t, p1.q, p1.u, p1.z, *_derivatives(model, base, p1.t, p1.q, p1.u, p1.z))
 
         def witness_at(t, args):  # (n,): the k-th witness at t[k]
             model, base, p0, end = args
@@ -629,11 +631,12 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
         ones = jnp.ones(n_triggered, dtype)
         found = localize(witness_at, (model, base, p0, end), p0.t * ones, p1.t * ones, w0, w1, windows, crossing)
         t_event = jnp.min(found)
-        q, u = integrator.interpolate(p0, end, t_event)
+        q, u, z = integrator.interpolate(p0, end, t_event)
         if integrator.project_interpolated_states:
             q, u, _, _, _ = integrator.project(model, base, t_event, q, u)
-        witness = calc_event_triggers(model, _at(base, t_event, q, u), events)
-        return _Point(t_event, q, u, p0.qdot, p0.udot), witness, crossing & crossed_witnesses(events, w0, witness)
+        witness = calc_event_triggers(model, _at(base, t_event, q, u, z), events)
+        return (_Point(t_event, q, u, z, p0.qdot, p0.udot, p0.zdot), witness,
+                crossing & crossed_witnesses(events, w0, witness))
 
     kind = "checkpointed" if integrator.reverse_mode else "lax"
 
@@ -650,18 +653,20 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
                                                     c.status).astype(jnp.int32))
         model, base = c.model, c.base
         at_end = target >= c.adv.t
-        end = _Point(c.adv.t, c.adv.q, c.adv.u, *_derivatives(model, base, c.adv.t, c.adv.q, c.adv.u))
-        q, u = integrator.interpolate(c.prev, end, target)
+        end = _Point(c.adv.t, c.adv.q, c.adv.u, c.adv.z, *_derivatives(model, base, c.adv.t, c.adv.q, c.adv.u,
+                                                                         c.adv.z))
+        q, u, z = integrator.interpolate(c.prev, end, target)
         if integrator.project_interpolated_states:
             q, u, _, _, _ = integrator.project(model, base, target, q, u)
-        q, u = jnp.where(at_end, c.adv.q, q), jnp.where(at_end, c.adv.u, u)
         bad = c.status != IntegratorStatus.Succeeded
-        q, u = jnp.where(bad, jnp.nan, q), jnp.where(bad, jnp.nan, u)
-        return c, (target, q, u, total_energy(model, _at(base, target, q, u)))
+        q, u, z = (jnp.where(bad, jnp.nan, jnp.where(at_end, a, y)) for a, y in ((c.adv.q, q), (c.adv.u, u),
+                                                                                  (c.adv.z, z)))
+        return c, (target, q, u, z, total_energy(model, _at(base, target, q, u, z)))
 
-    c, (t, q, u, energy) = jax.lax.scan(interval, carry, times)
+    c, (t, q, u, z, energy) = jax.lax.scan(interval, carry, times)
     if events:  # the events due at the final time
         c = jax.lax.cond(jnp.any(c.due) & (c.status == IntegratorStatus.Succeeded), handle, lambda c: c, c)
     stats = IntegratorStats(c.status, *c.counts, c.first_step, c.last_step, c.h, c.num_events, c.event_times,
                             c.event_index)
-    return _at(c.base, c.adv.t, c.adv.q, c.adv.u), Trajectory(t=t, q=q, u=u, energy=energy), stats
+    return (_at(c.base, c.adv.t, c.adv.q, c.adv.u, c.adv.z),
+            Trajectory(t=t, q=q, u=u, energy=energy, z=z if state.z.shape[-1] else None), stats)

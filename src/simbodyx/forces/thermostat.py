@@ -14,7 +14,8 @@ the mobility forces f = -c[0] M u and
     cdot[m-1] = c[m-2]^2 - 1/t^2                  (m = 1: cdot[0] = (T/Tb - 1)/t^2)
 
 with sdot[i] = c[i] and the external work W, Wdot = f.u = -2 c[0] KE (J).
-Its auxiliary states z are [W, c (m), s (m)], all zero by default. The
+Its auxiliary states z are [W, c (m), s (m)], all zero by default,
+stepped with q and u by ``sx.integrate.rollout`` and ``sx.simulate``. The
 bath energy KEb + PEb, KEb = kB Tb t^2 (N c[0]^2 + sum c[i>0]^2) / 2 and
 PEb = kB Tb (N s[0] + sum s[i>0]), added to the system's energy gives a
 conserved quantity (with conservative forces otherwise). No potential
