@@ -70,6 +70,9 @@ solution (``simbodyx.impulse``), so ``jax.grad`` and ``jax.jvp`` through a
 step are exact wherever the contacts pushing, sticking and sliding stay
 the same.
 
+Auxiliary states z (a Force.Thermostat's) advance explicitly, z += h
+zdot at the velocities after the step's impacts, as Simbody's do.
+
 Not provided: Simbody's Sequential and Mixed induced-impact models (a
 data-dependent number of impact rounds; Simultaneous resolves every impact
 in one to three rounds of fixed shape), the PLUS impulse solver, and
@@ -93,6 +96,7 @@ from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.kinematics import realize_velocity
 from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
+from simbodyx.forces.subsystem import z_derivatives
 from simbodyx.impulse import PGSImpulseSolver, Rows, SolveStats
 from simbodyx.spatial.vectors import safe_norm
 from simbodyx.stage import Stage
@@ -376,9 +380,6 @@ class SemiExplicitEulerTimeStepper(Module):
         if model.params.motions or state.locks is not None:
             raise ValueError("SemiExplicitEulerTimeStepper: prescribed motion and locks are not provided; "
                              "model them with bilateral constraints (Constraint.ConstantSpeed, ...)")
-        if state.z.shape[-1]:
-            raise ValueError(f"SemiExplicitEulerTimeStepper: this Model has {state.z.shape[-1]} auxiliary states z "
-                             "(a Force.Thermostat), which the time stepper does not step; use method='rk4'")
         h = jnp.asarray(dt, state.u.dtype)
         s = model.realize(state, Stage.Velocity)
         tau = jnp.zeros((), h.dtype)
@@ -388,8 +389,8 @@ class SemiExplicitEulerTimeStepper(Module):
             first, _ = self._advance(model, s, jnp.where(moved, tau, h), impacts=False)
             pick = functools.partial(jnp.where, moved)
             s = s.with_constraint_disabled(pick(first.constraint_disabled, s.constraint_disabled))
-            s = model.realize(s.replace(t=pick(first.t, s.t), q=pick(first.q, s.q), u=pick(first.u, s.u)),
-                              Stage.Velocity)
+            s = model.realize(s.replace(t=pick(first.t, s.t), q=pick(first.q, s.q), u=pick(first.u, s.u),
+                                        z=pick(first.z, s.z)), Stage.Velocity)
         out, report = self._advance(model, s, h - tau, impacts=True)
         return out, eqx.tree_at(lambda r: r.impact_time, report, tau)
 
@@ -462,7 +463,8 @@ class SemiExplicitEulerTimeStepper(Module):
             q_rate = self._position_correction(problem, A, M_inv_Gt, perr, gap, h, proximal, stats.active, u2)
             q2 = normalize_quaternions(top, s.q + h * multiply_by_n(top, s.q, q_rate))
 
-        out = s.replace(t=s.t + h, q=q2, u=u2, keep=Stage.Time)
+        # z explicitly, at the velocities after the impacts (Simbody's z += h zdot)
+        out = s.replace(t=s.t + h, q=q2, u=u2, z=s.z + h * z_derivatives(model, s1), keep=Stage.Time)
         if len(problem.wrapped):
             in_play = jnp.concatenate([proximal, jnp.ones(problem.num_conditional - len(problem.contacts), bool),
                                        limited[problem.friction_of]])
