@@ -8,6 +8,7 @@ pairs of its set fixed then."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from simbodyx.builder.forces import ForceHandle
@@ -143,11 +144,11 @@ class _PointContactHandle(ForceHandle):
         """(stiffness, dissipation, static, dynamic, viscous friction) of one surface."""
         raise NotImplementedError
 
-    def _freeze(self, element_type):
+    def _freeze(self, element_type, **options):
         surfaces = self._contacts._surfaces(self._set_index)
         columns = np.array([self._surface_parameters(i) for i in range(len(surfaces))]).reshape(-1, 5).T
         pairs = candidate_pairs(surfaces, self.label, frozenset(self._contacts._excluded[self._set_index]))
-        return element_type(surfaces, pairs, *columns, np.asarray(self._transition_velocity), self.label)
+        return element_type(surfaces, pairs, *columns, np.asarray(self._transition_velocity), self.label, **options)
 
 
 class HuntCrossleyForce(_PointContactHandle):
@@ -202,7 +203,34 @@ class CompliantContactSubsystem(_PointContactHandle):
 
     def __init__(self, forces, contacts: GeneralContactSubsystem, contact_set: int):
         self.label = "CompliantContactSubsystem"
+        self._track_dissipated_energy, self._frozen = False, None
         super().__init__(forces, contacts, contact_set)
+
+    def set_track_dissipated_energy(self, should_track: bool = True) -> None:
+        """Integrate the power the contacts dissipate into an auxiliary state
+        z (off by default, as in Simbody), read with ``get_dissipated_energy``."""
+        self._forces.system.check_not_frozen(f"change {self.label}")
+        self._track_dissipated_energy = bool(should_track)
+
+    def get_track_dissipated_energy(self) -> bool:
+        return self._track_dissipated_energy
+
+    def _energy_index(self, what: str) -> int:
+        if not self._track_dissipated_energy or self._frozen is None:
+            raise ValueError(f"{self.label}.{what}: the dissipated energy is not tracked; call "
+                             "set_track_dissipated_energy() before realize_topology")
+        return self._frozen.z_start
+
+    def get_dissipated_energy(self, state):
+        """The energy (J) the contacts have dissipated since it was last set (Simbody's: since 0)."""
+        return state.z[self._energy_index("get_dissipated_energy")]
+
+    def set_dissipated_energy(self, state, energy):
+        """A new State with the dissipated energy set (>= 0)."""
+        index = self._energy_index("set_dissipated_energy")
+        if not isinstance(energy, jax.core.Tracer) and np.any(np.asarray(energy) < 0):
+            raise ValueError(f"{self.label}.set_dissipated_energy: the energy must be >= 0, got {energy}")
+        return state.with_z(state.z.at[index].set(energy))
 
     def _surface_parameters(self, surface: int) -> tuple:
         material = self._contacts.get_body_material(self._set_index, surface)
@@ -213,7 +241,8 @@ class CompliantContactSubsystem(_PointContactHandle):
         return material.values()
 
     def freeze(self) -> CompliantContact:
-        return self._freeze(CompliantContact)
+        self._frozen = self._freeze(CompliantContact, track_dissipated_energy=self._track_dissipated_energy)
+        return self._frozen  # realize_topology places its z (z_start)
 
 
 class SmoothSphereHalfSpaceForce(ForceHandle):

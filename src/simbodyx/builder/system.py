@@ -50,6 +50,17 @@ def _frozen(force):
     return element
 
 
+def _place_z(elements) -> None:
+    """Each element's auxiliary states z after the previous elements' (its
+    static ``z_start``, set on the element itself: the handle or the
+    element the user holds reads it there)."""
+    start = 0
+    for element in elements:
+        if element.num_z():
+            object.__setattr__(element, "z_start", start)
+            start += element.num_z()
+
+
 class MultibodySystem:
     """A system: one matter subsystem (and, later, force subsystems).
 
@@ -108,6 +119,7 @@ class MultibodySystem:
             topology = matter.topology()
             dtype = jnp.result_type(float)
             elements = tuple(_frozen(e) for fs in self._force_subsystems for e in fs.elements)
+            _place_z(elements)
             elements = jax.tree.map(lambda a: jnp.asarray(a, dtype), elements)
             model = Model(topology, matter.parameters(), elements, tuple(matter._constraint_disabled_by_default),
                           tuple(matter._motion_disabled_by_default), self._time_scale, self._length_scale)

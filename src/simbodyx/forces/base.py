@@ -49,7 +49,8 @@ class ForceElement(Module):
         return None
 
     # Auxiliary continuous states (Simbody's z): ``num_z()`` of them at
-    # ``state.z[z_start:z_start + num_z()]``, integrated with q and u.
+    # ``state.z[z_start:z_start + num_z()]`` (a static ``z_start`` field that
+    # realize_topology sets), integrated with q and u.
     def num_z(self) -> int:
         return 0
 
@@ -60,13 +61,6 @@ class ForceElement(Module):
     def calc_zdot(self, model, state):
         """d/dt of this element's z, for a State realized to Velocity."""
         return jnp.zeros(self.num_z(), state.u.dtype)
-
-
-def claimed_z(forces) -> int:
-    """The z already owned by the elements of ``forces``' system: where a new
-    element's z start."""
-    return sum(e.num_z() for fs in forces.system._force_subsystems for e in fs.elements
-               if isinstance(e, ForceElement))
 
 
 def zeros(state):

@@ -32,7 +32,10 @@ class ContactForces(Module):
     """Per candidate contact point, in G: ``location`` (where the force acts,
     m), ``normal`` (unit, from surface 1 into 2), ``depth`` (m, > 0 when
     touching) and ``force`` (N) on surface 2 (surface 1 gets its negative);
-    ``surface1`` and ``surface2`` are the points' surface indices in the set."""
+    ``surface1`` and ``surface2`` are the points' surface indices in the set;
+    ``power_dissipation`` (W, >= 0; the compliant elements') the rate at
+    which each point's damping and friction take energy out, Simbody's
+    ContactForce::getPowerDissipation."""
 
     location: jnp.ndarray
     normal: jnp.ndarray
@@ -40,6 +43,7 @@ class ContactForces(Module):
     force: jnp.ndarray
     surface1: tuple = eqx.field(static=True)
     surface2: tuple = eqx.field(static=True)
+    power_dissipation: jnp.ndarray | None = None
 
 
 def _positive_part(x):
@@ -138,7 +142,10 @@ class PointContactForce(ForceElement):
     (1 - s1) d (Simbody takes the stiffness's number as N/m there: a face's
     area does not change with d), and potential energy k d^2 / 2. Friction
     is the subclass's curve (``_friction``) times the normal force, against
-    the slip velocity.
+    the slip velocity. A point's power dissipation is Simbody's: the
+    damping part of the normal force times the penetration rate plus the
+    friction force times the slip speed, 0 where the force would pull (the
+    elastic energy stored there is then lost uncounted, as in Simbody).
     """
 
     NONNEGATIVE = ("stiffness", "dissipation", "static_friction", "dynamic_friction", "viscous_friction")
@@ -194,8 +201,8 @@ class PointContactForce(ForceElement):
                              tuple(i2.tolist())), elastic, s1, vertex
 
     def contact_forces(self, model, state) -> ContactForces:
-        """Every candidate point's location, normal, depth and force (State
-        realized to Velocity)."""
+        """Every candidate point's location, normal, depth, force and power
+        dissipation (State realized to Velocity)."""
         contacts, elastic, s1, vertex = self._contacts(state)
         i1, i2 = np.array(contacts.surface1), np.array(contacts.surface2)
         body1, body2 = self._bodies()[i1], self._bodies()[i2]
@@ -215,7 +222,8 @@ class PointContactForce(ForceElement):
                                   self.transition_velocity)
         direction = tangent / jnp.where(slip > 0, slip, 1.0)[:, None]
         force = normal_force[:, None] * n + friction[:, None] * direction
-        return eqx.tree_at(lambda f: f.force, contacts, force)
+        power = jnp.where(normal_force > 0, elastic * factor * c * vn * vn + friction * slip, 0.0)
+        return ContactForces(contacts.location, n, contacts.depth, force, contacts.surface1, contacts.surface2, power)
 
     def calc(self, model, state):
         f = self.contact_forces(model, state)
@@ -248,10 +256,21 @@ class CompliantContact(PointContactForce):
     its HertzCircular and HertzElliptical generators: R = 2 / (kmax + kmin)
     of the relative principal curvatures and Hertz's elliptical correction
     e(kmax / kmin) (``_eccentricity``; R is the radius and e = 1 where the
-    contact is circular), and its friction curve (``_quintic_stribeck``)."""
+    contact is circular), and its friction curve (``_quintic_stribeck``).
+    With ``track_dissipated_energy`` its one auxiliary state z is the energy
+    dissipated so far (J), zdot the points' total power dissipation."""
+
+    track_dissipated_energy: bool = eqx.field(static=True, default=False)
+    z_start: int = eqx.field(static=True, default=-1)
 
     def _hertz(self, radius, ratio):
         return 2 * radius * jnp.sqrt(ratio) / (1 + ratio), _eccentricity(ratio)
+
+    def num_z(self) -> int:
+        return int(self.track_dissipated_energy)
+
+    def calc_zdot(self, model, state):
+        return jnp.sum(self.contact_forces(model, state).power_dissipation)[None]
 
     def _friction(self, normal_force, slip, us, ud, uv, vt):
         return _quintic_stribeck(normal_force, slip, us, ud, uv, vt)

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.algorithms import rnea
-from simbodyx.forces.base import ForceElement, as_param, claimed_z
+from simbodyx.forces.base import ForceElement, as_param
 from simbodyx.stage import Stage
 
 
@@ -59,7 +59,7 @@ class Thermostat(ForceElement):
         if not (isinstance(num_chains, (int, np.integer)) and num_chains >= 1):
             raise ValueError(f"{label}: num_chains must be a positive int, got {num_chains!r}")
         self.num_excluded_dofs, self.num_chains = int(num_excluded_dofs), int(num_chains)
-        self.z_start = claimed_z(forces)
+        self.z_start = -1  # placed by realize_topology
         forces._add(self)
 
     def check(self) -> None:
