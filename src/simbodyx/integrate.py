@@ -39,7 +39,9 @@ def derivatives(model, state: State):
     with only these outputs (the function to call in a loop of your own).
     Traced (under ``jit``, ``vmap``, ``grad`` or in a loop), small models
     evaluate it on the scalar path (``simbodyx.scalarize``;
-    ``model.uses_scalar_path()``)."""
+    ``model.uses_scalar_path()``). A Model with auxiliary states z (a
+    ``Force.Thermostat``) has their rates in ``state.acceleration.zdot``
+    of the State realized to Acceleration."""
     s = model.realize(state, Stage.Acceleration)
     return s.velocity.qdot, s.acceleration.udot
 
