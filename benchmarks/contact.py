@@ -15,6 +15,11 @@ Scenes, under gravity, dropped onto a floor and settling on it:
   one another on the way down. Rigid: a SpherePlaneContact for each and a
   SphereSphereContact for each pair. Compliant and MuJoCo: the spheres and
   the floor in one contact set (every pair).
+* **ant** (``--ant``): gymnasium's Ant from its MJCF file, dropped from the
+  file's pose with random joint speeds: simbodyx's import (Hunt-Crossley
+  contact, its joint stops), MuJoCo C and MJX (``mjx.step``) on the same
+  XML at the same 1 ms step, RK4 in all three (the file's integrator),
+  controls zero.
 
 Reported per engine and scene: compile time, the time per step of one
 trajectory of ``--steps`` steps of 1 ms (one jitted rollout; MuJoCo's
@@ -203,6 +208,80 @@ def mujoco_rows(scene, steps, repeats):
     return [{"engine": "mujoco", "scene": scene, "batch": 1, "step_us": 1e6 * min(times) / steps}]
 
 
+def _ant_xml():
+    import pathlib
+
+    import gymnasium
+
+    return pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "ant.xml"
+
+
+def ant_rows(sx, steps, batch, repeats, mujoco=True):
+    """The Ant's rows: simbodyx (one trajectory, and ``batch`` of 200 steps in
+    one vmap), MuJoCo C (one trajectory) and MJX (``batch`` of 200 steps in
+    one vmap); each engine's torso above the floor after 3 s."""
+    import warnings
+
+    with warnings.catch_warnings(action="error"):  # everything in the file is modelled
+        system, _, _, _ = sx.io.load_mjcf(_ant_xml())
+    model, state = system.realize_topology()
+    noise = jax.random.normal(jax.random.PRNGKey(0), (max(batch, 1), state.u.shape[0])).at[:, :6].set(0.0)
+
+    def rollout(s, n):
+        return sx.integrate.rollout(model, s, DT, n, n, energy=False)[0]
+
+    one = jax.jit(lambda s: rollout(s, steps))
+    t = time.perf_counter()
+    jax.block_until_ready(one(state))
+    rows = [{"engine": "simbodyx_compliant", "scene": "ant", "batch": 1, "compile_s": time.perf_counter() - t,
+             "step_us": 1e6 * best(lambda: one(state), repeats) / steps}]
+    settle = state
+    for _ in range(-(-3000 // steps)):  # to at least 3 s
+        settle = one(settle)
+    if not (np.all(np.isfinite(np.asarray(settle.u))) and float(settle.q[6]) > 0.2):
+        raise AssertionError(f"simbodyx ant: the torso is at {float(settle.q[6]):.3g} m after 3 s")
+    if batch:
+        starts = jax.vmap(lambda du: state.with_u(du))(noise)
+        many = jax.jit(jax.vmap(lambda s: rollout(s, 200)))
+        t = time.perf_counter()
+        jax.block_until_ready(many(starts))
+        rows.append({"engine": "simbodyx_compliant", "scene": "ant", "batch": batch,
+                     "compile_s": time.perf_counter() - t,
+                     "step_us": 1e6 * best(lambda: many(starts), repeats) / (200 * batch)})
+    if not mujoco:
+        return rows
+    import mujoco as mj
+    from mujoco import mjx
+
+    m = mj.MjModel.from_xml_path(str(_ant_xml()))
+    m.opt.timestep = DT
+    d = mj.MjData(m)
+    mj.mj_step(m, d, nstep=3000)
+    if not (np.all(np.isfinite(d.qvel)) and d.qpos[2] > 0.2):
+        raise AssertionError(f"mujoco ant: the torso is at {d.qpos[2]:.3g} m after 3 s")
+    times = []
+    for _ in range(repeats):
+        mj.mj_resetData(m, d)
+        t = time.perf_counter()
+        mj.mj_step(m, d, nstep=steps)
+        times.append(time.perf_counter() - t)
+    rows.append({"engine": "mujoco", "scene": "ant", "batch": 1, "step_us": 1e6 * min(times) / steps})
+    if batch:
+        mx = mjx.put_model(m)
+        d0 = mjx.make_data(mx)
+        qvel = jnp.asarray(noise, d0.qvel.dtype)  # simbodyx's u is MuJoCo's qvel joint by joint; the free joint's stays 0
+
+        def trajectory(v):
+            return jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d0.replace(qvel=v), None, length=200)[0].qpos
+
+        many = jax.jit(jax.vmap(trajectory))
+        t = time.perf_counter()
+        jax.block_until_ready(many(qvel))
+        rows.append({"engine": "mjx", "scene": "ant", "batch": batch, "compile_s": time.perf_counter() - t,
+                     "step_us": 1e6 * best(lambda: many(qvel), repeats) / (200 * batch)})
+    return rows
+
+
 def contact_rows(sx, steps=1000, batch=1024, repeats=5, mujoco=True):
     rows, note = [], None
     for scene in ("brick", "spheres3"):
@@ -229,12 +308,15 @@ def main():
     parser.add_argument("--batch", type=int, default=1024, help="trajectories in the batched rows (0: skip them)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-mujoco", action="store_true")
+    parser.add_argument("--ant", action="store_true", help="also gymnasium's Ant, with MJX")
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
 
     print(f"jax {jax.__version__}, float64, {jax.devices()[0].platform}, step {DT * 1e3:g} ms")
     rows, note = contact_rows(sx, args.steps, args.batch, args.repeats, not args.no_mujoco)
+    if args.ant:
+        rows += ant_rows(sx, args.steps, args.batch, args.repeats, not args.no_mujoco)
     print_table(rows)
     if note:
         print(note)

@@ -189,6 +189,16 @@ def test_checks_mode_rows_time_both():
     assert [r["batch"] for r in rows] == [1, 4] and all(r["off_us"] > 0 and r["on_us"] > 0 for r in rows)
 
 
+def test_the_ant_rows_time_simbodyx_and_mujoco_c():
+    """benchmarks/contact.py --ant at 10-step trajectories, without the
+    batched rows (MJX's compile alone takes 20 s): the imported Ant stands
+    after 3 s in both engines."""
+    import simbodyx as sx
+
+    rows = _benchmark("contact").ant_rows(sx, steps=10, batch=0, repeats=1)
+    assert [r["engine"] for r in rows] == ["simbodyx_compliant", "mujoco"] and all(r["step_us"] > 0 for r in rows)
+
+
 def test_contact_gradient_rows_report_errors_and_failures():
     """benchmarks/contact_gradient.py's row logic on a toy rollout (its
     scenes compile for tens of seconds: left to the script): a Jacobian
