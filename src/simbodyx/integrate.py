@@ -40,15 +40,15 @@ def derivatives(model, state: State):
     Traced (under ``jit``, ``vmap``, ``grad`` or in a loop), small models
     evaluate it on the scalar path (``simbodyx.scalarize``;
     ``model.uses_scalar_path()``). A Model with auxiliary states z (a
-    ``Force.Thermostat``) has their rates in ``state.acceleration.zdot``
-    of the State realized to Acceleration."""
+    ``Force.Thermostat``) steps them too: :func:`state_rates` gives all
+    three rates."""
     s = model.realize(state, Stage.Acceleration)
     return s.velocity.qdot, s.acceleration.udot
 
 
-def _rates(model, state: State):
-    """(qdot, udot, zdot): ``derivatives`` and, when the Model has auxiliary
-    states (``state.z``), their derivatives."""
+def state_rates(model, state: State):
+    """(qdot, udot, zdot): :func:`derivatives` and the auxiliary states'
+    rates (``state.acceleration.zdot``; empty when the Model has none)."""
     if not state.z.shape[-1]:
         return (*derivatives(model, state), state.z)
     s = model.realize(state, Stage.Acceleration)
@@ -71,14 +71,14 @@ def _with(state: State, t, q, u, z=None) -> State:
 
 def euler_step(model, state: State, dt) -> State:
     """Explicit Euler: q += dt qdot, u += dt udot, z += dt zdot (first order)."""
-    qdot, udot, zdot = _rates(model, state)
+    qdot, udot, zdot = state_rates(model, state)
     return _next(state, dt, state.q + dt * qdot, state.u + dt * udot, state.z + dt * zdot)
 
 
 def semi_explicit_euler_step(model, state: State, dt) -> State:
     """Symplectic Euler: u1 = u + dt udot(q, u); q1 = q + dt N(q) u1; z
     explicit, z1 = z + dt zdot(q, u, z)."""
-    _, udot, zdot = _rates(model, state)
+    _, udot, zdot = state_rates(model, state)
     u1 = state.u + dt * udot
     return _next(state, dt, state.q + dt * multiply_by_n(state.topology, state.q, u1), u1, state.z + dt * zdot)
 
@@ -88,7 +88,7 @@ def rk4_step(model, state: State, dt) -> State:
     t, y = state.t, (state.q, state.u, state.z)
 
     def f(tk, scale=None, k=None):  # the rates at y + scale k
-        return _rates(model, _with(state, tk, *(y if k is None else (a + scale * b for a, b in zip(y, k)))))
+        return state_rates(model, _with(state, tk, *(y if k is None else (a + scale * b for a, b in zip(y, k)))))
 
     k1 = f(t)
     k2 = f(t + dt / 2, dt / 2, k1)

@@ -63,7 +63,7 @@ from simbodyx.events import (
     triggered_positions,
 )
 from simbodyx.forces.custom import with_controller
-from simbodyx.integrate import Trajectory, _rates, total_energy
+from simbodyx.integrate import Trajectory, state_rates, total_energy
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
 from simbodyx.stage import Stage
@@ -128,7 +128,7 @@ def _realized(model, base: State, t, q, u, z) -> State:
 
 def _derivatives(model, base: State, t, q, u, z):
     """(qdot, udot, zdot) at (t, q, u, z), locks applied."""
-    return _rates(model, _at(base, t, q, u, z))
+    return state_rates(model, _at(base, t, q, u, z))
 
 
 class Integrator(Module):
