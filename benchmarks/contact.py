@@ -159,6 +159,45 @@ def _on_floor(heights, resting, speeds, what):
                              "from its resting height)")
 
 
+def _timed(fn, arg, repeats):
+    """(compile seconds: ``fn``'s first call on ``arg``, best seconds per call after it)."""
+    t = time.perf_counter()
+    jax.block_until_ready(fn(arg))
+    return time.perf_counter() - t, best(lambda: fn(arg), repeats)
+
+
+def _rollout_rows(engine, scene, rollout, start, starts, steps, repeats):
+    """(rows, the State after at least 3 s from ``start``) for ``rollout(s,
+    n)``, the State n steps of DT after s: one trajectory of ``steps`` from
+    ``start``, and with ``starts`` (a batch of States; None: none) their
+    trajectories of 200 steps in one vmap."""
+    one = jax.jit(lambda s: rollout(s, steps))
+    compile_s, seconds = _timed(one, start, repeats)
+    rows = [{"engine": engine, "scene": scene, "batch": 1, "compile_s": compile_s, "step_us": 1e6 * seconds / steps}]
+    if starts is not None:
+        batch = starts.q.shape[0]
+        compile_s, seconds = _timed(jax.jit(jax.vmap(lambda s: rollout(s, 200))), starts, repeats)
+        rows.append({"engine": engine, "scene": scene, "batch": batch, "compile_s": compile_s,
+                     "step_us": 1e6 * seconds / (200 * batch)})
+    settle = start
+    for _ in range(-(-3000 // steps)):
+        settle = one(settle)
+    return rows, settle
+
+
+def _mujoco_step_us(m, d, steps, repeats):
+    """MuJoCo C's best time per ``mj_step`` over ``repeats`` trajectories of ``steps`` from the model's reset."""
+    import mujoco
+
+    times = []
+    for _ in range(repeats):
+        mujoco.mj_resetData(m, d)
+        t = time.perf_counter()
+        mujoco.mj_step(m, d, nstep=steps)
+        times.append(time.perf_counter() - t)
+    return 1e6 * min(times) / steps
+
+
 def simbodyx_rows(sx, scene, kind, steps, batch, repeats):
     system = rigid(sx, scene) if kind == "rigid" else compliant(sx, scene)
     model, state = system.realize_topology()
@@ -168,27 +207,11 @@ def simbodyx_rows(sx, scene, kind, steps, batch, repeats):
     def rollout(s, n):
         return sx.integrate.rollout(model, s, DT, n, n, method=method, energy=False)[0]
 
-    one = jax.jit(lambda s: rollout(s, steps))
-    t = time.perf_counter()
-    final = jax.block_until_ready(one(start))
-    compile_s = time.perf_counter() - t
-    settle = final
-    for _ in range(-(-3000 // steps) - 1):  # to at least 3 s
-        settle = one(settle)
+    noise = jax.random.normal(jax.random.PRNGKey(0), (batch, state.u.shape[0])) * 0.3
+    starts = jax.vmap(lambda du: start.with_u(start.u + du))(noise) if batch else None
+    rows, settle = _rollout_rows(f"simbodyx_{kind}", scene, rollout, start, starts, steps, repeats)
     positions = np.asarray(settle.q).reshape(-1, 7)[:, 4:]
     _on_floor(positions[:, 1], _resting(scene), np.asarray(settle.u), f"simbodyx {kind} {scene}")
-    rows = [{"engine": f"simbodyx_{kind}", "scene": scene, "batch": 1, "compile_s": compile_s,
-             "step_us": 1e6 * best(lambda: one(start), repeats) / steps}]
-    if batch:
-        noise = jax.random.normal(jax.random.PRNGKey(0), (batch, state.u.shape[0])) * 0.3
-        starts = jax.vmap(lambda du: start.with_u(start.u + du))(noise)
-        many = jax.jit(jax.vmap(lambda s: rollout(s, 200)))
-        t = time.perf_counter()
-        jax.block_until_ready(many(starts))
-        compile_s = time.perf_counter() - t
-        seconds = best(lambda: many(starts), repeats)
-        rows.append({"engine": f"simbodyx_{kind}", "scene": scene, "batch": batch, "compile_s": compile_s,
-                     "step_us": 1e6 * seconds / (200 * batch)})
     return rows
 
 
@@ -199,13 +222,7 @@ def mujoco_rows(scene, steps, repeats):
     d = mujoco.MjData(m)
     mujoco.mj_step(m, d, nstep=3000)
     _on_floor(d.xpos[1:, 2], _resting(scene), d.qvel, f"mujoco {scene}")
-    times = []
-    for _ in range(repeats):
-        mujoco.mj_resetData(m, d)
-        t = time.perf_counter()
-        mujoco.mj_step(m, d, nstep=steps)
-        times.append(time.perf_counter() - t)
-    return [{"engine": "mujoco", "scene": scene, "batch": 1, "step_us": 1e6 * min(times) / steps}]
+    return [{"engine": "mujoco", "scene": scene, "batch": 1, "step_us": _mujoco_step_us(m, d, steps, repeats)}]
 
 
 def _ant_xml():
@@ -230,24 +247,10 @@ def ant_rows(sx, steps, batch, repeats, mujoco=True):
     def rollout(s, n):
         return sx.integrate.rollout(model, s, DT, n, n, energy=False)[0]
 
-    one = jax.jit(lambda s: rollout(s, steps))
-    t = time.perf_counter()
-    jax.block_until_ready(one(state))
-    rows = [{"engine": "simbodyx_compliant", "scene": "ant", "batch": 1, "compile_s": time.perf_counter() - t,
-             "step_us": 1e6 * best(lambda: one(state), repeats) / steps}]
-    settle = state
-    for _ in range(-(-3000 // steps)):  # to at least 3 s
-        settle = one(settle)
+    starts = jax.vmap(lambda du: state.with_u(du))(noise) if batch else None
+    rows, settle = _rollout_rows("simbodyx_compliant", "ant", rollout, state, starts, steps, repeats)
     if not (np.all(np.isfinite(np.asarray(settle.u))) and float(settle.q[6]) > 0.2):
         raise AssertionError(f"simbodyx ant: the torso is at {float(settle.q[6]):.3g} m after 3 s")
-    if batch:
-        starts = jax.vmap(lambda du: state.with_u(du))(noise)
-        many = jax.jit(jax.vmap(lambda s: rollout(s, 200)))
-        t = time.perf_counter()
-        jax.block_until_ready(many(starts))
-        rows.append({"engine": "simbodyx_compliant", "scene": "ant", "batch": batch,
-                     "compile_s": time.perf_counter() - t,
-                     "step_us": 1e6 * best(lambda: many(starts), repeats) / (200 * batch)})
     if not mujoco:
         return rows
     import mujoco as mj
@@ -259,26 +262,18 @@ def ant_rows(sx, steps, batch, repeats, mujoco=True):
     mj.mj_step(m, d, nstep=3000)
     if not (np.all(np.isfinite(d.qvel)) and d.qpos[2] > 0.2):
         raise AssertionError(f"mujoco ant: the torso is at {d.qpos[2]:.3g} m after 3 s")
-    times = []
-    for _ in range(repeats):
-        mj.mj_resetData(m, d)
-        t = time.perf_counter()
-        mj.mj_step(m, d, nstep=steps)
-        times.append(time.perf_counter() - t)
-    rows.append({"engine": "mujoco", "scene": "ant", "batch": 1, "step_us": 1e6 * min(times) / steps})
+    rows.append({"engine": "mujoco", "scene": "ant", "batch": 1, "step_us": _mujoco_step_us(m, d, steps, repeats)})
     if batch:
         mx = mjx.put_model(m)
         d0 = mjx.make_data(mx)
-        qvel = jnp.asarray(noise, d0.qvel.dtype)  # simbodyx's u is MuJoCo's qvel joint by joint; the free joint's stays 0
+        qvel = jnp.asarray(noise, d0.qvel.dtype)  # u is qvel joint by joint; the free joint's 0
 
         def trajectory(v):
             return jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d0.replace(qvel=v), None, length=200)[0].qpos
 
-        many = jax.jit(jax.vmap(trajectory))
-        t = time.perf_counter()
-        jax.block_until_ready(many(qvel))
-        rows.append({"engine": "mjx", "scene": "ant", "batch": batch, "compile_s": time.perf_counter() - t,
-                     "step_us": 1e6 * best(lambda: many(qvel), repeats) / (200 * batch)})
+        compile_s, seconds = _timed(jax.jit(jax.vmap(trajectory)), qvel, repeats)
+        rows.append({"engine": "mjx", "scene": "ant", "batch": batch, "compile_s": compile_s,
+                     "step_us": 1e6 * seconds / (200 * batch)})
     return rows
 
 
