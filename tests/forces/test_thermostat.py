@@ -129,11 +129,16 @@ def test_simulate_steps_z_with_error_control_and_interpolates_it(method, accurac
 def test_every_fixed_step_method_steps_z_and_both_paths_agree():
     """Euler, symplectic Euler and the time stepper step z by its rate, RK4
     to fourth order (halving the step cuts its error by ~16); the scalar
-    path and the array program give the same rates."""
+    path and the array program give the same rates, float32 its rounding
+    of them."""
     model, state, thermostat = oscillator()
     s = model.realize(state.with_u(jnp.array([0.3])), sx.Stage.Acceleration)
     array = oscillator(False)[0].realize(s, sx.Stage.Acceleration)
     np.testing.assert_allclose(array.acceleration.zdot, s.acceleration.zdot, rtol=1e-14, atol=1e-15)
+    single = model.astype(jnp.float32).realize(state.with_u(jnp.array([0.3])).astype(jnp.float32),
+                                               sx.Stage.Acceleration)  # float32: its rounding
+    assert single.acceleration.zdot.dtype == jnp.float32
+    np.testing.assert_allclose(single.acceleration.zdot, s.acceleration.zdot, rtol=1e-6, atol=1e-6)
     for method in (sx.integrate.euler_step, sx.integrate.semi_explicit_euler_step,
                    sx.SemiExplicitEulerTimeStepper().step):  # no contact: the stepper's z is Simbody's z + h zdot
         np.testing.assert_allclose(method(model, s, 1e-3).z, s.z + 1e-3 * s.acceleration.zdot, rtol=1e-14)
