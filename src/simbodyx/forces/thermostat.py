@@ -176,9 +176,9 @@ class Thermostat(ForceElement):
         _, kinetic = self._momentum(state)
         oot2 = 1 / self.relaxation_time**2
         driving = (kinetic / N / (self.boltzmanns_constant * self.bath_temperature / 2) - 1) * oot2
-        # cdot[k] = weight_k c[k-1]^2 - 1/t^2 - c[k] c[k+1], weight N for k = 1, 1 after; cdot[0] driven by T
-        previous = jnp.concatenate([driving[None], jnp.concatenate([N[None], jnp.ones(m - 2, c.dtype)])[:m - 1]
-                                    * c[:-1] ** 2 - oot2]) if m > 1 else driving[None]
-        cdot = previous - c * jnp.concatenate([c[1:], jnp.zeros(1, c.dtype)])
+        # cdot[k] = w_k c[k-1]^2 - 1/t^2 - c[k] c[k+1] (w_1 = N, then 1), cdot[0] driven by T
+        weights = jnp.where(jnp.arange(m - 1) == 0, N, 1.0)
+        cdot = (jnp.concatenate([driving[None], weights * c[:-1] ** 2 - oot2])
+                - c * jnp.concatenate([c[1:], jnp.zeros(1, c.dtype)]))
         work = -2 * c[0] * kinetic
         return jnp.concatenate([work[None], cdot, c])
