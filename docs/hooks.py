@@ -81,13 +81,44 @@ def raise_sites(path: pathlib.Path):
     return found
 
 
-def error_catalogue() -> str:
-    """A Markdown table of every error simbodyx raises, by module."""
-    lines = ["| where | error | message |", "|---|---|---|"]
+def catalogue_sites():
+    """(where, exception name, message) for every error simbodyx raises, in
+    source order; ``where`` is the raising function, as
+    ``module.qualname`` below ``simbodyx``."""
     for path in sorted(PACKAGE.rglob("*.py")):
-        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__")
         for scope, error, message in raise_sites(path):
-            where = f"`{module}.{scope}`" if scope else f"`{module}`"
-            text = " ".join(message.split()).replace("`", "'").replace("|", "\\|")
-            lines.append(f"| {where} | `{error}` | `{text}` |")
+            yield (f"{module}.{scope}" if scope else module), error, message
+
+
+def error_calls():
+    """{(where, fragment): the call's code} from docs/error_calls.py's
+    ``CALLS``, and {(where, fragment): why} from its ``INTERNAL``, read
+    without importing it."""
+    path = ROOT / "docs" / "error_calls.py"
+    text = path.read_text()
+    found = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and node.targets[0].id in ("CALLS", "INTERNAL"):
+            entries = {}
+            for entry in node.value.elts:
+                where, fragment, last = entry.elts
+                shown = last.value if isinstance(last, ast.Constant) else ast.get_source_segment(text, last.body)
+                entries[where.value, fragment.value] = " ".join(line.strip() for line in shown.splitlines())
+            found[node.targets[0].id] = entries
+    return found["CALLS"], found["INTERNAL"]
+
+
+def error_catalogue() -> str:
+    """A Markdown table of every error simbodyx raises, by module, with the
+    call that raises it (docs/error_calls.py)."""
+    calls, internal = error_calls()
+    lines = ["| where | error | message | raised by |", "|---|---|---|---|"]
+    for where, error, message in catalogue_sites():
+        call = next((f"`{code}`" for (w, f), code in calls.items() if w == where and f in message), None)
+        if call is None:
+            call = next((f"internal: {why}" for (w, f), why in internal.items() if w == where and f in message), "")
+        text = " ".join(message.split()).replace("`", "'")
+        cells = [f"`simbodyx.{where}`", f"`{error}`", f"`{text}`", call]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
