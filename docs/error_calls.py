@@ -7,16 +7,21 @@ that tells it from the function's other messages, and ``call`` a function
 of no arguments that meets the error as a user would. docs/hooks.py shows
 each call's code beside its message; tests/test_errors.py runs each one and
 checks the error's type and its message against the template.
-``INTERNAL`` names the errors no public call reaches, each with why.
+``UNCALLED`` names the few errors no call here reaches, each with why.
 """
 
+import importlib.metadata
+import sys
 from types import SimpleNamespace
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import simbodyx as sx
+import simbodyx.interop.mujoco
+import simbodyx.interop.pinocchio  # noqa: F401  (sx.interop.mujoco, sx.interop.pinocchio)
 
 #: A 1 kg body whose mass center is 0.5 m below its origin.
 BODY = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.0, -0.5, 0.0], sx.Inertia(0.1)))
@@ -56,6 +61,88 @@ def contact_scene(material=None):
     scene.contacts.add_body(scene.surfaces, scene.body, sx.ContactGeometry.Sphere(0.1), material=material)
     scene.contacts.add_body(scene.surfaces, scene.ground, sx.ContactGeometry.HalfSpace(), material=material)
     return scene
+
+
+def hunt_crossley_model():
+    """The Model of :func:`contact_scene` with a HuntCrossleyForce (element 1)."""
+    scene = contact_scene(RUBBER)
+    sx.HuntCrossleyForce(scene.forces, scene.contacts, scene.surfaces)
+    return scene.system.realize_topology()[0]
+
+
+def smooth_sphere_model():
+    """A Free ball's Model with a SmoothSphereHalfSpaceForce (element 1) against Ground."""
+    built = pendulum("Free")
+    force = sx.SmoothSphereHalfSpaceForce(built.forces)
+    force.set_contact_sphere_body(built.body)
+    force.set_contact_half_space_body(built.ground)
+    force.set_contact_sphere_radius(0.1)
+    return built.system.realize_topology()[0]
+
+
+def actuated_model():
+    """:func:`model` with a MobilityActuator (element 1) on the Pin: ``actuator`` its handle."""
+    built = pendulum()
+    actuator = sx.Force.MobilityActuator(built.forces, built.body, 0)
+    model, state = built.system.realize_topology()
+    return SimpleNamespace(model=model, state=state, body=built.body, actuator=actuator)
+
+
+def constrained_model():
+    """:func:`model` with its Pin's acceleration held at 1 rad/s^2 (Constraint.ConstantAcceleration)."""
+    built = pendulum()
+    sx.Constraint.ConstantAcceleration(built.body, 0, 1.0)
+    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())), body=built.body)
+
+
+def massless_model():
+    """A Pin under gravity carrying a massless Pin: a singular mass matrix."""
+    built = pendulum()
+    sx.MobilizedBody.Pin(built.body, sx.Body.Rigid(sx.MassProperties(0.0, [0, 0, 0], sx.Inertia(0.0))))
+    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())))
+
+
+def unreachable_model():
+    """A Pin about z whose station 0.5 m down must meet a point 1 m off its plane (Constraint.Ball)."""
+    built = pendulum()
+    sx.Constraint.Ball(built.ground, [0.0, 0.0, 1.0], built.body, [0.0, -0.5, 0.0])
+    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())))
+
+
+def custom_force_model(torque):
+    """:func:`model` with a Force.Custom applying ``torque(u)`` to the Pin."""
+    built = pendulum()
+    sx.Force.Custom(built.forces, lambda model, state: (torque(state.u), jnp.zeros((2, 6))))
+    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())))
+
+
+def without_module(name, call, *args):
+    """``call(*args)`` as on a machine where ``import name`` fails."""
+    saved = sys.modules.get(name)
+    sys.modules[name] = None
+    try:
+        return call(*args)
+    finally:
+        if saved is None:
+            del sys.modules[name]
+        else:
+            sys.modules[name] = saved
+
+
+def without_distribution(name, call, *args):
+    """``call(*args)`` as on a machine without the installed distribution ``name``."""
+    real = importlib.metadata.distribution
+
+    def missing(requested):
+        if requested == name:
+            raise importlib.metadata.PackageNotFoundError(requested)
+        return real(requested)
+
+    importlib.metadata.distribution = missing
+    try:
+        return call(*args)
+    finally:
+        importlib.metadata.distribution = real
 
 
 def urdf(*elements, name="arm"):
@@ -117,6 +204,8 @@ CALLS = [
      lambda: sx.MobilizedBody.Weld(pendulum().ground, BODY, sx.MobilizedBody.Direction.Reverse)),
     ("builder.mobilized_body.MobilizedBody._parse_kind", "unexpected extra arguments",
      lambda: sx.MobilizedBody.Pin(pendulum().ground, BODY, 0.3)),
+    ("builder.mobilized_body.MobilizedBody._checked_mass_properties", "mass properties must be",
+     lambda: pendulum().body.set_default_mass_properties(1.0)),
     ("builder.mobilized_body.MobilizedBody.parent", "Ground has no parent", lambda: pendulum().ground.parent),
     ("builder.mobilized_body.MobilizedBody.set_default_q", "the default quaternion is zero",
      lambda: pendulum("Ball").body.set_default_q(np.zeros(4))),
@@ -167,6 +256,8 @@ CALLS = [
          1, 1, lambda q: (2 * jnp.eye(3), jnp.zeros(3))))),
     ("builder.mobilized_body.FunctionBased._parse_kind", "FunctionBased takes",
      lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1)),
+    ("builder.mobilized_body.FunctionBased._parse_kind", ": {e}",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 7, [None] * 6, [()] * 6)),
     ("builder.system._positive_scale", "must be a positive finite number",
      lambda: sx.MultibodySystem().set_default_length_scale(0.0)),
     ("builder.system.MultibodySystem.get_matter_subsystem", "no SimbodyMatterSubsystem yet",
@@ -561,6 +652,227 @@ CALLS = [
         np.zeros(4), np.zeros(4))),
     ("parallel.batched.run", "no argument is batched",
      lambda: sx.parallel.batched(jnp.add, in_axes=(None, None))(np.zeros(4), np.zeros(4))),
+    # -- models and States ----------------------------------------------------------------------
+    ("model.Model.check", "needs concrete numbers", lambda: jax.jit(lambda m: m.check())(model().model)),
+    ("model.Model.check", ".R", lambda: eqx.tree_at(lambda m: m.params.X_PF.R, (m := model().model),
+                                                     2 * m.params.X_PF.R).check()),
+    ("model.Model.check", ".p contains NaN", lambda: eqx.tree_at(lambda m: m.params.X_BM.p, (m := model().model),
+                                                                 jnp.full_like(m.params.X_BM.p, jnp.nan)).check()),
+    ("state.State.require", "needs Stage", lambda: model().state.acceleration.udot),
+    ("state.State.check_model", "belongs to a different model",
+     lambda: model().model.realize(model("Slider").state, sx.Stage.Position)),
+    ("state.State.check_model", "same tree but other",
+     lambda: (sx.Constraint.ConstantSpeed((p := pendulum()).body, 0, 1.0), p.system.realize_topology())[1][0].realize(
+         model().state, sx.Stage.Position)),
+    ("state.State.check_model", "a Model computes in its own dtype",
+     lambda: (m := model()).model.realize(m.state.astype(jnp.float32), sx.Stage.Position)),
+    ("state._check_shape", "has shape", lambda: model().state.with_q(np.zeros((5, 1)))),
+    ("matter.Matter._sized", "has shape",
+     lambda: (m := model()).model.matter.multiply_by_m(m.model.realize(m.state, sx.Stage.Position), np.zeros(2))),
+    ("matter.Matter.add_in_mobility_force", "out of range",
+     lambda: (m := model()).model.matter.add_in_mobility_force(m.state, 1, 2, 1.0, np.zeros(1))),
+    ("matter.Matter._tasks", "out of range",
+     lambda: (m := model()).model.matter.calc_station_jacobian(m.model.realize(m.state, sx.Stage.Position), 5,
+                                                              [0.0, 0.0, 0.0])),
+    ("matter.Matter._tasks", "stations have shape",
+     lambda: (m := model()).model.matter.calc_station_jacobian(m.model.realize(m.state, sx.Stage.Position), 1,
+                                                              [0.0, 0.0])),
+    ("matter.Matter._task_vector", "input has shape",
+     lambda: (m := model()).model.matter.multiply_by_station_jacobian_transpose(
+         m.model.realize(m.state, sx.Stage.Position), 1, [0.0, 0.0, 0.0], [1.0, 0.0])),
+    ("matter.Matter.get_constraint", "no constraint", lambda: model().model.matter.get_constraint(0)),
+    ("matter.Matter._held", "traced here",
+     lambda: jax.jit(lambda s: jnp.asarray(m.model.matter.get_free_q_index(s)))(
+         (m := model()).body.lock_at(m.state, 0.1))),
+    ("matter.Matter.calc_motion_errors", "stage must be",
+     lambda: (m := model()).model.matter.calc_motion_errors(m.state, sx.Stage.Dynamics)),
+    # -- mobilizers, Motions --------------------------------------------------------------------
+    ("mobilizers.custom.Custom.__post_init__", "num_u must be",
+     lambda: sx.MobilizedBody.Custom.Implementation(7, 7, lambda q: (jnp.eye(3), q[:3]))),
+    ("mobilizers.custom.Custom.__post_init__", "num_q must be",
+     lambda: sx.MobilizedBody.Custom.Implementation(1, 2, lambda q: (jnp.eye(3), jnp.zeros(3)))),
+    ("mobilizers.custom.Custom.__post_init__", "num_angles must be",
+     lambda: sx.MobilizedBody.Custom.Implementation(1, 1, lambda q: (jnp.eye(3), jnp.zeros(3)), num_angles=2)),
+    ("mobilizers.custom.Custom.__post_init__", "transform must be", lambda: sx.MobilizedBody.Custom.Implementation(
+        1, 1, np.eye(4))),
+    ("mobilizers.custom.Custom.__post_init__", "needs n_matrix",
+     lambda: sx.MobilizedBody.Custom.Implementation(2, 1, lambda q: (jnp.eye(3), q[:1] * jnp.ones(3)))),
+    ("mobilizers.custom.FunctionBased.__post_init__", "num_mobilities must be",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 0, [None] * 6, [()] * 6)),
+    ("mobilizers.custom.FunctionBased.__post_init__", "give exactly 6 functions",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [None] * 5, [()] * 5)),
+    ("mobilizers.custom.FunctionBased.__post_init__", "arguments but is given",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [sx.functions.Linear((1.0, 1.0, 0.0))]
+                                            + [None] * 5, [(0,)] + [()] * 5)),
+    ("mobilizers.custom.FunctionBased.__post_init__", "must lie in",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [sx.functions.Linear((1.0, 0.0))]
+                                            + [None] * 5, [(1,)] + [()] * 5)),
+    ("mobilizers.custom.FunctionBased.__post_init__", "drive no function",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 2, [sx.functions.Linear((1.0, 0.0))]
+                                            + [None] * 5, [(0,)] + [()] * 5)),
+    ("mobilizers.custom.FunctionBased.__post_init__", "6 finite 3-vectors",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [sx.functions.Linear((1.0, 0.0))]
+                                            + [None] * 5, [(0,)] + [()] * 5, [(1.0, 0.0)] * 6)),
+    ("mobilizers.custom.FunctionBased.__post_init__", "an axis is zero",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [sx.functions.Linear((1.0, 0.0))]
+                                            + [None] * 5, [(0,)] + [()] * 5, [(0.0, 0.0, 0.0)] + [(1.0, 0.0, 0.0)] * 5)),
+    ("mobilizers.custom.FunctionBased.__post_init__", "are parallel",
+     lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [sx.functions.Linear((1.0, 0.0))]
+                                            + [None] * 5, [(0,)] + [()] * 5, [(1.0, 0.0, 0.0)] * 6)),
+    ("motion.Motion._register", "Ground has no mobilizer", lambda: sx.Motion.Steady(pendulum().ground, 1.0)),
+    ("motion.Motion._register", "got {level", lambda: sx.Motion.Linear(pendulum().body, "fast", 1.0)),
+    ("motion.Motion._register", "not NoLevel", lambda: sx.Motion.Linear(pendulum().body, sx.Motion.NoLevel, 1.0)),
+    ("motion.Motion._register", "cannot drive a quaternion",
+     lambda: sx.Motion.Linear(pendulum("Ball").body, sx.Motion.Position, 1.0)),
+    ("motion.Motion._numbers", "must be a scalar or have shape",
+     lambda: sx.Motion.Linear(pendulum().body, sx.Motion.Velocity, [1.0, 2.0])),
+    ("motion.Motion._numbers", "must be finite", lambda: sx.Motion.Linear(pendulum().body, sx.Motion.Velocity, np.inf)),
+    ("motion.Motion._flags", "without this Motion", lambda: sx.Motion.Steady(pendulum().body, 1.0).disable(
+        model().state)),
+    ("motion.Custom.__init__", "function must be callable",
+     lambda: sx.Motion.Custom(pendulum().body, sx.Motion.Velocity, 1.0)),
+    ("motion.Custom.__init__", "must return shape",
+     lambda: sx.Motion.Custom(pendulum().body, sx.Motion.Velocity, lambda t: jnp.zeros(2))),
+    ("builder.mobilized_body.MobilizedBody._motion_methods", "traced here",
+     lambda: jax.jit(lambda s: m.body.get_q_motion_method(s))((m := model()).body.lock_at(m.state, 0.1))),
+    # -- force elements on a built Model (model.check()) and States --------------------------------
+    ("forces.contact.PointContactForce.check", "transition velocity must be positive",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].transition_velocity, hunt_crossley_model(),
+                         0.0).check()),
+    ("forces.contact.PointContactForce.check", "above its static friction",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].dynamic_friction, hunt_crossley_model(),
+                         jnp.ones(2)).check()),
+    ("forces.contact.SmoothSphereHalfSpace.check", "radius must be positive",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].radius, smooth_sphere_model(), 0.0).check()),
+    ("forces.contact.SmoothSphereHalfSpace.check", "transition velocity must be positive",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].transition_velocity, smooth_sphere_model(), 0.0).check()),
+    ("forces.contact.SmoothSphereHalfSpace.check", "constant contact force",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].constant_contact_force, smooth_sphere_model(), 0.0).check()),
+    ("forces.contact.SmoothSphereHalfSpace.check", "is above static friction",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].dynamic_friction, smooth_sphere_model(), 2.0).check()),
+    ("forces.discrete.MobilityActuator.check", "NaN or infinity",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].gear, actuated_model().model, jnp.nan).check()),
+    ("forces.discrete.MobilityActuator.check", "with low <= high",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].ctrl_range, actuated_model().model, np.array([1.0, -1.0])).check()),
+    ("forces.discrete._range", "with low <= high",
+     lambda: sx.Force.MobilityActuator((p := pendulum()).forces, p.body, 0, ctrl_range=(1.0, -1.0))),
+    ("forces.discrete._Discrete._values", "has no values for it",
+     lambda: actuated_model().actuator.get_control(model().state)),
+    ("forces.discrete.DiscreteForces._like", "must have shape",
+     lambda: sx.Force.DiscreteForces((p := pendulum()).forces, p.matter).set_all_mobility_forces(
+         p.system.realize_topology()[1], np.zeros(2))),
+    ("forces.custom.Custom.calc", "calc returned shapes",
+     lambda: (sx.Force.Custom((p := pendulum()).forces, lambda model, state: (jnp.zeros(2), jnp.zeros((2, 6)))),
+              (b := p.system.realize_topology())[0].realize(b[1], sx.Stage.Dynamics))),
+    ("forces.custom.Controller.__init__", "controller must be callable",
+     lambda: sx.simulate((m := model()).model, m.state, sx.Integrator.RungeKuttaMerson(), [0.1], controller=1.0)),
+    ("forces.custom.Controller.calc", "returned shape",
+     lambda: sx.simulate((m := model()).model, m.state, sx.Integrator.RungeKuttaMerson(), [0.1],
+                         controller=lambda t, state: jnp.zeros(2))),
+    ("forces.thermostat.Thermostat._z", "has no z for it",
+     lambda: sx.Force.Thermostat((p := pendulum()).forces, p.matter, 1.0, 300.0, 0.1).get_chain_state(model().state)),
+    ("forces.thermostat.Thermostat.set_chain_state", "expected",
+     lambda: sx.Force.Thermostat((p := pendulum()).forces, p.matter, 1.0, 300.0, 0.1).set_chain_state(
+         p.system.realize_topology()[1], np.zeros(3))),
+    ("impulse.PGSImpulseSolver.__check_init__", "convergence_tolerance", lambda: sx.PGSImpulseSolver(
+        convergence_tolerance=0.0)),
+    ("impulse.PGSImpulseSolver.__check_init__", "max_iterations", lambda: sx.PGSImpulseSolver(max_iterations=0)),
+    ("impulse.PGSImpulseSolver.__check_init__", "sor must be", lambda: sx.PGSImpulseSolver(sor=2.0)),
+    ("time_stepper._enum", "unknown", lambda: sx.SemiExplicitEulerTimeStepper(restitution_model="Elastic")),
+    ("time_stepper.SemiExplicitEulerTimeStepper.__check_init__", "induced_impact_model",
+     lambda: sx.SemiExplicitEulerTimeStepper(induced_impact_model="Sequential")),
+    ("time_stepper.SemiExplicitEulerTimeStepper.__check_init__", "PLUS",
+     lambda: sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")),
+    ("time_stepper.SemiExplicitEulerTimeStepper.__check_init__", "must be a positive number",
+     lambda: sx.SemiExplicitEulerTimeStepper(accuracy=0.0)),
+    ("time_stepper.SemiExplicitEulerTimeStepper.__check_init__", "must be nonnegative",
+     lambda: sx.SemiExplicitEulerTimeStepper(default_impact_capture_velocity=-1.0)),
+    ("time_stepper.SemiExplicitEulerTimeStepper.__check_init__", "solver must be",
+     lambda: sx.SemiExplicitEulerTimeStepper(solver="PGS")),
+    ("time_stepper._Problem.__init__", "acceleration-only",
+     lambda: sx.SemiExplicitEulerTimeStepper().step(*(lambda b: (b[0], b[1]))(
+         (sx.Constraint.ConstantAcceleration((p := pendulum()).body, 0, 1.0), p.system.realize_topology())[1]), 0.01)),
+    ("time_stepper.SemiExplicitEulerTimeStepper.take_step", "prescribed motion and locks",
+     lambda: sx.SemiExplicitEulerTimeStepper().step(*(lambda b: (b[0], b[1]))(
+         (sx.Motion.Steady((p := pendulum()).body, 1.0), p.system.realize_topology())[1]), 0.01)),
+    # -- run-time faults: the checks mode, failed solves --------------------------------------------
+    ("runtime_checks.checked_state", "q contains NaN",
+     lambda: (m := model()).model.with_checks().realize(m.state.with_q(jnp.array([jnp.nan])), sx.Stage.Position)),
+    ("runtime_checks.checked_state", "u contains NaN",
+     lambda: (m := model()).model.with_checks().realize(m.state.with_u(jnp.array([jnp.inf])), sx.Stage.Velocity)),
+    ("runtime_checks.checked_state", "zero quaternion",
+     lambda: (m := model("Ball")).model.with_checks().realize(m.state.with_q(jnp.zeros(4)), sx.Stage.Position)),
+    ("runtime_checks.checked_state", "t is NaN",
+     lambda: (m := model()).model.with_checks().realize(m.state.with_time(jnp.nan), sx.Stage.Position)),
+    ("runtime_checks.checked_solution", "multipliers",
+     lambda: eqx.tree_at(lambda m: m.params.constraints[0].acceleration, (m := constrained_model()).model,
+                         jnp.nan).with_checks().realize(m.state, sx.Stage.Acceleration)),
+    ("runtime_checks.checked_solution", "udot is NaN",
+     lambda: (m := massless_model()).model.with_checks().realize(m.state, sx.Stage.Acceleration)),
+    ("projection._throw", "could not be brought within",
+     lambda: (m := unreachable_model()).model.project(m.state)),
+    ("assembly.Assembler.assemble", "did not reach the error tolerance",
+     lambda: sx.Assembler((m := unreachable_model()).model).assemble(m.state)),
+    ("_xla.scalarize._eval_eqn", "does not evaluate",
+     lambda: jax.jit(lambda s: m.model.with_scalar_path(True).realize(s, sx.Stage.Dynamics).dynamics.mobility_forces)(
+         (m := custom_force_model(lambda u: jnp.linalg.eigh(jnp.diag(u) + 1.0)[0])).state)),
+    ("_xla.scalarize._known_indices", "with traced indices",
+     lambda: jax.jit(lambda s: m.model.with_scalar_path(True).realize(s, sx.Stage.Dynamics).dynamics.mobility_forces)(
+         (m := custom_force_model(lambda u: jnp.ones(3)[jnp.floor(u).astype(int)])).state)),
+    # -- exchange with other engines --------------------------------------------------------------
+    ("interop.mujoco.to_mjcf", "no MuJoCo joint for {kind}",
+     lambda: sx.interop.mujoco.to_mjcf(pendulum("Cylinder").matter)),
+    ("interop.mujoco.to_mjcf", "a reversed",
+     lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.ground, BODY, sx.MobilizedBody.Direction.Reverse),
+              sx.interop.mujoco.to_mjcf(p.matter))),
+    ("interop.mujoco.to_mjcf", "free joints only",
+     lambda: (p := pendulum(), sx.MobilizedBody.Free(p.body, BODY), sx.interop.mujoco.to_mjcf(p.matter))),
+    ("interop.mujoco.to_mjcf", "positive mass",
+     lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.body, sx.Body.Rigid(sx.MassProperties(0.0, [0, 0, 0],
+                                                                                           sx.Inertia(0.0)))),
+              sx.interop.mujoco.to_mjcf(p.matter))),
+    ("interop.loop_frames", "supported: Ball, Weld",
+     lambda: (p := pendulum(), sx.Constraint.Rod(p.ground, [0.0, 0.0, 0.0], p.body, [0.0, -1.0, 0.0], 1.0),
+              sx.interop.mujoco.to_mjcf(p.matter, constraints=True))),
+    ("interop.pinocchio.to_pinocchio", "no Pinocchio joint for {kind}",
+     lambda: sx.interop.pinocchio.to_pinocchio(pendulum("Universal").matter)),
+    ("interop.pinocchio.to_pinocchio", "a reversed",
+     lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.ground, BODY, sx.MobilizedBody.Direction.Reverse),
+              sx.interop.pinocchio.to_pinocchio(p.matter))),
+    ("interop.pinocchio._armature", "no Pinocchio armature",
+     lambda: (p := pendulum("Ball"), p.body.set_armature([0.1, 0.2, 0.3]), sx.interop.pinocchio.to_pinocchio(p.matter))),
+    ("io.mjcf.load_mjcf", "pip install mujoco", lambda: without_module("mujoco", sx.io.load_mjcf, "<mujoco/>")),
+    ("io.mjcf._compile", "no MJCF file", lambda: sx.io.load_mjcf("no_such_robot.xml")),
+    ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
+    ("io.robot.Robot.__getitem__", "fixed and merged",
+     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), LINK.format("hand"),
+                                  JOINT.format("shoulder", "base", "arm"),
+                                  JOINT.format("wrist", "arm", "hand").replace("revolute", "fixed")))[3]["wrist"]),
+    ("io.robot.Robot.__getitem__", "no link or joint named",
+     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), JOINT.format("shoulder", "base",
+                                                                                          "arm")))[3]["elbow"]),
+    ("io.robot.Robot.set_controls", "expected",
+     lambda: (r := sx.io.load_mjcf('<mujoco><worldbody><body><geom size="0.1"/><joint name="hinge"/></body>'
+                                   '</worldbody><actuator><motor joint="hinge"/></actuator></mujoco>'))[3].set_controls(
+         r[0].realize_topology()[1], np.zeros(2))),
+    ("io.robot.Robot.get_link_transform", "no link named",
+     lambda: (r := sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), JOINT.format("shoulder", "base", "arm"))),
+              r[3].get_link_transform(r[0].realize_topology()[1], "hand"))),
+    ("io.urdf.example_robot_data", "is not installed",
+     lambda: without_distribution("example-robot-data", sx.io.example_robot_data)),
+    # -- building -------------------------------------------------------------------------------
+    ("builder.mobilized_body._concrete", "must be concrete numbers",
+     lambda: sx.MobilizedBody.Screw(pendulum().ground, BODY, "fine")),
+    ("builder.mobilized_body.MobilizedBody._with_frame", "must have R (3, 3)",
+     lambda: (m := model()).body.set_inboard_frame(m.model, sx.Transform(np.stack([np.eye(3)] * 2), np.zeros((2, 3))))),
+    ("handles.registering_matter", "expected MobilizedBody handles",
+     lambda: sx.Constraint.Rod("ground", [0, 0, 0], pendulum().body, [0, 0, 0], 1.0)),
+    ("handles.builder_of", "frozen Model's copy",
+     lambda: (sx.Constraint.ConstantSpeed((p := pendulum()).body, 0, 1.0), p.system.realize_topology())[1][0]
+     .matter.get_constraint(0).get_constrained_bodies()),
+    ("algorithms.coordinates._apply_blocks", "input vector has shape",
+     lambda: (m := model()).model.matter.multiply_by_n(m.model.realize(m.state, sx.Stage.Position), False,
+                                                      np.zeros(3))),
     # -- spatial ----------------------------------------------------------------------------
     ("spatial.inertia.Inertia.__init__", "a vector of moments", lambda: sx.Inertia(np.ones(2))),
     ("spatial.inertia.Inertia.__init__", "Inertia takes", lambda: sx.Inertia(1.0, 2.0)),
@@ -576,6 +888,22 @@ CALLS = [
     ("spatial.transform.Transform.__init__", "Transform needs R", lambda: sx.Transform(np.eye(2), np.zeros(3))),
 ]
 
-#: Errors no public call reaches: where, fragment, and why.
-INTERNAL = [
+#: Errors no call here reaches: where, fragment, and why.
+UNCALLED = [
+    ("_xla.scalarize._Budget.charge", "passed",
+     "caught inside simbodyx: the automatic choice falls back on the array program, and a Model forced onto the "
+     "scalar path (with_scalar_path(True)) has no budget"),
+    ("constraints.base.Constraint.position_errors", "is needed",
+     "only a subclass of Constraint that declares position equations without defining them meets it; the built-in "
+     "constraints define theirs, and Constraint.Custom checks its Implementation when it is built"),
+    ("constraints.base.Constraint.velocity_errors", "is needed", "as for position_errors"),
+    ("constraints.base.Constraint.acceleration_errors", "is needed", "as for position_errors"),
+    ("parallel.shard_process_batch", "is not divisible",
+     "needs several local devices (a process that called sx.parallel.use_cpu_cores(n) first, or a GPU host); "
+     "tests/test_parallel.py starts such processes"),
+    ("topology.Topology.__init__", "at most",
+     "every mobilizer type limits its own mobilities first (Custom and FunctionBased to 1..6)"),
+    ("topology.Topology.group_row", "belongs to no kind group", "an internal consistency check"),
+    ("io.mjcf.load_mjcf", "a free joint must be",
+     "MuJoCo's compiler rejects such a model first (a free joint below the world body, or beside another joint)"),
 ]

@@ -93,31 +93,31 @@ def catalogue_sites():
 
 def error_calls():
     """{(where, fragment): the call's code} from docs/error_calls.py's
-    ``CALLS``, and {(where, fragment): why} from its ``INTERNAL``, read
+    ``CALLS``, and {(where, fragment): why} from its ``UNCALLED``, read
     without importing it."""
     path = ROOT / "docs" / "error_calls.py"
     text = path.read_text()
     found = {}
     for node in ast.parse(text).body:
-        if isinstance(node, ast.Assign) and node.targets[0].id in ("CALLS", "INTERNAL"):
+        if isinstance(node, ast.Assign) and node.targets[0].id in ("CALLS", "UNCALLED"):
             entries = {}
             for entry in node.value.elts:
                 where, fragment, last = entry.elts
                 shown = last.value if isinstance(last, ast.Constant) else ast.get_source_segment(text, last.body)
-                entries[where.value, fragment.value] = " ".join(line.strip() for line in shown.splitlines())
+                entries[where.value, fragment.value] = " ".join(line.strip() for line in shown.splitlines()).replace("( ", "(")
             found[node.targets[0].id] = entries
-    return found["CALLS"], found["INTERNAL"]
+    return found["CALLS"], found["UNCALLED"]
 
 
 def error_catalogue() -> str:
     """A Markdown table of every error simbodyx raises, by module, with the
     call that raises it (docs/error_calls.py)."""
-    calls, internal = error_calls()
+    calls, uncalled = error_calls()
     lines = ["| where | error | message | raised by |", "|---|---|---|---|"]
     for where, error, message in catalogue_sites():
         call = next((f"`{code}`" for (w, f), code in calls.items() if w == where and f in message), None)
         if call is None:
-            call = next((f"internal: {why}" for (w, f), why in internal.items() if w == where and f in message), "")
+            call = next((f"no call: {why}" for (w, f), why in uncalled.items() if w == where and f in message), "")
         text = " ".join(message.split()).replace("`", "'")
         cells = [f"`simbodyx.{where}`", f"`{error}`", f"`{text}`", call]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")

@@ -125,9 +125,6 @@ class QValue(Module):
 
     def residuals(self, s: State):
         top = s.topology
-        if not 0 <= self.which_q < top.body_nq[self.body]:
-            raise ValueError(f"QValue: {top.body_label(self.body)} has {top.body_nq[self.body]} q; "
-                             f"no q {self.which_q}")
         return (s.q[top.q_start[self.body] + self.which_q] - self.value)[None]
 
 
@@ -198,6 +195,7 @@ class Assembler(Module):
 
     def update_condition(self, index: int, condition) -> Assembler:
         """Replace condition ``index`` (e.g. Markers with new observations); no recompile."""
+        self._check_bodies(condition)
         conditions = list(self.conditions)
         conditions[index] = condition
         return dataclasses.replace(self, conditions=tuple(conditions))

@@ -62,10 +62,6 @@ class SphericalCoords(Mobilizer):
     radial_axis: str = "z"
     negate_radial: bool = False
 
-    def __post_init__(self):
-        if self.radial_axis not in ("x", "z"):
-            raise ValueError(f"SphericalCoords: radial_axis must be 'x' or 'z', got {self.radial_axis!r}")
-
     @property
     def radial_column(self) -> int:
         """Column of R_FM along which the radius moves Mo (0: Mx, 2: Mz)."""
