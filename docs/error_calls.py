@@ -151,7 +151,8 @@ def urdf(*elements, name="arm"):
 
 
 #: URDF links and joints: a massive link and a revolute joint between two links.
-LINK = '<link name="{0}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+LINK = ('<link name="{0}"><inertial><mass value="1"/>'
+        '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>')
 JOINT = '<joint name="{0}" type="revolute"><parent link="{1}"/><child link="{2}"/><axis xyz="0 0 1"/></joint>'
 
 
@@ -171,7 +172,8 @@ CALLS = [
      lambda: sx.Assembler(model().model).set_error_tolerance(-1.0)),
     ("assembly.Assembler.adopt_assembly_goal", "expected Markers or QValue",
      lambda: sx.Assembler(model().model).adopt_assembly_goal("tip")),
-    ("assembly.Assembler.restrict_q", "need lower <= upper", lambda: sx.Assembler(model().model).restrict_q(1, 0, 1.0, 0.0)),
+    ("assembly.Assembler.restrict_q", "need lower <= upper",
+     lambda: sx.Assembler(model().model).restrict_q(1, 0, 1.0, 0.0)),
     ("assembly.Assembler._body", "no mobilized body", lambda: sx.Assembler(model().model).lock_mobilizer(0)),
     ("assembly.Assembler._q_index", "uses a quaternion", lambda: sx.Assembler(model("Ball").model).lock_q(1, 0)),
     ("assembly.Assembler._q_index", "q; no q", lambda: sx.Assembler(model().model).lock_q(1, 3)),
@@ -179,7 +181,8 @@ CALLS = [
      lambda: sx.Assembler(model().model).adopt_assembly_goal(sx.QValue(5, 0, 0.0))),
     ("assembly.Assembler._check_bodies", "QValue",
      lambda: sx.Assembler(model().model).adopt_assembly_goal(sx.QValue(1, 2, 0.0))),
-    ("assembly._weight", "weights must be", lambda: sx.Assembler(model().model).adopt_assembly_goal(sx.QValue(1, 0, 0.0), -1.0)),
+    ("assembly._weight", "weights must be",
+     lambda: sx.Assembler(model().model).adopt_assembly_goal(sx.QValue(1, 0, 0.0), -1.0)),
     # -- builder: bodies, mobilizers, subsystems --------------------------------------------
     ("builder.body.Body.__init__", "needs a MassProperties", lambda: sx.Body.Rigid(1.0)),
     ("builder.mobilized_body._concrete", "must have shape",
@@ -209,7 +212,8 @@ CALLS = [
     ("builder.mobilized_body.MobilizedBody.parent", "Ground has no parent", lambda: pendulum().ground.parent),
     ("builder.mobilized_body.MobilizedBody.set_default_q", "the default quaternion is zero",
      lambda: pendulum("Ball").body.set_default_q(np.zeros(4))),
-    ("builder.mobilized_body.MobilizedBody.set_armature", "armature must be", lambda: pendulum().body.set_armature([-1.0])),
+    ("builder.mobilized_body.MobilizedBody.set_armature", "armature must be",
+     lambda: pendulum().body.set_armature([-1.0])),
     ("builder.mobilized_body.MobilizedBody.get_body", "Ground carries no Body", lambda: pendulum().ground.get_body()),
     ("builder.mobilized_body.MobilizedBody.set_body", "body must be", lambda: pendulum().body.set_body(1.0)),
     ("builder.mobilized_body.MobilizedBody.clone_for_new_parent", "Ground cannot be cloned",
@@ -272,7 +276,8 @@ CALLS = [
      lambda: pendulum().matter.get_mobilized_body(5)),
     ("builder.system.SimbodyMatterSubsystem._check_handles", "expected MobilizedBody handles",
      lambda: sx.Constraint.Rod(pendulum().body, [0, 0, 0], "ground", [0, 0, 0], 1.0)),
-    ("builder.system.SimbodyMatterSubsystem.get_constraint", "no constraint", lambda: pendulum().matter.get_constraint(0)),
+    ("builder.system.SimbodyMatterSubsystem.get_constraint", "no constraint",
+     lambda: pendulum().matter.get_constraint(0)),
     ("builder.system.SimbodyMatterSubsystem.get_unilateral_contact", "no unilateral contact",
      lambda: pendulum().matter.get_unilateral_contact(0)),
     ("builder.system.SimbodyMatterSubsystem.get_state_limited_friction", "no state-limited friction",
@@ -343,7 +348,8 @@ CALLS = [
     ("builder.contact.SmoothSphereHalfSpaceForce.freeze", "before realize_topology",
      lambda: (sx.SmoothSphereHalfSpaceForce((p := pendulum()).forces), p.system.realize_topology())),
     ("contact.detection.candidate_pairs", "no contact between",
-     lambda: ((s := contact_scene()).contacts.add_body(s.surfaces, pendulum_on(s, "Pin"), sx.ContactGeometry.HalfSpace()),
+     lambda: ((s := contact_scene()).contacts.add_body(s.surfaces, pendulum_on(s, "Pin"),
+                                                       sx.ContactGeometry.HalfSpace()),
               sx.HuntCrossleyForce(s.forces, s.contacts, s.surfaces), s.system.realize_topology())),
     ("contact.geometry._positive", "must have shape", lambda: sx.ContactGeometry.Ellipsoid([0.1, 0.2])),
     ("contact.geometry._positive", "positive and finite", lambda: sx.ContactGeometry.Sphere(-0.1)),
@@ -715,7 +721,8 @@ CALLS = [
                                             + [None] * 5, [(0,)] + [()] * 5, [(1.0, 0.0)] * 6)),
     ("mobilizers.custom.FunctionBased.__post_init__", "an axis is zero",
      lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [sx.functions.Linear((1.0, 0.0))]
-                                            + [None] * 5, [(0,)] + [()] * 5, [(0.0, 0.0, 0.0)] + [(1.0, 0.0, 0.0)] * 5)),
+                                            + [None] * 5, [(0,)] + [()] * 5,
+                                            [(0.0, 0.0, 0.0)] + [(1.0, 0.0, 0.0)] * 5)),
     ("mobilizers.custom.FunctionBased.__post_init__", "are parallel",
      lambda: sx.MobilizedBody.FunctionBased(pendulum().ground, BODY, 1, [sx.functions.Linear((1.0, 0.0))]
                                             + [None] * 5, [(0,)] + [()] * 5, [(1.0, 0.0, 0.0)] * 6)),
@@ -753,7 +760,8 @@ CALLS = [
     ("forces.discrete.MobilityActuator.check", "NaN or infinity",
      lambda: eqx.tree_at(lambda m: m.force_elements[1].gear, actuated_model().model, jnp.nan).check()),
     ("forces.discrete.MobilityActuator.check", "with low <= high",
-     lambda: eqx.tree_at(lambda m: m.force_elements[1].ctrl_range, actuated_model().model, np.array([1.0, -1.0])).check()),
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].ctrl_range, actuated_model().model,
+                         np.array([1.0, -1.0])).check()),
     ("forces.discrete._range", "with low <= high",
      lambda: sx.Force.MobilityActuator((p := pendulum()).forces, p.body, 0, ctrl_range=(1.0, -1.0))),
     ("forces.discrete._Discrete._values", "has no values for it",
@@ -840,7 +848,8 @@ CALLS = [
      lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.ground, BODY, sx.MobilizedBody.Direction.Reverse),
               sx.interop.pinocchio.to_pinocchio(p.matter))),
     ("interop.pinocchio._armature", "no Pinocchio armature",
-     lambda: (p := pendulum("Ball"), p.body.set_armature([0.1, 0.2, 0.3]), sx.interop.pinocchio.to_pinocchio(p.matter))),
+     lambda: (p := pendulum("Ball"), p.body.set_armature([0.1, 0.2, 0.3]),
+              sx.interop.pinocchio.to_pinocchio(p.matter))),
     ("io.mjcf.load_mjcf", "pip install mujoco", lambda: without_module("mujoco", sx.io.load_mjcf, "<mujoco/>")),
     ("io.mjcf._compile", "no MJCF file", lambda: sx.io.load_mjcf("no_such_robot.xml")),
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
@@ -856,7 +865,8 @@ CALLS = [
                                    '</worldbody><actuator><motor joint="hinge"/></actuator></mujoco>'))[3].set_controls(
          r[0].realize_topology()[1], np.zeros(2))),
     ("io.robot.Robot.get_link_transform", "no link named",
-     lambda: (r := sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), JOINT.format("shoulder", "base", "arm"))),
+     lambda: (r := sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
+                                        JOINT.format("shoulder", "base", "arm"))),
               r[3].get_link_transform(r[0].realize_topology()[1], "hand"))),
     ("io.urdf.example_robot_data", "is not installed",
      lambda: without_distribution("example-robot-data", sx.io.example_robot_data)),

@@ -104,7 +104,8 @@ def error_calls():
             for entry in node.value.elts:
                 where, fragment, last = entry.elts
                 shown = last.value if isinstance(last, ast.Constant) else ast.get_source_segment(text, last.body)
-                entries[where.value, fragment.value] = " ".join(line.strip() for line in shown.splitlines()).replace("( ", "(")
+                one_line = " ".join(line.strip() for line in shown.splitlines()).replace("( ", "(")
+                entries[where.value, fragment.value] = one_line
             found[node.targets[0].id] = entries
     return found["CALLS"], found["UNCALLED"]
 
