@@ -3,7 +3,8 @@ semi-explicit Euler time stepper), compliant contact (Hunt-Crossley, RK4)
 and MuJoCo C (``mj_step``, its soft contact and semi-implicit Euler), at the
 same step on the same scene.
 
-    python benchmarks/contact.py [--steps 1000] [--batch 1024] [--repeats 5]
+    python benchmarks/contact.py [--steps 1000] [--batch 1024] [--repeats 5] [--scenes brick,spheres3]
+                                 [--robots ant,humanoid] [--dtype float64]
 
 Scenes, under gravity, dropped onto a floor and settling on it:
 
@@ -15,11 +16,15 @@ Scenes, under gravity, dropped onto a floor and settling on it:
   one another on the way down. Rigid: a SpherePlaneContact for each and a
   SphereSphereContact for each pair. Compliant and MuJoCo: the spheres and
   the floor in one contact set (every pair).
-* **ant** (``--ant``): gymnasium's Ant from its MJCF file, dropped from the
-  file's pose with random joint speeds: simbodyx's import (Hunt-Crossley
-  contact, its joint stops), MuJoCo C and MJX (``mjx.step``) on the same
-  XML at the same 1 ms step, RK4 in all three (the file's integrator),
-  controls zero.
+* **ant**, **humanoid** (``--robots ant,humanoid``): gymnasium's Ant and
+  Humanoid from their MJCF files, dropped from the file's pose with random
+  joint speeds: simbodyx's import (Hunt-Crossley contact, its joint
+  stops), MuJoCo C and MJX (``mjx.step``) on the same XML at the same
+  1 ms step, RK4 in all three (the Ant's file's integrator; the
+  Humanoid's file asks for Euler, set to RK4 here so that the engines do
+  the same work per step; its PGS contact solver, which MJX does not
+  have, becomes MuJoCo's default Newton), controls zero. The Ant lands on
+  its legs, the Humanoid falls and lies on the floor.
 
 Reported per engine and scene: compile time, the time per step of one
 trajectory of ``--steps`` steps of 1 ms (one jitted rollout; MuJoCo's
@@ -225,22 +230,29 @@ def mujoco_rows(scene, steps, repeats):
     return [{"engine": "mujoco", "scene": scene, "batch": 1, "step_us": _mujoco_step_us(m, d, steps, repeats)}]
 
 
-def _ant_xml():
+#: gymnasium's robots: the lowest torso height (m) that counts as on the floor
+#: after 3 s (the Ant stands at about 0.5 m, the Humanoid lies at about 0.1 m)
+ROBOTS = {"ant": 0.2, "humanoid": 0.05}
+
+
+def _robot_xml(name):
+    """The MJCF file gymnasium ships for ``name`` (found without importing gymnasium)."""
+    import importlib.util
     import pathlib
 
-    import gymnasium
+    package = pathlib.Path(importlib.util.find_spec("gymnasium").submodule_search_locations[0])
+    return package / "envs" / "mujoco" / "assets" / f"{name}.xml"
 
-    return pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "ant.xml"
 
-
-def ant_rows(sx, steps, batch, repeats, mujoco=True):
-    """The Ant's rows: simbodyx (one trajectory, and ``batch`` of 200 steps in
-    one vmap), MuJoCo C (one trajectory) and MJX (``batch`` of 200 steps in
-    one vmap); each engine's torso above the floor after 3 s."""
+def robot_rows(sx, name, steps, batch, repeats, mujoco=True):
+    """gymnasium robot ``name``'s rows: simbodyx (one trajectory, and
+    ``batch`` of 200 steps in one vmap), MuJoCo C (one trajectory) and MJX
+    (``batch`` of 200 steps in one vmap); each engine's torso on the floor
+    (at least ``ROBOTS[name]`` high) after 3 s."""
     import warnings
 
     with warnings.catch_warnings(action="error"):  # everything in the file is modelled
-        system, _, _, _ = sx.io.load_mjcf(_ant_xml())
+        system, _, _, _ = sx.io.load_mjcf(_robot_xml(name))
     model, state = system.realize_topology()
     noise = jax.random.normal(jax.random.PRNGKey(0), (max(batch, 1), state.u.shape[0])).at[:, :6].set(0.0)
 
@@ -248,38 +260,42 @@ def ant_rows(sx, steps, batch, repeats, mujoco=True):
         return sx.integrate.rollout(model, s, DT, n, n, energy=False)[0]
 
     starts = jax.vmap(lambda du: state.with_u(du))(noise) if batch else None
-    rows, settle = _rollout_rows("simbodyx_compliant", "ant", rollout, state, starts, steps, repeats)
-    if not (np.all(np.isfinite(np.asarray(settle.u))) and float(settle.q[6]) > 0.2):
-        raise AssertionError(f"simbodyx ant: the torso is at {float(settle.q[6]):.3g} m after 3 s")
+    rows, settle = _rollout_rows("simbodyx_compliant", name, rollout, state, starts, steps, repeats)
+    if not (np.all(np.isfinite(np.asarray(settle.u))) and float(settle.q[6]) > ROBOTS[name]):
+        raise AssertionError(f"simbodyx {name}: the torso is at {float(settle.q[6]):.3g} m after 3 s")
     if not mujoco:
         return rows
     import mujoco as mj
     from mujoco import mjx
 
-    m = mj.MjModel.from_xml_path(str(_ant_xml()))
-    m.opt.timestep = DT
+    m = mj.MjModel.from_xml_path(str(_robot_xml(name)))
+    m.opt.timestep, m.opt.integrator = DT, mj.mjtIntegrator.mjINT_RK4
+    m.opt.solver = mj.mjtSolver.mjSOL_NEWTON  # MuJoCo's default (the Humanoid's file asks for PGS, which MJX lacks)
     d = mj.MjData(m)
     mj.mj_step(m, d, nstep=3000)
-    if not (np.all(np.isfinite(d.qvel)) and d.qpos[2] > 0.2):
-        raise AssertionError(f"mujoco ant: the torso is at {d.qpos[2]:.3g} m after 3 s")
-    rows.append({"engine": "mujoco", "scene": "ant", "batch": 1, "step_us": _mujoco_step_us(m, d, steps, repeats)})
+    if not (np.all(np.isfinite(d.qvel)) and d.qpos[2] > ROBOTS[name]):
+        raise AssertionError(f"mujoco {name}: the torso is at {d.qpos[2]:.3g} m after 3 s")
+    rows.append({"engine": "mujoco", "scene": name, "batch": 1, "step_us": _mujoco_step_us(m, d, steps, repeats)})
     if batch:
         mx = mjx.put_model(m)
         d0 = mjx.make_data(mx)
         qvel = jnp.asarray(noise, d0.qvel.dtype)  # u is qvel joint by joint; the free joint's 0
 
+        def step(d, _):  # under x64 mjx.step returns the Humanoid's int32 tendon-wrap fields as int64: keep d's
+            return jax.tree.map(lambda new, old: new.astype(old.dtype), mjx.step(mx, d), d), None
+
         def trajectory(v):
-            return jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d0.replace(qvel=v), None, length=200)[0].qpos
+            return jax.lax.scan(step, d0.replace(qvel=v), None, length=200)[0].qpos
 
         compile_s, seconds = _timed(jax.jit(jax.vmap(trajectory)), qvel, repeats)
-        rows.append({"engine": "mjx", "scene": "ant", "batch": batch, "compile_s": compile_s,
+        rows.append({"engine": "mjx", "scene": name, "batch": batch, "compile_s": compile_s,
                      "step_us": 1e6 * seconds / (200 * batch)})
     return rows
 
 
-def contact_rows(sx, steps=1000, batch=1024, repeats=5, mujoco=True):
+def contact_rows(sx, steps=1000, batch=1024, repeats=5, mujoco=True, scenes=("brick", "spheres3")):
     rows, note = [], None
-    for scene in ("brick", "spheres3"):
+    for scene in scenes:
         for kind in ("rigid", "compliant"):
             rows += simbodyx_rows(sx, scene, kind, steps, batch, repeats)
         if mujoco:
@@ -290,11 +306,12 @@ def contact_rows(sx, steps=1000, batch=1024, repeats=5, mujoco=True):
     return rows, note
 
 
-def print_table(rows):
-    print(f"{'engine':20} {'scene':9} {'batch':>6} {'compile s':>10} {'per step us':>12} {'steps per s':>13}")
+def print_table(rows, header=True):
+    if header:
+        print(f"{'engine':20} {'scene':9} {'batch':>6} {'compile s':>10} {'per step us':>12} {'steps per s':>13}")
     for r in rows:
         print(f"{r['engine']:20} {r['scene']:9} {r['batch']:>6} {r.get('compile_s', float('nan')):>10.2f} "
-              f"{r['step_us']:>12.2f} {1e6 / r['step_us']:>13,.0f}")
+              f"{r['step_us']:>12.2f} {1e6 / r['step_us']:>13,.0f}", flush=True)
 
 
 def main():
@@ -303,16 +320,20 @@ def main():
     parser.add_argument("--batch", type=int, default=1024, help="trajectories in the batched rows (0: skip them)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-mujoco", action="store_true")
-    parser.add_argument("--ant", action="store_true", help="also gymnasium's Ant, with MJX")
+    parser.add_argument("--scenes", default="brick,spheres3", help="the scenes to run (comma-separated; '' for none)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    parser.add_argument("--robots", default="", help="also these of gymnasium's robots, with MJX: "
+                        f"a comma-separated list of {', '.join(ROBOTS)}")
     args = parser.parse_args()
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", args.dtype == "float64")
     import simbodyx as sx
 
-    print(f"jax {jax.__version__}, float64, {jax.devices()[0].platform}, step {DT * 1e3:g} ms")
-    rows, note = contact_rows(sx, args.steps, args.batch, args.repeats, not args.no_mujoco)
-    if args.ant:
-        rows += ant_rows(sx, args.steps, args.batch, args.repeats, not args.no_mujoco)
+    print(f"jax {jax.__version__}, {args.dtype}, {jax.devices()[0].platform}, step {DT * 1e3:g} ms")
+    rows, note = contact_rows(sx, args.steps, args.batch, args.repeats, not args.no_mujoco,
+                              tuple(filter(None, args.scenes.split(","))))
     print_table(rows)
+    for name in filter(None, args.robots.split(",")):  # each robot's rows as soon as they are measured
+        print_table(robot_rows(sx, name, args.steps, args.batch, args.repeats, not args.no_mujoco), header=False)
     if note:
         print(note)
 

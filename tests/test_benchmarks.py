@@ -190,12 +190,12 @@ def test_checks_mode_rows_time_both():
 
 
 def test_the_ant_rows_time_simbodyx_and_mujoco_c():
-    """benchmarks/contact.py --ant at 10-step trajectories, without the
+    """benchmarks/contact.py --robots ant at 10-step trajectories, without the
     batched rows (MJX's compile alone takes 20 s): the imported Ant stands
     after 3 s in both engines."""
     import simbodyx as sx
 
-    rows = _benchmark("contact").ant_rows(sx, steps=10, batch=0, repeats=1)
+    rows = _benchmark("contact").robot_rows(sx, "ant", steps=10, batch=0, repeats=1)
     assert [r["engine"] for r in rows] == ["simbodyx_compliant", "mujoco"] and all(r["step_us"] > 0 for r in rows)
 
 
