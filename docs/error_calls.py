@@ -154,6 +154,13 @@ def urdf(*elements, name="arm"):
 LINK = ('<link name="{0}"><inertial><mass value="1"/>'
         '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>')
 JOINT = '<joint name="{0}" type="revolute"><parent link="{1}"/><child link="{2}"/><axis xyz="0 0 1"/></joint>'
+#: The revolute joint of :func:`arm_urdf`.
+SHOULDER = JOINT.format("shoulder", "base", "arm")
+
+
+def arm_urdf(shoulder=SHOULDER, *more):
+    """A URDF document of links base and arm joined by ``shoulder``, then ``more`` elements."""
+    return urdf(LINK.format("base"), LINK.format("arm"), shoulder, *more)
 
 
 CALLS = [
@@ -505,12 +512,11 @@ CALLS = [
      lambda: sx.Constraint.Rod(pendulum().body, [0, 0, 0], pendulum().body, [0, 0, 0], 1.0)),
     # -- URDF -------------------------------------------------------------------------------
     ("io.urdf.load_urdf", "limits must be",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), JOINT.format("shoulder", "base", "arm")),
-                             limits=(-1.0, 0.0))),
+     lambda: sx.io.load_urdf(arm_urdf(), limits=(-1.0, 0.0))),
     ("io.urdf._floor_contact", "{error}",
      lambda: sx.io.load_urdf(urdf(LINK.format("base"), '<link name="arm"><inertial><mass value="1"/><inertia ixx="0.1" '
                                   'iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry>'
-                                  '<sphere/></geometry></collision></link>', JOINT.format("shoulder", "base", "arm")),
+                                  '<sphere/></geometry></collision></link>', SHOULDER),
                              contact=sx.io.UrdfContact(1e6, 1e5, 0.5, 0.8, 0.5))),
     ("io.urdf.example_robot_data", "no {path", lambda: sx.io.example_robot_data("no_such_robot/robot.urdf")),
     ("io.urdf._parse", "no URDF file", lambda: sx.io.load_urdf("no_such_robot.urdf")),
@@ -521,11 +527,9 @@ CALLS = [
     ("io.urdf._check_size", "bytes, over",
      lambda: sx.io.load_urdf(urdf(LINK.format("base")) + " " * sx.io.urdf.MAX_URDF_BYTES)),
     ("io.urdf._floats", "is not {count} numbers",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
-                                  JOINT.format("shoulder", "base", "arm").replace('xyz="0 0 1"', 'xyz="0 one 1"')))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace('xyz="0 0 1"', 'xyz="0 one 1"')))),
     ("io.urdf._floats", "finite numbers",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
-                                  JOINT.format("shoulder", "base", "arm").replace('xyz="0 0 1"', 'xyz="0 nan 1"')))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace('xyz="0 0 1"', 'xyz="0 nan 1"')))),
     ("io.urdf._number", "is not a number",
      lambda: sx.io.load_urdf(urdf(LINK.format("base").replace('mass value="1"', 'mass value="heavy"')))),
     ("io.urdf._number", "is not finite",
@@ -536,45 +540,35 @@ CALLS = [
      lambda: sx.io.load_urdf(urdf('<link name="base"><inertial><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" '
                                   'iyz="0"/></inertial></link>'))),
     ("io.urdf._read", "two joints named",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), LINK.format("hand"),
-                                  JOINT.format("shoulder", "base", "arm"), JOINT.format("shoulder", "arm", "hand")))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER, LINK.format("hand"), JOINT.format("shoulder", "arm", "hand")))),
     ("io.urdf._read", "unknown type",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
-                                  JOINT.format("shoulder", "base", "arm").replace("revolute", "hinge")))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace("revolute", "hinge")))),
     ("io.urdf._read", "no <{end}",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
-                                  JOINT.format("shoulder", "base", "arm").replace('<parent link="base"/>', "")))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace('<parent link="base"/>', "")))),
     ("io.urdf._read", "is not defined",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), JOINT.format("shoulder", "base", "arm")))),
+     lambda: sx.io.load_urdf(urdf(LINK.format("base"), SHOULDER))),
     ("io.urdf._read", "zero length",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
-                                  JOINT.format("shoulder", "base", "arm").replace('xyz="0 0 1"', 'xyz="0 0 0"')))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace('xyz="0 0 1"', 'xyz="0 0 0"')))),
     ("io.urdf._read", "names no joint",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
-                                  JOINT.format("shoulder", "base", "arm").replace("</joint>", "<mimic/></joint>")))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace("</joint>", "<mimic/></joint>")))),
     ("io.urdf._read", "no <link>", lambda: sx.io.load_urdf(urdf())),
     ("io.urdf._tree", "is the child of two joints",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), LINK.format("hand"),
-                                  JOINT.format("shoulder", "base", "arm"), JOINT.format("elbow", "hand", "arm")))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER, LINK.format("hand"), JOINT.format("elbow", "hand", "arm")))),
     ("io.urdf._tree", "form a cycle",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), JOINT.format("shoulder", "base", "arm"),
-                                  JOINT.format("elbow", "arm", "base")))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER, JOINT.format("elbow", "arm", "base")))),
     ("io.urdf._tree", "root links",
      lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm")))),
     ("io.urdf._tree", "unreachable from the root",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), LINK.format("hand"), LINK.format("tool"),
-                                  JOINT.format("shoulder", "base", "arm"), JOINT.format("elbow", "hand", "tool"),
-                                  JOINT.format("wrist", "tool", "hand")))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER, LINK.format("hand"), LINK.format("tool"),
+                                      JOINT.format("elbow", "hand", "tool"), JOINT.format("wrist", "tool", "hand")))),
     ("io.urdf._check_massless_leaves", "carries nothing massive",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), '<link name="arm"/>', JOINT.format("shoulder", "base", "arm")))),
+     lambda: sx.io.load_urdf(urdf(LINK.format("base"), '<link name="arm"/>', SHOULDER))),
     ("io.urdf._coupler", "no joint of that name",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), JOINT.format("shoulder", "base", "arm")
-                                  .replace("</joint>", '<mimic joint="elbow"/></joint>')))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace("</joint>", '<mimic joint="elbow"/></joint>')))),
     ("io.urdf._coupler", "mimic couples one-coordinate joints",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), LINK.format("hand"),
-                                  JOINT.format("shoulder", "base", "arm").replace("revolute", "planar"),
-                                  JOINT.format("elbow", "arm", "hand").replace(
-                                      "</joint>", '<mimic joint="shoulder"/></joint>')))),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER.replace("revolute", "planar"), LINK.format("hand"),
+                                      JOINT.format("elbow", "arm", "hand").replace(
+                                          "</joint>", '<mimic joint="shoulder"/></joint>')))),
     # -- functions, events, integration, simulation -------------------------------------------
     ("functions.Linear.__post_init__", "at least two coefficients", lambda: sx.functions.Linear((1.0,))),
     ("functions.Polynomial.__post_init__", "at least one coefficient", lambda: sx.functions.Polynomial(())),
@@ -854,19 +848,16 @@ CALLS = [
     ("io.mjcf._compile", "no MJCF file", lambda: sx.io.load_mjcf("no_such_robot.xml")),
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
     ("io.robot.Robot.__getitem__", "fixed and merged",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), LINK.format("hand"),
-                                  JOINT.format("shoulder", "base", "arm"),
-                                  JOINT.format("wrist", "arm", "hand").replace("revolute", "fixed")))[3]["wrist"]),
+     lambda: sx.io.load_urdf(arm_urdf(SHOULDER, LINK.format("hand"), JOINT.format("wrist", "arm", "hand").replace(
+         "revolute", "fixed")))[3]["wrist"]),
     ("io.robot.Robot.__getitem__", "no link or joint named",
-     lambda: sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"), JOINT.format("shoulder", "base",
-                                                                                          "arm")))[3]["elbow"]),
+     lambda: sx.io.load_urdf(arm_urdf())[3]["elbow"]),
     ("io.robot.Robot.set_controls", "expected",
      lambda: (r := sx.io.load_mjcf('<mujoco><worldbody><body><geom size="0.1"/><joint name="hinge"/></body>'
                                    '</worldbody><actuator><motor joint="hinge"/></actuator></mujoco>'))[3].set_controls(
          r[0].realize_topology()[1], np.zeros(2))),
     ("io.robot.Robot.get_link_transform", "no link named",
-     lambda: (r := sx.io.load_urdf(urdf(LINK.format("base"), LINK.format("arm"),
-                                        JOINT.format("shoulder", "base", "arm"))),
+     lambda: (r := sx.io.load_urdf(arm_urdf()),
               r[3].get_link_transform(r[0].realize_topology()[1], "hand"))),
     ("io.urdf.example_robot_data", "is not installed",
      lambda: without_distribution("example-robot-data", sx.io.example_robot_data)),
