@@ -25,6 +25,8 @@ import simbodyx.interop.pinocchio  # noqa: F401  (sx.interop.mujoco, sx.interop.
 
 #: A 1 kg body whose mass center is 0.5 m below its origin.
 BODY = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0.0, -0.5, 0.0], sx.Inertia(0.1)))
+#: A body without mass or inertia.
+MASSLESS = sx.Body.Rigid(sx.MassProperties(0.0, [0.0, 0.0, 0.0], sx.Inertia(0.0)))
 #: Simbody's rubber-like ContactMaterial: 1 MPa, 0.5 s/m, friction 0.8 static, 0.5 dynamic.
 RUBBER = sx.ContactMaterial(1e6, 0.5, 0.8, 0.5)
 
@@ -98,7 +100,7 @@ def constrained_model():
 def massless_model():
     """A Pin under gravity carrying a massless Pin: a singular mass matrix."""
     built = pendulum()
-    sx.MobilizedBody.Pin(built.body, sx.Body.Rigid(sx.MassProperties(0.0, [0, 0, 0], sx.Inertia(0.0))))
+    sx.MobilizedBody.Pin(built.body, MASSLESS)
     return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())))
 
 
@@ -830,9 +832,7 @@ CALLS = [
     ("interop.mujoco.to_mjcf", "free joints only",
      lambda: (p := pendulum(), sx.MobilizedBody.Free(p.body, BODY), sx.interop.mujoco.to_mjcf(p.matter))),
     ("interop.mujoco.to_mjcf", "positive mass",
-     lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.body, sx.Body.Rigid(sx.MassProperties(0.0, [0, 0, 0],
-                                                                                           sx.Inertia(0.0)))),
-              sx.interop.mujoco.to_mjcf(p.matter))),
+     lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.body, MASSLESS), sx.interop.mujoco.to_mjcf(p.matter))),
     ("interop.loop_frames", "supported: Ball, Weld",
      lambda: (p := pendulum(), sx.Constraint.Rod(p.ground, [0.0, 0.0, 0.0], p.body, [0.0, -1.0, 0.0], 1.0),
               sx.interop.mujoco.to_mjcf(p.matter, constraints=True))),
