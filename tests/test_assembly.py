@@ -103,6 +103,8 @@ def test_bad_input_and_failure_are_named():
         assembler.set_accuracy(2.0)
     with pytest.raises(ValueError, match="has 1 q; no q 2"):  # replacing a condition checks it as adopting does
         assembler.adopt_assembly_goal(sx.QValue(crank, 0, 0.1)).update_condition(0, sx.QValue(crank, 2, 0.1))
+    with pytest.raises(ValueError, match="condition refers to body 9"):  # and so does the constructor
+        sx.Assembler(model, conditions=(sx.QValue(9, 0, 0.1),), weights=(1.0,))
     with pytest.raises(ValueError, match="marker 'a': station"):
         sx.Markers([("a", crank, [1.0, 2.0])])
     with pytest.raises(TypeError, match="expected Markers or QValue"):

@@ -189,13 +189,11 @@ class Assembler(Module):
         """Add a Markers or QValue condition: a goal with a finite weight, required with inf."""
         if not isinstance(condition, (Markers, QValue)):
             raise TypeError(f"Assembler: expected Markers or QValue, got {type(condition).__name__}")
-        self._check_bodies(condition)
         return dataclasses.replace(self, conditions=self.conditions + (condition,),
                                    weights=self.weights + (_weight(weight),))
 
     def update_condition(self, index: int, condition) -> Assembler:
         """Replace condition ``index`` (e.g. Markers with new observations); no recompile."""
-        self._check_bodies(condition)
         conditions = list(self.conditions)
         conditions[index] = condition
         return dataclasses.replace(self, conditions=tuple(conditions))
@@ -248,6 +246,13 @@ class Assembler(Module):
         indices = frozenset(int(i) for i in indices)
         locked = self.locked_q | indices if lock else self.locked_q - indices
         return dataclasses.replace(self, locked_q=locked)
+
+    def __check_init__(self):
+        """Every condition names bodies and q of this model, however the
+        Assembler was made (its settings, ``adopt_assembly_goal``,
+        ``update_condition`` or its constructor)."""
+        for condition in self.conditions:
+            self._check_bodies(condition)
 
     def _check_bodies(self, condition):
         bodies = condition.bodies if isinstance(condition, Markers) else (condition.body,)
