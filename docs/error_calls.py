@@ -31,21 +31,26 @@ MASSLESS = sx.Body.Rigid(sx.MassProperties(0.0, [0.0, 0.0, 0.0], sx.Inertia(0.0)
 RUBBER = sx.ContactMaterial(1e6, 0.5, 0.8, 0.5)
 
 
-def pendulum(kind="Pin"):
+def pendulum(kind="Pin", *options):
     """A system being built: ``system``, ``matter``, ``forces``, ``ground`` and
-    ``body``, one ``kind`` mobilizer from Ground under gravity."""
+    ``body``, one ``kind`` mobilizer (with ``options``) from Ground under gravity."""
     system = sx.MultibodySystem()
     matter = sx.SimbodyMatterSubsystem(system)
     forces = sx.GeneralForceSubsystem(system)
     sx.Force.UniformGravity(forces, matter, [0.0, -9.81, 0.0])
-    body = getattr(sx.MobilizedBody, kind)(matter.Ground(), BODY)
+    body = getattr(sx.MobilizedBody, kind)(matter.Ground(), BODY, *options)
     return SimpleNamespace(system=system, matter=matter, forces=forces, ground=matter.Ground(), body=body)
 
 
+def realized(built):
+    """The system being ``built`` (:func:`pendulum`) frozen: ``model``, ``state`` and its ``body`` handle."""
+    model, state = built.system.realize_topology()
+    return SimpleNamespace(model=model, state=state, body=built.body)
+
+
 def model(kind="Pin"):
-    """:func:`pendulum` built: ``model``, ``state`` and the ``body`` handle."""
-    built = pendulum(kind)
-    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())), body=built.body)
+    """:func:`pendulum` frozen (:func:`realized`)."""
+    return realized(pendulum(kind))
 
 
 def pendulum_on(built, kind):
@@ -86,36 +91,37 @@ def actuated_model():
     """:func:`model` with a MobilityActuator (element 1) on the Pin: ``actuator`` its handle."""
     built = pendulum()
     actuator = sx.Force.MobilityActuator(built.forces, built.body, 0)
-    model, state = built.system.realize_topology()
-    return SimpleNamespace(model=model, state=state, body=built.body, actuator=actuator)
+    frozen = realized(built)
+    frozen.actuator = actuator
+    return frozen
 
 
 def constrained_model():
     """:func:`model` with its Pin's acceleration held at 1 rad/s^2 (Constraint.ConstantAcceleration)."""
     built = pendulum()
     sx.Constraint.ConstantAcceleration(built.body, 0, 1.0)
-    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())), body=built.body)
+    return realized(built)
 
 
 def massless_model():
     """A Pin under gravity carrying a massless Pin: a singular mass matrix."""
     built = pendulum()
     sx.MobilizedBody.Pin(built.body, MASSLESS)
-    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())))
+    return realized(built)
 
 
 def unreachable_model():
     """A Pin about z whose station 0.5 m down must meet a point 1 m off its plane (Constraint.Ball)."""
     built = pendulum()
     sx.Constraint.Ball(built.ground, [0.0, 0.0, 1.0], built.body, [0.0, -0.5, 0.0])
-    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())))
+    return realized(built)
 
 
 def custom_force_model(torque):
     """:func:`model` with a Force.Custom applying ``torque(u)`` to the Pin."""
     built = pendulum()
     sx.Force.Custom(built.forces, lambda model, state: (torque(state.u), jnp.zeros((2, 6))))
-    return SimpleNamespace(**dict(zip(("model", "state"), built.system.realize_topology())))
+    return realized(built)
 
 
 def without_module(name, call, *args):
@@ -827,8 +833,7 @@ CALLS = [
     ("interop.mujoco.to_mjcf", "no MuJoCo joint for {kind}",
      lambda: sx.interop.mujoco.to_mjcf(pendulum("Cylinder").matter)),
     ("interop.mujoco.to_mjcf", "a reversed",
-     lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.ground, BODY, sx.MobilizedBody.Direction.Reverse),
-              sx.interop.mujoco.to_mjcf(p.matter))),
+     lambda: sx.interop.mujoco.to_mjcf(pendulum("Pin", sx.MobilizedBody.Direction.Reverse).matter)),
     ("interop.mujoco.to_mjcf", "free joints only",
      lambda: (p := pendulum(), sx.MobilizedBody.Free(p.body, BODY), sx.interop.mujoco.to_mjcf(p.matter))),
     ("interop.mujoco.to_mjcf", "positive mass",
@@ -839,8 +844,7 @@ CALLS = [
     ("interop.pinocchio.to_pinocchio", "no Pinocchio joint for {kind}",
      lambda: sx.interop.pinocchio.to_pinocchio(pendulum("Universal").matter)),
     ("interop.pinocchio.to_pinocchio", "a reversed",
-     lambda: (p := pendulum(), sx.MobilizedBody.Pin(p.ground, BODY, sx.MobilizedBody.Direction.Reverse),
-              sx.interop.pinocchio.to_pinocchio(p.matter))),
+     lambda: sx.interop.pinocchio.to_pinocchio(pendulum("Pin", sx.MobilizedBody.Direction.Reverse).matter)),
     ("interop.pinocchio._armature", "no Pinocchio armature",
      lambda: (p := pendulum("Ball"), p.body.set_armature([0.1, 0.2, 0.3]),
               sx.interop.pinocchio.to_pinocchio(p.matter))),
