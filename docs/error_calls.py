@@ -333,6 +333,9 @@ CALLS = [
     ("builder.contact.GeneralContactSubsystem.add_body", "material must be",
      lambda: (s := contact_scene()).contacts.add_body(s.surfaces, s.body, sx.ContactGeometry.Sphere(0.1),
                                                       material=1e6)),
+    ("builder.contact.GeneralContactSubsystem.add_body", "margin must be",
+     lambda: (s := contact_scene()).contacts.add_body(s.surfaces, s.body, sx.ContactGeometry.Sphere(0.1),
+                                                      margin=-0.01)),
     ("builder.contact.GeneralContactSubsystem.exclude_pair", "twice",
      lambda: (s := contact_scene()).contacts.exclude_pair(s.surfaces, 0, 0)),
     ("builder.contact.GeneralContactSubsystem._member", "has no surface",
@@ -403,6 +406,8 @@ CALLS = [
     ("forces.mobility.MobilityLinearStop.check", "is above the upper bound",
      lambda: (sx.Force.MobilityLinearStop((p := pendulum()).forces, p.body, 0, 1e4, 1.0, 0.5, -0.5),
               p.system.realize_topology())),
+    ("forces.mobility.MobilityCoulombFriction.check", "transition_velocity must be > 0",
+     lambda: sx.Force.MobilityCoulombFriction((p := pendulum()).forces, p.body, 0, 1.0, 0.0)),
     ("forces.custom.Custom.__init__", "calc must be a callable", lambda: sx.Force.Custom(pendulum().forces, 1.0)),
     ("forces.custom.Custom.__init__", "potential_energy must be",
      lambda: sx.Force.Custom(pendulum().forces, lambda model, state: (None, None), potential_energy=1.0)),
@@ -521,6 +526,8 @@ CALLS = [
     # -- URDF -------------------------------------------------------------------------------
     ("io.urdf.load_urdf", "limits must be",
      lambda: sx.io.load_urdf(arm_urdf(), limits=(-1.0, 0.0))),
+    ("io.urdf.load_urdf", "friction must be a transition velocity",
+     lambda: sx.io.load_urdf(arm_urdf(), friction=0.0)),
     ("io.urdf._floor_contact", "{error}",
      lambda: sx.io.load_urdf(urdf(LINK.format("base"), '<link name="arm"><inertial><mass value="1"/><inertia ixx="0.1" '
                                   'iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry>'

@@ -134,6 +134,14 @@ def test_mimic_damping_names_and_welds():
     coupler = robot.couplers["slide_mimic"]
     np.testing.assert_allclose(coupler.get_position_errors_as_vector(s), [0.3 + 2 * 0.05 - 0.01], atol=1e-15)
     np.testing.assert_allclose(s.dynamics.mobility_forces, [-0.7 * 1.5, 0.0, 0.0], atol=1e-15)
+    # friction=vt: the shoulder's <dynamics friction="0.1"> as dry friction smoothed below vt
+    rough_system, _, _, rough = sx.io.load_urdf(ARM, damping=True, friction=0.05)
+    assert set(rough.frictions) == {"shoulder"}
+    rough_model, _ = rough_system.realize_topology()
+    np.testing.assert_allclose(rough_model.realize(s, sx.Stage.Dynamics).dynamics.mobility_forces,
+                               [-0.7 * 1.5 - 0.1 * 1.5 / np.hypot(1.5, 0.05), 0.0, 0.0], atol=1e-15)
+    with pytest.raises(ValueError, match=r"friction must be a transition velocity > 0, got 0.0"):
+        sx.io.load_urdf(ARM, friction=0.0)
 
     fixed_mimic = ARM.replace('<joint name="mount" type="fixed"><parent link="upper"/><child link="tool"/>',
                               '<joint name="mount" type="fixed"><parent link="upper"/><child link="tool"/>'
@@ -313,7 +321,8 @@ def _against_mujoco(path_or_xml, seed, count, **options):
     against the tree's forward dynamics and the inverse dynamics of zero
     acceleration."""
     quiet = not options.pop("warns", True)  # then any warning is an error
-    options = {"contact": False, "limits": False, "actuators": False, **options}  # switched off below in MuJoCo
+    options = {"contact": False, "limits": False, "actuators": False, "frictionloss": False,
+               **options}  # switched off below in MuJoCo
     with warnings.catch_warnings(action="error") if quiet else pytest.warns(UserWarning, match="not modelled"):
         system, matter, _, robot = sx.io.load_mjcf(path_or_xml, **options)
     model, state = system.realize_topology()
@@ -433,7 +442,7 @@ def test_mjcf_reports_what_it_drops_and_bad_sources():
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
             <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality>
             <tendon><fixed name="tt" stiffness="1"><joint joint="a" coef="1"/></fixed></tendon></mujoco>""",
-            armature=False)
+            armature=False, frictionloss=False)
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
     with pytest.raises(ValueError, match=r"MuJoCo could not compile .*invalid keyword: 'hinje'\nElement 'joint'"):

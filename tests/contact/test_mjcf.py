@@ -70,13 +70,17 @@ def _rest(xml, steps=6000, dt=5e-4):
     return robot, model, final, m, d
 
 
-def test_a_sphere_rests_at_mujocos_depth():
-    xml = """<mujoco><option timestep="0.001"/><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
-      <body name="ball" pos="0 0 0.12"><freejoint/><geom type="sphere" size="0.1" mass="2"/></body>
+def test_a_sphere_rests_at_mujocos_depth_within_its_margin():
+    """A sphere with a 3 mm margin on a flat height field 0.1 m up with a
+    2 mm one rests as MuJoCo's does: its overlap with the field grown by
+    the two margins is MuJoCo's (1%), so it floats about 5 mm above it."""
+    xml = """<mujoco><option timestep="0.001"/><asset><hfield name="field" nrow="3" ncol="3" size="2 2 0.5 0.1"/>
+      </asset><worldbody><geom name="floor" type="hfield" hfield="field" pos="0 0 0.1" margin="0.002"/>
+      <body name="ball" pos="0.7 0.2 0.22"><freejoint/><geom type="sphere" size="0.1" mass="2" margin="0.003"/></body>
       </worldbody></mujoco>"""
     robot, model, final, m, d = _rest(xml)
-    assert d.ncon == 1
-    np.testing.assert_allclose(0.1 - float(final.q[6]), -d.contact[0].dist, rtol=1e-2)
+    assert d.ncon == 1 and d.contact[0].dist > 0
+    np.testing.assert_allclose(0.205 - float(final.q[6]), 0.005 - d.contact[0].dist, rtol=1e-2)
 
 
 def test_a_box_rests_on_its_vertices_at_mujocos_depth():
@@ -121,6 +125,34 @@ def test_a_pendulum_rests_on_its_limit_at_the_stops_deflection():
     # the rule matches MuJoCo's deflection where MuJoCo's impedance reaches dmax; here,
     # 0.6 of solimp's width into the limit, MuJoCo's is 29% larger
     np.testing.assert_allclose(float(final.q[0]) - limit, d.qpos[0] - limit, rtol=0.3)
+
+
+def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():
+    """A cart on a spring (k = 50 N/m, 1 kg) with frictionloss F = 2 N,
+    released 0.3 m out: the first half swing ends 2 F / k short of the
+    start (Coulomb's closed form, 1%), and the trajectory follows MuJoCo's
+    friction constraint within 2% of the amplitude over 3 s, creep
+    included."""
+    xml = """<mujoco><option timestep="0.0005" gravity="0 0 0"/><worldbody><body name="cart">
+      <joint name="slide" type="slide" axis="1 0 0" frictionloss="2" stiffness="50"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1" contype="0" conaffinity="0"/></body></worldbody></mujoco>"""
+    with warnings.catch_warnings(action="error"):
+        system, _, _, robot = sx.io.load_mjcf(xml)
+    assert float(robot.frictions["slide"].friction) == 2.0
+    model, state = system.realize_topology()
+    _, saved = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 5e-4, 6000, save_every=10))(
+        model, state.with_q(jnp.array([0.3])))
+    x = np.asarray(saved.q[:, 0])
+    half_period = np.pi / np.sqrt(50.0)
+    first = x[: int(1.5 * half_period / 5e-3)].min()
+    np.testing.assert_allclose(first, -(0.3 - 2 * 2.0 / 50.0), rtol=1e-2)
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qpos[0] = 0.3
+    for i in range(1, 6001):
+        mujoco.mj_step(m, d)
+        if i % 1000 == 0:
+            np.testing.assert_allclose(x[i // 10], d.qpos[0], atol=0.006, err_msg=f"t = {i * 5e-4} s")
 
 
 ASSETS = pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"

@@ -39,6 +39,7 @@ def setup():
         sx.Force.LinearBushing(forces, bodies[1], sx.Transform(), bodies[4], sx.Transform(sx.Rotation.about_y(0.2)),
                                np.zeros(6), [0.3, 0.4, 0.5, 6.0, 7.0, 8.0]),
         sx.Force.TwoPointConstantForce(forces, bodies[2], [0.0, 0.1, 0.0], bodies[7], [0.2, 0.0, 0.0], 2.5),
+        sx.Force.MobilityCoulombFriction(forces, bodies[4], 0, 2.0, 0.05),
     ]
     model, _ = system.realize_topology()
     return model, bodies, conservative, others
@@ -87,7 +88,8 @@ def test_gravity_and_spring_closed_forms():
 
 
 def test_nonconservative_forces_by_their_power():
-    model, bodies, _, (damper, two_point_damper, global_damper, constant, torque, mobility, bushing, push) = setup()
+    model, bodies, _, (damper, two_point_damper, global_damper, constant, torque, mobility, bushing, push,
+                       friction) = setup()
     s = model.realize(random_state(model, seed=3), sx.Stage.Velocity)
     u = s.u
     power = lambda e: generalized(model, s, e) @ u
@@ -106,6 +108,8 @@ def test_nonconservative_forces_by_their_power():
     rate = bodies[7].calc_station_to_station_distance_time_derivative(s, jnp.array([0.2, 0, 0]), bodies[2],
                                                                       jnp.array([0, 0.1, 0]))
     np.testing.assert_allclose(power(push), 2.5 * rate, rtol=1e-12)
+    w = u[bodies[4].first_u_index]
+    np.testing.assert_allclose(power(friction), -2.0 * w ** 2 / np.sqrt(w ** 2 + 0.05 ** 2), rtol=1e-13)
 
 
 def test_calc_forces_sums_elements_and_custom_force():
@@ -178,6 +182,10 @@ def test_force_build_errors_name_the_element():
     other_system, other_matter, other_bodies = random_tree(("Pin",), seed=2)
     with pytest.raises(ValueError, match="ConstantTorque: .*different MultibodySystem"):
         sx.Force.ConstantTorque(forces, other_bodies[1], [0, 0, 1])
+    with pytest.raises(ValueError, match="MobilityCoulombFriction: transition_velocity must be > 0, got 0.0"):
+        sx.Force.MobilityCoulombFriction(forces, bodies[2], 0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="MobilityCoulombFriction: friction must be >= 0, got -1.0"):
+        sx.Force.MobilityCoulombFriction(forces, bodies[2], 0, -1.0, 0.1)
     with pytest.raises(ValueError, match="GlobalDamper: the matter subsystem belongs to a different"):
         sx.Force.GlobalDamper(forces, other_matter, 1.0)
     system.realize_topology()

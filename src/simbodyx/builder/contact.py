@@ -47,12 +47,15 @@ class GeneralContactSubsystem:
         return self._sets[contact_set]
 
     def add_body(self, contact_set: int, mobilized_body, geometry, X_BS: Transform | None = None,
-                 name: str | None = None, material: ContactMaterial | None = None) -> int:
+                 name: str | None = None, material: ContactMaterial | None = None, margin: float = 0.0) -> int:
         """Put ``geometry`` on ``mobilized_body`` (Ground included) with its frame
         S at ``X_BS`` (in B; identity by default); returns the surface index.
         ``name`` labels the surface in messages; ``material`` (Simbody's
         ContactSurface's) gives the surface's parameters to the set's contact
-        forces (a CompliantContactSubsystem needs one on every surface)."""
+        forces (a CompliantContactSubsystem needs one on every surface);
+        ``margin`` (m, >= 0; not Simbody's, MuJoCo's geom margin) makes the
+        surface touch others from that distance apart: a pair's depth is its
+        overlap plus the sum of its two margins."""
         label = "GeneralContactSubsystem.add_body"
         self.system.check_not_frozen("add a contact surface")
         members = self._set(contact_set, label)
@@ -65,8 +68,10 @@ class GeneralContactSubsystem:
                             f"got {type(geometry).__name__}")
         if material is not None and not isinstance(material, ContactMaterial):
             raise TypeError(f"{label}: material must be a ContactMaterial, got {type(material).__name__}")
+        if not (np.isfinite(margin) and margin >= 0):
+            raise ValueError(f"{label}: margin must be finite and >= 0, got {margin}")
         members.append((mobilized_body, geometry, as_frame(Transform() if X_BS is None else X_BS, "X_BS", label),
-                        name, material))
+                        name, material, float(margin)))
         return len(members) - 1
 
     def exclude_pair(self, contact_set: int, surface1: int, surface2: int) -> None:
@@ -104,8 +109,9 @@ class GeneralContactSubsystem:
 
     def _surfaces(self, contact_set) -> tuple:
         return tuple(
-            ContactSurface(body.index, shape, X_BS, f"surface {i}{f' {name!r}' if name else ''} ({shape.kind} on {body._label})")
-            for i, (body, shape, X_BS, name, _) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
+            ContactSurface(body.index, shape, X_BS, f"surface {i}{f' {name!r}' if name else ''} ({shape.kind} on {body._label})",
+                           margin)
+            for i, (body, shape, X_BS, name, _, margin) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
 
 
 class _PointContactHandle(ForceHandle):

@@ -190,9 +190,12 @@ def _elastic_constants(E, nu, method, *, nu_below_half):
 
 class ContactSurface(Module):
     """A shape on body ``body`` with its frame S at ``X_BS`` (in B); ``name``
-    labels it in messages."""
+    labels it in messages; ``margin`` (m, >= 0) is MuJoCo's geom margin:
+    a pair of surfaces touches from the sum of their margins apart, its
+    depth the overlap plus that sum."""
 
     body: int = eqx.field(static=True)
     shape: Shape
     X_BS: Transform
     name: str = eqx.field(static=True)
+    margin: float = eqx.field(static=True, default=0.0)

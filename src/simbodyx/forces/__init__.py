@@ -12,6 +12,7 @@ from simbodyx.forces.gravity import Gravity, UniformGravity
 from simbodyx.forces.mobility import (
     GlobalDamper,
     MobilityConstantForce,
+    MobilityCoulombFriction,
     MobilityLinearDamper,
     MobilityLinearSpring,
     MobilityLinearStop,
@@ -35,6 +36,7 @@ class Force:
     MobilityLinearSpring = MobilityLinearSpring
     MobilityLinearDamper = MobilityLinearDamper
     MobilityLinearStop = MobilityLinearStop
+    MobilityCoulombFriction = MobilityCoulombFriction
     Thermostat = Thermostat
     MobilityConstantForce = MobilityConstantForce
     GlobalDamper = GlobalDamper

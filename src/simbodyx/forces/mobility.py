@@ -1,6 +1,7 @@
 """Forces on single mobilities: MobilityLinearSpring, MobilityLinearDamper,
-MobilityConstantForce, MobilityLinearStop (a joint limit), and GlobalDamper
-on every mobility."""
+MobilityConstantForce, MobilityLinearStop (a joint limit),
+MobilityCoulombFriction (dry friction, smoothed), and GlobalDamper on every
+mobility."""
 
 from __future__ import annotations
 
@@ -88,6 +89,40 @@ class MobilityConstantForce(_OnMobility):
 
     def calc(self, model, state):
         return self._apply(state, self.force)
+
+
+class MobilityCoulombFriction(_OnMobility):
+    """Dry friction on one mobility, smoothed so that it is differentiable
+    at rest: f = -F u / sqrt(u^2 + vt^2). Well above the transition velocity
+    vt it is Coulomb's -F sign(u) (to a fraction vt^2 / (2 u^2) of F); near
+    u = 0 a damper of coefficient F / vt, so a generalized force |f| < F
+    keeps the mobility creeping at u = vt f / sqrt(F^2 - f^2) instead of
+    holding it. ``friction`` F in N (sliding u) or N m (turning u), >= 0;
+    ``transition_velocity`` vt in m/s or rad/s, > 0. Simbody has no such
+    element (its dry friction is rigid contact's StateLimitedFriction);
+    ``sx.io.load_mjcf`` models MuJoCo's joint ``frictionloss`` with it."""
+
+    NONNEGATIVE = ("friction",)
+
+    friction: jnp.ndarray
+    transition_velocity: jnp.ndarray
+
+    def __init__(self, forces, body, which, friction, transition_velocity):
+        label = "Force.MobilityCoulombFriction"
+        self.body, self.which = _mobility_index(forces, body, which, label)
+        self.friction = as_param(friction, (), "friction", label)
+        self.transition_velocity = as_param(transition_velocity, (), "transition_velocity", label)
+        forces._add(self)
+
+    def check(self) -> None:
+        super().check()
+        if np.any(np.asarray(self.transition_velocity) <= 0):
+            raise ValueError(f"Force.MobilityCoulombFriction: transition_velocity must be > 0, got "
+                             f"{self.transition_velocity}")
+
+    def calc(self, model, state):
+        u = state.u[self._u_index(state)]
+        return self._apply(state, -self.friction * u / jnp.sqrt(u * u + self.transition_velocity ** 2))
 
 
 class GlobalDamper(ForceElement):

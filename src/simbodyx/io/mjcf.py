@@ -75,7 +75,8 @@ class MjcfJoint:
 
 
 def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True,
-              armature: bool = True, contact: bool = True, limits: bool = True, actuators: bool = True):
+              armature: bool = True, frictionloss: bool = True, contact: bool = True, limits: bool = True,
+              actuators: bool = True):
     """(system, matter, forces, robot) built from an MJCF file path or XML
     string through MuJoCo's compiler.
 
@@ -85,7 +86,10 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     MuJoCo's gravity becomes a UniformGravity element; joint damping
     (``damping``) a MobilityLinearDamper per hinge or slide, joint stiffness
     (``springs``) a MobilityLinearSpring, joint armature (``armature``) the
-    mobilizer's (``MobilizedBody.set_armature``). The free joint's default
+    mobilizer's (``MobilizedBody.set_armature``), joint friction loss
+    (``frictionloss``) a MobilityCoulombFriction per hinge or slide whose
+    transition velocity follows from the joint's solreffriction and
+    solimpfriction (``_friction``). The free joint's default
     q is the body's pose in the file, a hinge's or slide's its ``ref``.
     With ``contact``, the geoms MuJoCo would collide become contact surfaces
     with a Hunt-Crossley force (``robot.contact``), as ``_contact``
@@ -141,7 +145,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         Force.UniformGravity(forces, matter, [float(g) for g in m.opt.gravity])
 
     placed = {body_names[0]: (matter.Ground(), np.eye(4))}  # MuJoCo body -> (MobilizedBody, X_B,body)
-    moved, dampers, spring_elements, stops = {}, {}, {}, {}
+    moved, dampers, spring_elements, stops, frictions = {}, {}, {}, {}, {}
     carried = {}  # MobilizedBody (not Ground) -> the mass parts it carries
     for b in range(1, m.nbody):
         parent_body, X_PP = placed[body_names[m.body_parentid[b]]]
@@ -191,6 +195,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                                                                              joint.spring_ref)
                 if limits and joint.range is not None:
                     stops[joint.name] = _stop(m, forces, handle, first + k, joint.range)
+                if frictionloss and m.dof_frictionloss[m.jnt_dofadr[first + k]] > 0:
+                    frictions[joint.name] = _friction(mujoco, m, forces, handle, first + k)
         placed[body_names[b]], carried[handle] = (handle, np.eye(4)), [_body_part(mujoco, m, b)]
 
     for handle, parts in carried.items():  # welded bodies' masses join their carrier's
@@ -201,14 +207,16 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     actuated, unactuated = (_actuators(mujoco, m, forces, joint_names, moved, name) if actuators
                             else ({}, [f"all {m.nu}"] if m.nu else []))
     hunt_crossley, uncovered = _contact(mujoco, m, system, forces, placed, body_names, name) if contact else (None, None)
-    _report_dropped(mujoco, m, joints, damping, springs, armature, limits, unmapped, uncovered, unactuated)
+    _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
+                    unactuated)
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
              for g in range(m.ngeom)]
     links = {n: (handle, transform(X)) for n, (handle, X) in placed.items()}
     robot = Robot(body_names[0], links, joints, moved, visuals=geoms, couplers=couplers, dampers=dampers,
-                  springs=spring_elements, stops=stops, contact=hunt_crossley, actuators=actuated)
+                  springs=spring_elements, stops=stops, frictions=frictions, contact=hunt_crossley,
+                  actuators=actuated)
     return system, matter, forces, robot
 
 
@@ -316,6 +324,25 @@ def _stop(m, forces, handle, j, bounds):
     return Force.MobilityLinearStop(forces, handle, 0, stiffness, dissipation, *bounds)
 
 
+def _friction(mujoco, m, forces, handle, j):
+    """MuJoCo joint j's frictionloss F as a MobilityCoulombFriction.
+    MuJoCo's friction row (solreffriction's time constant tau, at least
+    twice the time step as MuJoCo makes it, and dmax; solimpfriction's dmin
+    d, the impedance at zero velocity) lets a joint of effective inertia I
+    (1 / dof_invweight0) under a generalized force |f| < F creep at
+    u = (1 - d) f / (d b I), b = 2 / (dmax tau): a damper c = d b I / (1 - d)
+    up to F. The smooth law's slope at rest, F / vt, is that c, so both
+    creep alike under small forces and both slide against F."""
+    dof = int(m.jnt_dofadr[j])
+    tau, _ = _time_constant(m.dof_solref[dof])
+    if not int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_REFSAFE:
+        tau = max(tau, 2 * float(m.opt.timestep))
+    d, dmax = (float(x) for x in m.dof_solimp[dof][:2])
+    damping = d * 2 / (dmax * tau) / ((1 - d) * float(m.dof_invweight0[dof]))
+    friction = float(m.dof_frictionloss[dof])
+    return Force.MobilityCoulombFriction(forces, handle, 0, friction, friction / damping)
+
+
 def _pose(mujoco, pos, quat):
     """The 4x4 pose of a MuJoCo (pos, quat [w, x, y, z])."""
     R = np.zeros(9)
@@ -411,7 +438,8 @@ def _as_coordinates(mujoco, m, kind, obj):
     return weights, float(m.tendon_length0[obj])
 
 
-def _report_dropped(mujoco, m, joints, damping, springs, armature, limits, unmapped, uncovered, unactuated):
+def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
+                    unactuated):
     """One warning naming what the loaded system does not model;
     ``uncovered``: the contact pairs left out (None: contact not asked for)."""
     dropped = []
@@ -430,8 +458,9 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, limits, unmap
         "joint limits": [j.name for j in joints.values()
                          if j.range is not None and (not limits or j.type in ("ball", "free"))],
         "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
-        "friction loss": [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.dof_jntid[d])) or f"dof {d}"
-                          for d in range(m.nv) if m.dof_frictionloss[d] > 0],
+        "friction loss": [j.name for j in (list(joints.values())[int(m.dof_jntid[d])] for d in range(m.nv)
+                                             if m.dof_frictionloss[d] > 0)
+                          if not frictionloss or j.type in ("ball", "free")],
         "damping": [j.name for j in joints.values() if any(j.damping) and (not damping or j.type in ("ball", "free"))],
         "stiffness": [j.name for j in joints.values() if j.stiffness and (not springs or j.type in ("ball", "free"))],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
@@ -490,7 +519,8 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     """(HuntCrossleyForce or None, [the colliding pairs left out]).
 
     Each geom of a supported type (plane, sphere, capsule, ellipsoid; a box
-    or a cylinder against a plane) that is in one of MuJoCo's colliding pairs becomes a
+    or a cylinder against a plane; a flat height field, as the plane of its
+    base) that is in one of MuJoCo's colliding pairs becomes a
     surface of one contact set on its body; the set's other pairs are
     excluded. Material, from the
     geom's solref (time constant tau, damping ratio z) and solimp:
@@ -512,13 +542,24 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     the moving geom's numbers decide. Friction: static = dynamic = the
     geom's sliding friction (0 with condim 1); Simbody combines two geoms'
     by their harmonic mean where MuJoCo takes the larger (equal when the
-    geoms' frictions are). Explicit pairs use their geoms' numbers too."""
+    geoms' frictions are). Each geom's margin less its gap is its
+    surface's margin, so a pair touches from MuJoCo's distance apart (the
+    sum of the margins less the sum of the gaps). Explicit pairs use their
+    geoms' numbers too."""
     pairs = _colliding_pairs(mujoco, m)
     kind = [mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower() for t in m.geom_type]
     geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
+
+    def shape_kind(g):  # a flat height field (MuJoCo's elevations then all 0) is its geom frame's plane z = 0
+        if kind[g] == "hfield":
+            field = int(m.geom_dataid[g])
+            start, count = int(m.hfield_adr[field]), int(m.hfield_nrow[field] * m.hfield_ncol[field])
+            return "HalfSpace" if not np.any(m.hfield_data[start:start + count]) else None
+        return SHAPES.get(kind[g])
+
     covered, uncovered = [], []
     for g1, g2 in pairs:
-        shapes = (SHAPES.get(kind[g1]), SHAPES.get(kind[g2]))
+        shapes = (shape_kind(g1), shape_kind(g2))
         if None in shapes or (shapes not in IMPORTED_KERNELS and shapes[::-1] not in IMPORTED_KERNELS):
             uncovered.append(f"{geom_name[g1]}-{geom_name[g2]} ({kind[g1]}-{kind[g2]})")
         else:
@@ -545,7 +586,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
 
     def shape(g):
         size = np.asarray(m.geom_size[g], float)
-        if kind[g] == "plane":
+        if kind[g] in ("plane", "hfield"):
             return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2)), None
         if kind[g] == "sphere":
             return ContactGeometry.Sphere(size[0]), np.eye(4), size[0]
@@ -583,7 +624,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
         geometry, X_GS, radius = shape(g)
         surface[g] = contacts.add_body(contact_set, body, geometry,
                                        transform(X_B @ _pose(mujoco, m.geom_pos[g], m.geom_quat[g]) @ X_GS),
-                                       name=geom_name[g])
+                                       name=geom_name[g], margin=max(float(m.geom_margin[g] - m.geom_gap[g]), 0.0))
         stiffness, dissipation, friction = material(g, radius)
         hunt_crossley.set_body_parameters(surface[g], stiffness, dissipation, friction, friction, 0.0)
     wanted = {(surface[a], surface[b]) for a, b in covered}

@@ -48,17 +48,19 @@ class Robot(Mapping):
     (:class:`Geometry`); ``root`` the root link's name; ``couplers`` the
     coupling constraint of each mimic joint or equality, ``dampers`` and
     ``springs`` the mobility force elements made for a joint's damping or
-    stiffness, ``stops`` the MobilityLinearStop made for a joint's limits;
+    stiffness, ``stops`` the MobilityLinearStop made for a joint's limits,
+    ``frictions`` the MobilityCoulombFriction made for a joint's friction;
     ``contact`` the HuntCrossleyForce made for the file's contacts (None:
     none); ``actuators`` the MobilityActuator of each actuator modelled, in
     the file's order (``set_controls``)."""
 
     def __init__(self, root, links, joints, joint_bodies, visuals=(), collisions=(), couplers=None, dampers=None,
-                 springs=None, stops=None, contact=None, actuators=None):
+                 springs=None, stops=None, frictions=None, contact=None, actuators=None):
         self.root, self.links, self.joints, self.joint_bodies = root, links, joints, joint_bodies
         self.visuals, self.collisions = list(visuals), list(collisions)
         self.couplers, self.dampers, self.springs = couplers or {}, dampers or {}, springs or {}
-        self.stops, self.contact, self.actuators = stops or {}, contact, actuators or {}
+        self.stops, self.frictions = stops or {}, frictions or {}
+        self.contact, self.actuators = contact, actuators or {}
 
     def __getitem__(self, name):
         if name in self.links:

@@ -104,7 +104,8 @@ class UrdfContact:
 
 
 def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), merge_fixed: bool = True,
-              mimic: bool = True, damping: bool = False, limits=None, contact: UrdfContact | None = None):
+              mimic: bool = True, damping: bool = False, friction=None, limits=None,
+              contact: UrdfContact | None = None):
     """(system, matter, forces, robot) built from a URDF file path or XML string.
 
     Joints map to mobilizers (revolute and continuous: Pin; prismatic:
@@ -116,7 +117,10 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     joints become CoordinateCoupler constraints (``mimic=False``:
     independent joints, as Pinocchio builds them by default; a fixed
     joint's mimic tag is ignored); ``damping=True`` adds a
-    MobilityLinearDamper per joint with ``<dynamics damping>``. With
+    MobilityLinearDamper per joint with ``<dynamics damping>``;
+    ``friction=vt`` (m/s or rad/s, > 0) a MobilityCoulombFriction
+    (``robot.frictions``) per joint with ``<dynamics friction>``, smoothed
+    below the transition velocity vt, which URDF does not give. With
     ``limits=(stiffness, dissipation)`` (N/m or N m/rad, s/m or s/rad) each
     revolute or prismatic joint's ``<limit lower upper>`` becomes a
     ``Force.MobilityLinearStop`` (``robot.stops``): URDF gives the range
@@ -192,12 +196,17 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     if limits is not None:
         if len(limits) != 2 or not all(np.isfinite(x) and x >= 0 for x in map(float, limits)):
             raise ValueError(f"{where}: limits must be (stiffness, dissipation), both nonnegative, got {limits!r}")
-    couplers, dampers, stops = {}, {}, {}
+    if friction is not None and not (np.isfinite(float(friction)) and float(friction) > 0):
+        raise ValueError(f"{where}: friction must be a transition velocity > 0, got {friction!r}")
+    couplers, dampers, frictions, stops = {}, {}, {}, {}
     for joint in joints.values():
         if joint.mimic is not None and mimic and joint.type != "fixed":  # a fixed joint follows nothing
             couplers[joint.name] = _coupler(matter, joint, joints, moved, where)
         if damping and joint.damping > 0 and joint.type in ("revolute", "continuous", "prismatic"):
             dampers[joint.name] = Force.MobilityLinearDamper(forces, moved[joint.name], 0, joint.damping)
+        if friction is not None and joint.friction > 0 and joint.type in ("revolute", "continuous", "prismatic"):
+            frictions[joint.name] = Force.MobilityCoulombFriction(forces, moved[joint.name], 0, joint.friction,
+                                                                  friction)
         if limits is not None and joint.type in ("revolute", "prismatic") and None not in (joint.lower, joint.upper):
             stops[joint.name] = Force.MobilityLinearStop(forces, moved[joint.name], 0, *map(float, limits),
                                                          joint.lower, joint.upper)
@@ -205,7 +214,7 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
                                                                  where)
     links_on_bodies = {link: (body, transform(X_BL)) for link, (body, X_BL) in placed.items()}
     robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers, stops=stops,
-                  contact=hunt_crossley)
+                  frictions=frictions, contact=hunt_crossley)
     return system, matter, forces, robot
 
 
