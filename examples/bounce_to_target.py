@@ -70,8 +70,9 @@ def cost(throw, model, state):
 
 def solve(iterations=ITERATIONS):
     """(throw, costs): L-BFGS from a throw that lands short."""
-    model, state = ball_on_floor()
-    throw, costs = sx.optimize.minimize(cost, jnp.array([1.0, 0.0, 0.0]), optax.lbfgs(), iterations, model, state,
+    model, state = ball_on_floor()  # closed over: its numbers are the program's constants
+    throw, costs = sx.optimize.minimize(lambda throw: cost(throw, model, state), jnp.array([1.0, 0.0, 0.0]),
+                                        optax.lbfgs(), iterations,
                                         compiler_options=sx.xla_setup.loop_compiler_options())
     return throw, costs
 

@@ -99,11 +99,12 @@ def test_a_ball_is_thrown_through_a_bounce_to_its_target():
     throw, costs = bounce_to_target.solve()
     model, state = bounce_to_target.ball_on_floor()
     assert float(costs[0]) > 0.05 and float(costs[-1]) < 1e-6  # 0.24 m away, then under 1 mm
-    value_and_grad = jax.jit(jax.value_and_grad(bounce_to_target.cost))  # one program for both (compile time)
-    cost = lambda x: value_and_grad(x, model, state)[0]
+    # one program for both (compile time), the model closed over as solve() does
+    value_and_grad = jax.jit(jax.value_and_grad(lambda x: bounce_to_target.cost(x, model, state)))
+    cost = lambda x: value_and_grad(x)[0]
     x = jnp.array([1.0, 0.0, 0.0])
     central = [(cost(x.at[i].add(FD_STEP)) - cost(x.at[i].add(-FD_STEP))) / (2 * FD_STEP) for i in range(3)]
-    np.testing.assert_allclose(value_and_grad(x, model, state)[1], central, rtol=1e-6)
+    np.testing.assert_allclose(value_and_grad(x)[1], central, rtol=1e-6)
 
 
 def test_rigid_contact_bricks_stay_on_the_incline():

@@ -14,7 +14,7 @@ import pytest
 from conftest import FD_STEP, FD_TOL, TOL, jaxprs_in_params, new_system
 
 import simbodyx as sx
-from simbodyx._xla.scalarize import MAX_MOBILITIES, NotScalarizable, scalarize
+from simbodyx._xla.scalarize import CHOICE, MAX_MOBILITIES, NotScalarizable, scalarize
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
 try:
@@ -222,6 +222,11 @@ def test_automatic_choice_declines_large_programs_and_remembers():
                     udot_of(model.with_scalar_path(False))(state.q, state.u)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e3 * TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))
     assert not chain(MAX_MOBILITIES + 1)[0].uses_scalar_path()
+    # passed as a traced argument, the cart-pole's numbers are symbolic and its program passes the limit:
+    # declined for a traced Model only, so closed over (its numbers constants) it keeps the scalar path
+    cartpole = MODELS["cartpole"]
+    jax.make_jaxpr(lambda m, s: sx.integrate.derivatives(m, s))(cartpole, cartpole.default_state())
+    assert (cartpole.topology, "derivatives", True) in CHOICE.declined and cartpole.uses_scalar_path()
 
 
 def test_a_loop_of_ones_own_runs_the_rollout_program():

@@ -42,7 +42,10 @@ def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
     ``optax.lbfgs``'s line search needs; other optimizers ignore them.
 
     ``loss`` and ``optimizer`` are part of the compiled program's identity:
-    build them once and reuse them. L-BFGS converges in far fewer
+    build them once and reuse them. A Model that ``loss`` closes over is
+    compiled in as constants, which a small model's scalar path folds;
+    pass one in ``args`` only to differentiate with respect to it or to
+    vmap over it (its numbers then stay symbolic: the array program). L-BFGS converges in far fewer
     iterations, but its line search compiles a second derivative program
     (examples/cartpole_swingup.py runs both).
 

@@ -62,7 +62,7 @@ def _rest(xml, steps=6000, dt=5e-4):
     with warnings.catch_warnings(action="error"):
         system, _, _, robot = sx.io.load_mjcf(xml)
     model, state = system.realize_topology()
-    final, _ = jax.jit(lambda m, s: sx.integrate.rollout(m, s, dt, steps, save_every=steps))(model, state)
+    final, _ = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, steps, save_every=steps))(state)
     m = mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
     for _ in range(int(steps * dt / m.opt.timestep)):
@@ -140,8 +140,8 @@ def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():
         system, _, _, robot = sx.io.load_mjcf(xml)
     assert float(robot.frictions["slide"].friction) == 2.0
     model, state = system.realize_topology()
-    _, saved = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 5e-4, 6000, save_every=10))(
-        model, state.with_q(jnp.array([0.3])))
+    _, saved = jax.jit(lambda s: sx.integrate.rollout(model, s, 5e-4, 6000, save_every=10))(
+        state.with_q(jnp.array([0.3])))
     x = np.asarray(saved.q[:, 0])
     half_period = np.pi / np.sqrt(50.0)
     first = x[: int(1.5 * half_period / 5e-3)].min()

@@ -491,12 +491,20 @@ class Choice:
     (``Model.scalar_path``), and otherwise, automatically, those of models
     of up to :data:`MAX_MOBILITIES` mobilities whose scalar program emits at
     most :data:`MAX_OPERATIONS` operations. ``declined`` holds the
-    (topology, entry point) pairs the automatic choice fell back on, so
-    each is tried once per process. Eager calls run the compiled array
-    program (one dispatch). One per process: :data:`CHOICE`."""
+    (topology, entry point, whether the Model's numbers were traced)
+    triples the automatic choice fell back on, so each is tried once per
+    process: a Model passed to a program as a traced argument folds none
+    of its numbers and often passes the limit, where the same model closed
+    over (its numbers constants) stays well inside it. Eager calls run the
+    compiled array program (one dispatch). One per process: :data:`CHOICE`."""
 
     def __init__(self):
         self.declined: set = set()
+
+    @staticmethod
+    def _key(model, entry) -> tuple:
+        traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(model))
+        return model.topology, entry, traced
 
     def tries(self, model, entry) -> bool:
         """Whether ``entry`` of ``model`` is tried on the scalar path (never in
@@ -505,7 +513,7 @@ class Choice:
             return False
         if model.scalar_path is not None:
             return model.scalar_path
-        return model.topology.nu <= MAX_MOBILITIES and (model.topology, entry) not in self.declined
+        return model.topology.nu <= MAX_MOBILITIES and self._key(model, entry) not in self.declined
 
     def call(self, model, entry, fn, *args):
         """``fn(*args)``, on the scalar path where ``entry`` of ``model`` takes
@@ -520,7 +528,7 @@ class Choice:
             except NotScalarizable:
                 if forced:
                     raise
-                self.declined.add((model.topology, entry))
+                self.declined.add(self._key(model, entry))
         return fn(*args)
 
 
