@@ -163,8 +163,8 @@ class Model(Module):
         """Whether ``integrate.derivatives`` (the vector field every integrator
         steps) is tried on the scalar path when traced: as forced, or
         (automatic) up to ``scalarize.MAX_MOBILITIES`` mobilities unless
-        ``scalarize.CHOICE`` declined it for this topology (and a Model as
-        concrete or as traced as this one) before."""
+        ``scalarize.CHOICE`` declined it for this topology (and a Model with
+        as many traced numbers as this one) before."""
         return scalarize.CHOICE.tries(self, "derivatives")
 
     def check(self) -> Model:

@@ -491,19 +491,20 @@ class Choice:
     (``Model.scalar_path``), and otherwise, automatically, those of models
     of up to :data:`MAX_MOBILITIES` mobilities whose scalar program emits at
     most :data:`MAX_OPERATIONS` operations. ``declined`` holds the
-    (topology, entry point, whether the Model's numbers were traced)
-    triples the automatic choice fell back on, so each is tried once per
-    process: a Model passed to a program as a traced argument folds none
-    of its numbers and often passes the limit, where the same model closed
-    over (its numbers constants) stays well inside it. Eager calls run the
-    compiled array program (one dispatch). One per process: :data:`CHOICE`."""
+    (topology, entry point, number of the Model's traced leaves) triples
+    the automatic choice fell back on, so each is tried once per process:
+    a Model passed to a program as a traced argument folds none of its
+    numbers and often passes the limit, where the same model closed over
+    (its numbers constants, a rollout's controls its only traced leaves)
+    stays well inside it. Eager calls run the compiled array program (one
+    dispatch). One per process: :data:`CHOICE`."""
 
     def __init__(self):
         self.declined: set = set()
 
     @staticmethod
     def _key(model, entry) -> tuple:
-        traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(model))
+        traced = sum(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(model))
         return model.topology, entry, traced
 
     def tries(self, model, entry) -> bool:
