@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import simbodyx as sx
+from simbodyx._xla.scalarize import CHOICE
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -45,7 +46,8 @@ def _controls_gradient(model):
 
 def test_one_device_is_a_placement_that_changes_nothing():
     """Also for a gradient through a rollout: the placement's one-device mesh
-    in the primals' types once made forward dynamics' derivative rule fail."""
+    in the primals' types once made forward dynamics' derivative rule fail,
+    and its reshard annotations once sent the rollout off the scalar path."""
     model, states = _pendulum_states(4)
     sharded = sx.parallel.shard_batch(states)
     for a, b in zip(jax.tree.leaves(states), jax.tree.leaves(sharded)):
@@ -53,6 +55,7 @@ def test_one_device_is_a_placement_that_changes_nothing():
     grad = jax.jit(jax.vmap(_controls_gradient(model), (None, 0)))
     controls = jnp.ones((4, model.topology.nu))
     np.testing.assert_array_equal(grad(controls, sharded), grad(controls, states))
+    assert not any(key[0] == model.topology for key in CHOICE.declined)
     assert sx.parallel.use_cpu_cores(len(jax.devices("cpu"))) == len(jax.devices("cpu"))
 
 

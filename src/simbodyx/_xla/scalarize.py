@@ -346,7 +346,11 @@ STRUCTURAL = {
 #: named "jit" from JAX 0.11).
 CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr", "remat": "jaxpr",
          "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr"}
-IDENTITY = ("device_put", "copy", "copy_p", "optimization_barrier")
+#: Primitives that only move or annotate their operands: placement and sharding
+#: annotations mean nothing to single entries (a sharded batch's program
+#: holds "reshard"; XLA places the scalar program from its inputs).
+IDENTITY = ("device_put", "copy", "copy_p", "optimization_barrier", "reshard", "sharding_constraint", "mesh_cast",
+            "pvary")
 
 
 class _Budget:
