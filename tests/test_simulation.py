@@ -6,6 +6,7 @@ with its own step sizes, the loop compiler options, and the failure paths."""
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,6 +16,8 @@ from jax.test_util import check_grads
 
 import simbodyx as sx
 from conftest import link, new_system
+from simbodyx._xla.xla_setup import jit_with_options
+from simbodyx.simulation import _simulate_folded
 
 G = 9.81
 
@@ -259,6 +262,26 @@ def test_fixed_step_interpolation_and_statistics():
     stepped = sx.simulate(model, state, sx.Integrator.RungeKuttaMerson(accuracy=1e-9, allow_interpolation=False),
                           jnp.linspace(0.0, 1.0, 7))[1]
     np.testing.assert_allclose(interpolated.q, stepped.q, atol=1e-7)
+
+
+def test_a_small_concrete_model_is_compiled_in_and_its_program_reused():
+    """simulate compiles a small concrete Model's numbers into its stepping
+    program (the scalar path folds them): fixed steps give the array
+    program's trajectory to 1e-12; a second call with an equal Model reuses
+    the program, a Model with other numbers gets its own."""
+    model, state = _double_pendulum()
+    fixed, times = sx.Integrator.RungeKutta3(fixed_step=0.01), jnp.array([0.25, 0.5])
+    run = jit_with_options(_simulate_folded, None, static_argnames=("folded", "integrator", "records"))
+    before = run._cache_size()
+    folded = sx.simulate(model, state, fixed, times)[1]
+    sx.simulate(eqx.tree_at(lambda m: m.force_elements[0].gravity, model, model.force_elements[0].gravity + 0.0),
+                state, fixed, times)
+    assert run._cache_size() == before + 1
+    array = sx.simulate(model.with_scalar_path(False), state, fixed, times)[1]
+    np.testing.assert_allclose(folded.q, array.q, rtol=0, atol=1e-12)
+    sx.simulate(eqx.tree_at(lambda m: m.force_elements[0].gravity, model, model.force_elements[0].gravity * 1.01),
+                state, fixed, times)
+    assert run._cache_size() == before + 2
 
 
 def test_failures_are_reported_or_raised():

@@ -139,6 +139,9 @@ def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():
     with warnings.catch_warnings(action="error"):
         system, _, _, robot = sx.io.load_mjcf(xml)
     assert float(robot.frictions["slide"].friction) == 2.0
+    # at a 20 ms step MuJoCo stretches the 20 ms time constant to two steps: the creep doubles
+    coarse = sx.io.load_mjcf(xml.replace('timestep="0.0005"', 'timestep="0.02"'))[3].frictions["slide"]
+    np.testing.assert_allclose(coarse.transition_velocity, 2 * robot.frictions["slide"].transition_velocity, rtol=1e-14)
     model, state = system.realize_topology()
     _, saved = jax.jit(lambda s: sx.integrate.rollout(model, s, 5e-4, 6000, save_every=10))(
         state.with_q(jnp.array([0.3])))

@@ -194,7 +194,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                     spring_elements[joint.name] = Force.MobilityLinearSpring(forces, handle, 0, joint.stiffness,
                                                                              joint.spring_ref)
                 if limits and joint.range is not None:
-                    stops[joint.name] = _stop(m, forces, handle, first + k, joint.range)
+                    stops[joint.name] = _stop(mujoco, m, forces, handle, first + k, joint.range)
                 if frictionloss and m.dof_frictionloss[m.jnt_dofadr[first + k]] > 0:
                     frictions[joint.name] = _friction(mujoco, m, forces, handle, first + k)
         placed[body_names[b]], carried[handle] = (handle, np.eye(4)), [_body_part(mujoco, m, b)]
@@ -300,14 +300,20 @@ def _resting_depth(solimp, scale):
     return 0.5 * (low + high)
 
 
-def _time_constant(solref):
-    """(time constant, damping ratio) of a MuJoCo solref; its direct
-    (-stiffness, -damping) form gets MuJoCo's default (0.02, 1) instead."""
+def _time_constant(mujoco, m, solref):
+    """(time constant, damping ratio) of a MuJoCo solref as MuJoCo uses it:
+    the time constant at least twice the time step (unless the model
+    disables that safety), and the direct (-stiffness, -damping) form given
+    MuJoCo's default (0.02, 1) instead."""
     tau, ratio = (float(x) for x in solref[:2])
-    return (tau, ratio) if tau > 0 else (0.02, 1.0)
+    if tau <= 0:
+        tau, ratio = 0.02, 1.0
+    if not int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_REFSAFE:
+        tau = max(tau, 2 * float(m.opt.timestep))
+    return tau, ratio
 
 
-def _stop(m, forces, handle, j, bounds):
+def _stop(mujoco, m, forces, handle, j, bounds):
     """MuJoCo joint j's limit as a MobilityLinearStop. MuJoCo's soft limit
     (time constant tau and damping ratio z from solreflimit, dmax from
     solimplimit) rests a joint of effective inertia I (MuJoCo's own scale,
@@ -315,7 +321,7 @@ def _stop(m, forces, handle, j, bounds):
     (1 - dmax) tau^2 z^2 f / I, so the stop's stiffness is
     k = I / ((1 - dmax) tau^2 z^2); its dissipation d damps the stop
     critically (k x d = 2 sqrt(k I)) at an excursion x of 1% of the range."""
-    tau, ratio = _time_constant(m.jnt_solref[j])
+    tau, ratio = _time_constant(mujoco, m, m.jnt_solref[j])
     dmax = float(m.jnt_solimp[j][1])
     inertia = 1.0 / float(m.dof_invweight0[m.jnt_dofadr[j]])
     stiffness = inertia / ((1 - dmax) * tau ** 2 * ratio ** 2)
@@ -326,17 +332,15 @@ def _stop(m, forces, handle, j, bounds):
 
 def _friction(mujoco, m, forces, handle, j):
     """MuJoCo joint j's frictionloss F as a MobilityCoulombFriction.
-    MuJoCo's friction row (solreffriction's time constant tau, at least
-    twice the time step as MuJoCo makes it, and dmax; solimpfriction's dmin
-    d, the impedance at zero velocity) lets a joint of effective inertia I
-    (1 / dof_invweight0) under a generalized force |f| < F creep at
-    u = (1 - d) f / (d b I), b = 2 / (dmax tau): a damper c = d b I / (1 - d)
-    up to F. The smooth law's slope at rest, F / vt, is that c, so both
-    creep alike under small forces and both slide against F."""
+    MuJoCo's friction row (solreffriction's time constant tau;
+    solimpfriction's dmax and its dmin d, the impedance at zero velocity)
+    lets a joint of effective inertia I (1 / dof_invweight0) under a
+    generalized force |f| < F creep at u = (1 - d) f / (d b I),
+    b = 2 / (dmax tau): a damper c = d b I / (1 - d) up to F. The smooth
+    law's slope at rest, F / vt, is that c, so both creep alike under small
+    forces and both slide against F."""
     dof = int(m.jnt_dofadr[j])
-    tau, _ = _time_constant(m.dof_solref[dof])
-    if not int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_REFSAFE:
-        tau = max(tau, 2 * float(m.opt.timestep))
+    tau, _ = _time_constant(mujoco, m, m.dof_solref[dof])
     d, dmax = (float(x) for x in m.dof_solimp[dof][:2])
     damping = d * 2 / (dmax * tau) / ((1 - d) * float(m.dof_invweight0[dof]))
     friction = float(m.dof_frictionloss[dof])
@@ -599,7 +603,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
         return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
 
     def material(g, radius):
-        tau, ratio = _time_constant(m.geom_solref[g])
+        tau, ratio = _time_constant(mujoco, m, m.geom_solref[g])
         dmax = float(m.geom_solimp[g][1])
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
         vertices = 4 if radius == 0.0 else 1  # the points this geom rests on here
