@@ -58,8 +58,8 @@ def test_the_contact_pairs_are_the_ones_mujoco_reports():
     assert modelled == kernel and len(kernel) == len(reported) - 4
 
 
-def _rest(xml, steps=6000, dt=5e-4):
-    with warnings.catch_warnings(action="error"):
+def _rest(xml, steps=6000, dt=5e-4, warn=False):
+    with warnings.catch_warnings(action="default" if warn else "error"):
         system, _, _, robot = sx.io.load_mjcf(xml)
     model, state = system.realize_topology()
     final, _ = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, steps, save_every=steps))(state)
@@ -109,6 +109,31 @@ def test_a_cylinder_stands_at_mujocos_depth_and_lies_near_it():
     assert (three, two) == (3, 2)
     np.testing.assert_allclose(standing, mujoco_standing, rtol=1e-2)
     assert 1 < lying / mujoco_lying < 1.5
+
+
+SLAB = """<mujoco><option timestep="0.001"/><asset><mesh name="slab" vertex="-0.2 -0.1 -0.05  0.2 -0.1 -0.05
+  0.2 0.1 -0.05  -0.2 0.1 -0.05  -0.2 -0.1 0.05  0.2 -0.1 0.05  0.2 0.1 0.05  -0.2 0.1 0.05"/></asset>
+  <worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+  <body name="slab" pos="0 0 0.0505"><freejoint/><geom name="slab" type="mesh" mesh="slab" mass="1"/></body>
+  BALL</worldbody></mujoco>"""
+
+
+def test_mesh_geoms_touch_as_the_primitives_mujoco_fits_to_them():
+    """A box-shaped mesh that touches only the floor is MuJoCo's box fit
+    (exactly the mesh here) and rests at MuJoCo's height on its four
+    vertices (1e-6 relative); given a ball to touch too, it is MuJoCo's
+    capsule fit. The warning names each choice."""
+    with pytest.warns(UserWarning, match=r"mesh geoms' shapes \(they touch as the primitives MuJoCo fits to them: "
+                                         r"slab as a box\)$"):
+        robot, model, final, m, d = _rest(SLAB.replace("BALL", ""), warn=True)
+    assert d.ncon == 4
+    np.testing.assert_allclose(float(final.q[6]), d.qpos[2], rtol=1e-6)
+    ball = '<body name="ball" pos="0 0 0.5"><freejoint/><geom name="ball" size="0.05"/></body>'
+    with pytest.warns(UserWarning, match=r"slab as a capsule\)$"):
+        system, _, _, loaded = sx.io.load_mjcf(SLAB.replace("BALL", ball))
+    element = loaded.contact.element(system.realize_topology()[0])
+    assert [type(s.shape).__name__ for s in element.surfaces] == ["HalfSpace", "Capsule", "Sphere"]
+    assert float(element.surfaces[1].shape.radius) == pytest.approx(0.075)  # MuJoCo's fit to the slab's inertia
 
 
 def test_a_pendulum_rests_on_its_limit_at_the_stops_deflection():

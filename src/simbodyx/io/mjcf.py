@@ -107,9 +107,10 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
-    without a kernel: a box or a cylinder against anything but a plane, mesh
-    geoms, for example) is
-    reported in one warning listing it; ``robot.joints`` keeps the numbers.
+    without a kernel: a box or a cylinder against anything but a plane, for
+    example) is reported in one warning listing it, with the mesh geoms
+    that touch as the primitives MuJoCo fits to them (a box where a mesh
+    touches only planes, else a capsule); ``robot.joints`` keeps the numbers.
     The equality constraints Simbody has are mapped, exact where MuJoCo's
     are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
     ``tendon`` (fixed tendons) to CoordinateCoupler.
@@ -206,9 +207,10 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     couplers, unmapped = _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
     actuated, unactuated = (_actuators(mujoco, m, forces, joint_names, moved, name) if actuators
                             else ({}, [f"all {m.nu}"] if m.nu else []))
-    hunt_crossley, uncovered = _contact(mujoco, m, system, forces, placed, body_names, name) if contact else (None, None)
+    hunt_crossley, uncovered, fitted = (_contact(mujoco, m, source, system, forces, placed, body_names, name)
+                                        if contact else (None, None, []))
     _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated)
+                    unactuated, fitted)
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
@@ -231,6 +233,22 @@ def _compile(mujoco, source):
         return mujoco.MjModel.from_xml_path(str(path))
     except ValueError as error:  # MuJoCo's compiler error names the element and line
         raise ValueError(f"load_mjcf: MuJoCo could not compile {text[:80]!r}: {error}") from None
+
+
+def _fitted(mujoco, source, primitives) -> dict:
+    """{mesh geom: (size, pos, quat)} of the primitive (``primitives[g]``,
+    "box" or "capsule") MuJoCo's compiler fits to each mesh geom g, by the
+    file's own compiler settings (the mesh's inertia box, or its bounding
+    box with ``fitaabb``): a second compile of the file with those geoms'
+    types changed."""
+    text = str(source)
+    spec = mujoco.MjSpec.from_string(text) if text.lstrip().startswith("<") else mujoco.MjSpec.from_file(text)
+    geoms = [g for g in spec.worldbody.find_all(mujoco.mjtObj.mjOBJ_GEOM)]
+    fitted_types = {"box": mujoco.mjtGeom.mjGEOM_BOX, "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE}
+    for g, primitive in primitives.items():  # find_all lists the geoms in the compiled model's order
+        geoms[g].type = fitted_types[primitive]
+    fitted = spec.compile()
+    return {g: (np.array(fitted.geom_size[g], float), fitted.geom_pos[g], fitted.geom_quat[g]) for g in primitives}
 
 
 def _actuators(mujoco, m, forces, joint_names, moved, name):
@@ -443,10 +461,14 @@ def _as_coordinates(mujoco, m, kind, obj):
 
 
 def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated):
+                    unactuated, fitted):
     """One warning naming what the loaded system does not model;
-    ``uncovered``: the contact pairs left out (None: contact not asked for)."""
+    ``uncovered``: the contact pairs left out (None: contact not asked for);
+    ``fitted``: the mesh geoms that touch as MuJoCo's fitted primitives."""
     dropped = []
+    if fitted:
+        shown = ", ".join(fitted[:6]) + (f" and {len(fitted) - 6} more" if len(fitted) > 6 else "")
+        dropped.append(f"mesh geoms' shapes (they touch as the primitives MuJoCo fits to them: {shown})")
     if uncovered is None:
         pairs = _colliding_pairs(mujoco, m)
         if pairs:
@@ -519,12 +541,15 @@ def _colliding_pairs(mujoco, m) -> list:
     return sorted(pairs)
 
 
-def _contact(mujoco, m, system, forces, placed, body_names, name):
-    """(HuntCrossleyForce or None, [the colliding pairs left out]).
+def _contact(mujoco, m, source, system, forces, placed, body_names, name):
+    """(HuntCrossleyForce or None, [the colliding pairs left out], [the mesh
+    geoms modelled as fitted primitives, with the primitive]).
 
     Each geom of a supported type (plane, sphere, capsule, ellipsoid; a box
     or a cylinder against a plane; a flat height field, as the plane of its
-    base) that is in one of MuJoCo's colliding pairs becomes a
+    base; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
+    a box where it touches only planes, else a capsule) that is in one of
+    MuJoCo's colliding pairs becomes a
     surface of one contact set on its body; the set's other pairs are
     excluded. Material, from the
     geom's solref (time constant tau, damping ratio z) and solimp:
@@ -553,6 +578,12 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     pairs = _colliding_pairs(mujoco, m)
     kind = [mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower() for t in m.geom_type]
     geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
+    meshes = {g: [b if a == g else a for a, b in pairs if g in (a, b)] for pair in pairs for g in pair
+              if kind[g] == "mesh"}  # each colliding mesh geom's partners
+    primitives = {g: "box" if all(kind[o] in ("plane", "hfield") for o in partners) else "capsule"
+                  for g, partners in meshes.items()}
+    fits = _fitted(mujoco, source, primitives) if primitives else {}
+    kind = [primitives.get(g, k) for g, k in enumerate(kind)]
 
     def shape_kind(g):  # a flat height field (MuJoCo's elevations then all 0) is its geom frame's plane z = 0
         if kind[g] == "hfield":
@@ -569,7 +600,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
         else:
             covered.append((g1, g2))
     if not covered:
-        return None, uncovered
+        return None, uncovered, []
 
     gravity = float(np.linalg.norm(m.opt.gravity)) or 9.81
     root = list(range(m.nbody))  # each body's tree: the child of the world it hangs from
@@ -589,7 +620,7 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
                 touching_world.setdefault(root[m.geom_bodyid[g]], set()).add(g)
 
     def shape(g):
-        size = np.asarray(m.geom_size[g], float)
+        size = fits[g][0] if g in fits else np.asarray(m.geom_size[g], float)
         if kind[g] in ("plane", "hfield"):
             return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2)), None
         if kind[g] == "sphere":
@@ -626,8 +657,8 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
     for g in used:
         body, X_B = placed[body_names[m.geom_bodyid[g]]]
         geometry, X_GS, radius = shape(g)
-        surface[g] = contacts.add_body(contact_set, body, geometry,
-                                       transform(X_B @ _pose(mujoco, m.geom_pos[g], m.geom_quat[g]) @ X_GS),
+        _, pos, quat = fits.get(g, (None, m.geom_pos[g], m.geom_quat[g]))
+        surface[g] = contacts.add_body(contact_set, body, geometry, transform(X_B @ _pose(mujoco, pos, quat) @ X_GS),
                                        name=geom_name[g], margin=max(float(m.geom_margin[g] - m.geom_gap[g]), 0.0))
         stiffness, dissipation, friction = material(g, radius)
         hunt_crossley.set_body_parameters(surface[g], stiffness, dissipation, friction, friction, 0.0)
@@ -636,4 +667,4 @@ def _contact(mujoco, m, system, forces, placed, body_names, name):
         for j in range(i + 1, len(used)):
             if (i, j) not in wanted and (j, i) not in wanted:
                 contacts.exclude_pair(contact_set, i, j)
-    return hunt_crossley, uncovered
+    return hunt_crossley, uncovered, [f"{geom_name[g]} as a {kind[g]}" for g in used if g in fits]
