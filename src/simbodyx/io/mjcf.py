@@ -243,7 +243,7 @@ def _fitted(mujoco, source, primitives) -> dict:
     types changed."""
     text = str(source)
     spec = mujoco.MjSpec.from_string(text) if text.lstrip().startswith("<") else mujoco.MjSpec.from_file(text)
-    geoms = [g for g in spec.worldbody.find_all(mujoco.mjtObj.mjOBJ_GEOM)]
+    geoms = list(spec.worldbody.find_all(mujoco.mjtObj.mjOBJ_GEOM))
     fitted_types = {"box": mujoco.mjtGeom.mjGEOM_BOX, "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE}
     for g, primitive in primitives.items():  # find_all lists the geoms in the compiled model's order
         geoms[g].type = fitted_types[primitive]
