@@ -32,9 +32,10 @@ class ContactForces(Module):
     """Per candidate contact point, in G: ``location`` (where the force acts,
     m), ``normal`` (unit, from surface 1 into 2), ``depth`` (m, > 0 when
     touching: the overlap plus the pair's margin) and ``force`` (N) on
-    surface 2 (surface 1 gets its negative); ``surface1`` and ``surface2`` are the points' surface indices in the set;
-    ``power_dissipation`` (W, >= 0; the compliant elements') the rate at
-    which each point's damping and friction take energy out, Simbody's
+    surface 2 (surface 1 gets its negative); ``surface1`` and ``surface2``
+    are the points' surface indices in the set; ``power_dissipation`` (W,
+    >= 0; the compliant elements') the rate at which each point's damping
+    and friction take energy out, Simbody's
     ContactForce::getPowerDissipation."""
 
     location: jnp.ndarray
