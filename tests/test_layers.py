@@ -264,6 +264,7 @@ LONG_SIGNATURES = {
     "algorithms/residual_tangent._joint_tangents": "vmapped over a joint group, one argument per row array",
     "body_queries.BodyQueries._point_pair": "two stations of two bodies at three levels, as Simbody's callers",
     "events.localize": "a bracket: its two times, its two values, the window and the active set",
+    "io/mjcf._contact": "the importer's tables, read once",
     "io/mjcf._equalities": "the importer's tables, read once",
     "io/mjcf._report_dropped": "the importer's tables, read once",
     "io/robot.Robot.__init__": "the importer's name maps",
