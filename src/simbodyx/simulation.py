@@ -49,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
+from simbodyx._xla.scalarize import num_traced
 from simbodyx._xla.xla_setup import jit_with_options
 from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
 from simbodyx.events import (
@@ -492,8 +493,7 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
             raise ValueError(f"simulate: the first report time {concrete[0]} is before the State's time "
                              f"{float(state.t)}")
     arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0)
-    if not events and model.uses_scalar_path() and not any(isinstance(leaf, jax.core.Tracer)
-                                                           for leaf in jax.tree.leaves(model)):
+    if not events and not num_traced(model) and model.uses_scalar_path():
         run = jit_with_options(_simulate_folded, compiler_options, static_argnames=("folded", "integrator", "records"))
         final, trajectory, stats = run(_Folded(model), *arguments)
     else:

@@ -508,8 +508,7 @@ class Choice:
 
     @staticmethod
     def _key(model, entry) -> tuple:
-        traced = sum(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(model))
-        return model.topology, entry, traced
+        return model.topology, entry, num_traced(model)
 
     def tries(self, model, entry) -> bool:
         """Whether ``entry`` of ``model`` is tried on the scalar path (never in
@@ -544,6 +543,12 @@ def _inside():
         yield
     finally:
         _INSIDE.reset(token)
+
+
+def num_traced(tree) -> int:
+    """How many of a pytree's leaves are traced (a Model's: 0 when all its
+    numbers are concrete, so the scalar path can fold them)."""
+    return sum(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
 
 
 #: The process's automatic choice (``CHOICE.declined`` lists what it fell back on).

@@ -484,9 +484,8 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
         "joint limits": [j.name for j in joints.values()
                          if j.range is not None and (not limits or j.type in ("ball", "free"))],
         "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
-        "friction loss": [j.name for j in (list(joints.values())[int(m.dof_jntid[d])] for d in range(m.nv)
-                                             if m.dof_frictionloss[d] > 0)
-                          if not frictionloss or j.type in ("ball", "free")],
+        "friction loss": [j.name for j, d in zip(joints.values(), m.jnt_dofadr) if m.dof_frictionloss[d] > 0
+                          and (not frictionloss or j.type in ("ball", "free"))],
         "damping": [j.name for j in joints.values() if any(j.damping) and (not damping or j.type in ("ball", "free"))],
         "stiffness": [j.name for j in joints.values() if j.stiffness and (not springs or j.type in ("ball", "free"))],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
@@ -578,10 +577,13 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     pairs = _colliding_pairs(mujoco, m)
     kind = [mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower() for t in m.geom_type]
     geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
-    meshes = {g: [b if a == g else a for a, b in pairs if g in (a, b)] for pair in pairs for g in pair
-              if kind[g] == "mesh"}  # each colliding mesh geom's partners
-    primitives = {g: "box" if all(kind[o] in ("plane", "hfield") for o in partners) else "capsule"
-                  for g, partners in meshes.items()}
+    partners = {}  # each colliding mesh geom's partners
+    for a, b in pairs:
+        for g, other in ((a, b), (b, a)):
+            if kind[g] == "mesh":
+                partners.setdefault(g, []).append(other)
+    primitives = {g: "box" if all(kind[o] in ("plane", "hfield") for o in others) else "capsule"
+                  for g, others in partners.items()}
     fits = _fitted(mujoco, source, primitives) if primitives else {}
     kind = [primitives.get(g, k) for g, k in enumerate(kind)]
 
