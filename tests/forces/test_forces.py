@@ -110,6 +110,10 @@ def test_nonconservative_forces_by_their_power():
     np.testing.assert_allclose(power(push), 2.5 * rate, rtol=1e-12)
     w = u[bodies[4].first_u_index]
     np.testing.assert_allclose(power(friction), -2.0 * w ** 2 / np.sqrt(w ** 2 + 0.05 ** 2), rtol=1e-13)
+    # its slope, -F vt^2 / (u^2 + vt^2)^(3/2), finite at rest (-F / vt), under jit, vmap and grad
+    i = bodies[4].first_u_index
+    slope = jax.jit(jax.vmap(jax.grad(lambda w: friction.calc(model, s.with_u(s.u.at[i].set(w)))[0][i])))
+    np.testing.assert_allclose(slope(jnp.array([0.0, 0.05])), [-2.0 / 0.05, -2.0 / (2 ** 1.5 * 0.05)], rtol=1e-13)
 
 
 def test_calc_forces_sums_elements_and_custom_force():
