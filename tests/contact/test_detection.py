@@ -246,3 +246,54 @@ def test_half_space_cylinder_touches_at_its_rims():
     for R in (np.eye(3), np.asarray(sx.Rotation.about_x(0.5 * np.pi).matrix), np.asarray(_random_rotation(5))):
         jacobians = jax.jacfwd(outputs, argnums=(0, 1))(jnp.asarray(R), jnp.array([0.0, 0.0, 0.2]))
         assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians)
+
+
+def test_capsule_brick_rests_on_two_points_and_its_deepest_point_is_mujocos():
+    """Lying on a face, a capsule touches at the two ends of its part over
+    the face (its own ends, or the face's edges), the deepest point adding
+    nothing; across an edge, the deepest point alone; with a margin m, the
+    rows touch from m apart and the deepest point still adds nothing; and
+    for 200 random poses whose segment is outside the brick, the deepest
+    point's depth is MuJoCo's signed distance (mj_geomDistance), negated,
+    to 1e-12."""
+    mujoco = pytest.importorskip("mujoco")
+    half, kernel = np.array([0.3, 0.2, 0.1]), detection.capsule_brick
+    along_x, along_y = sx.Rotation.about_y(0.5 * np.pi).matrix, sx.Rotation.about_x(0.5 * np.pi).matrix
+    long = kernel(CG.Capsule(0.05, 0.5), _pose(along_x, [0.0, 0.0, 0.14]), CG.Brick(half), _pose())
+    np.testing.assert_allclose(long.depth, [0.01, 0.01, 0.0], atol=ATOL)
+    np.testing.assert_allclose(long.location[:2], [[-0.3, 0, 0.095], [0.3, 0, 0.095]], atol=ATOL)
+    np.testing.assert_allclose(long.normal[:2], [[0, 0, -1]] * 2, atol=ATOL)  # the brick is pushed down
+    short = kernel(CG.Capsule(0.05, 0.1), _pose(along_x, [0.05, 0.0, 0.14]), CG.Brick(half), _pose())
+    np.testing.assert_allclose(short.location[:2, 0], [-0.05, 0.15], atol=ATOL)
+    edge = kernel(CG.Capsule(0.05, 0.5), _pose(along_y, [0.33, 0.0, 0.13]), CG.Brick(half), _pose())
+    np.testing.assert_allclose(edge.depth, [-1, -1, 0.05 - np.hypot(0.03, 0.03)], atol=ATOL)
+    np.testing.assert_allclose(edge.normal[2], [-np.sqrt(0.5), 0, -np.sqrt(0.5)], atol=1e-7)
+    margin = kernel(CG.Capsule(0.05, 0.5), _pose(along_x, [0.0, 0.0, 0.16]), CG.Brick(half), _pose(), 0.02)
+    np.testing.assert_allclose(margin.depth + 0.02, [0.01, 0.01, 0.0], atol=ATOL)
+
+    model = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom type="box" size="0.3 0.2 0.1"/>'
+        '<body><freejoint/><geom type="capsule" size="0.05 0.4"/></body></worldbody></mujoco>')
+    data, rng, compared = mujoco.MjData(model), np.random.default_rng(0), 0
+    for _ in range(200):
+        quaternion = rng.normal(size=4)
+        data.qpos[:] = np.concatenate([rng.uniform(-0.5, 0.5, 3), quaternion / np.linalg.norm(quaternion)])
+        mujoco.mj_forward(model, data)
+        distance = mujoco.mj_geomDistance(model, data, 0, 1, 1.0, np.zeros(6))
+        c = kernel(CG.Capsule(0.05, 0.4), _pose(data.geom_xmat[1].reshape(3, 3), data.geom_xpos[1]),
+                   CG.Brick(half), _pose())
+        depth = np.asarray(c.depth)
+        deepest = depth[2] + max(depth[0], depth[1], 0.0)
+        if deepest < 0.05:  # the segment outside the brick (MuJoCo's penetration depth is its own inside)
+            np.testing.assert_allclose(deepest, -distance, atol=1e-12)
+            compared += 1
+    assert compared > 100
+
+    def outputs(p, R):
+        c = kernel(CG.Capsule(0.05, 0.4), sx.Transform(R, p), CG.Brick(half), _pose())
+        return jnp.concatenate([c.location.ravel(), c.normal.ravel(), c.depth])
+
+    for R, p in ((along_x, [0.0, 0.0, 0.14]), (along_y, [0.3, 0.0, 0.1]), (np.eye(3), [0.0, 0.0, 0.0]),
+                 (along_x, [0.0, 0.2, 0.1]), (_random_rotation(3), [0.1, 0.2, 0.12])):
+        jacobians = jax.jacfwd(outputs, argnums=(0, 1))(jnp.asarray(p, float), jnp.asarray(R))
+        assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians), p

@@ -94,6 +94,29 @@ def test_a_box_rests_on_its_vertices_at_mujocos_depth():
     np.testing.assert_allclose(0.1 - float(final.q[6]), -d.contact[0].dist, rtol=1e-2)
 
 
+def test_a_capsule_lies_across_a_box_that_stands_on_the_floor():
+    """A rod (capsule) across a block (box) on the floor: the block gets one
+    surface for its vertices on the floor and one for its faces under the
+    rod (Hertz's law, stiff as a sphere of the rod's radius), the rod rests
+    on the block's two edges, and both rest as MuJoCo's do: the block at
+    its depth (1%), the rod's overlap with the block within 1.5x of
+    MuJoCo's (its two contacts' mean)."""
+    xml = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+      <body name="block" pos="0 0 0.1"><freejoint/><geom name="block" type="box" size="0.2 0.15 0.1" mass="2"/></body>
+      <body name="rod" pos="0.02 0 0.25" euler="0 90 0"><freejoint/>
+        <geom name="rod" type="capsule" size="0.05 0.3" mass="0.5"/></body></worldbody></mujoco>"""
+    robot, model, final, m, d = _rest(xml, steps=4000)
+    names = [s.name for s in robot.contact.element(model).surfaces]
+    assert ["block (faces)" in n or "block (vertices)" in n for n in names] == [False, True, True, False]
+    on_floor = [c.dist for c in d.contact[:d.ncon] if 0 in (c.geom1, c.geom2)]
+    under_rod = [c.dist for c in d.contact[:d.ncon] if 0 not in (c.geom1, c.geom2)]
+    assert len(on_floor) == 4 and len(under_rod) == 2
+    block, rod = float(final.q[6]), float(final.q[13])
+    np.testing.assert_allclose(0.1 - block, -np.mean(on_floor), rtol=1e-2)
+    overlap = block + 0.15 - rod
+    assert 1 / 1.5 < overlap / -np.mean(under_rod) < 1.5, (overlap, under_rod)
+
+
 def test_a_cylinder_stands_at_mujocos_depth_and_lies_near_it():
     """A cylinder geom standing on an end: MuJoCo's three contacts and the
     four rim points carry it at the same depth (1%); lying on its side,

@@ -10,7 +10,8 @@ pushed), as in Simbody. Kernels whose Simbody counterpart exists follow it
 (HalfSpace-Sphere, Sphere-Sphere and HalfSpace-Brick exactly; HalfSpace-Ellipsoid with the
 true radii of curvature, see there); the capsule pairs reduce to spheres at
 the closest points of the capsules' segments, Sphere-Brick to the sphere
-against the brick's closest point.
+against the brick's closest point, Capsule-Brick to three spheres along
+the capsule's segment (see there).
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -197,22 +199,90 @@ def half_space_brick(half_space, X1, brick, X2):
     return _points_in_half_space(X1, X_HB.apply(corners))
 
 
-def sphere_brick(sphere, X1, brick, X2):
-    """The sphere against the brick's closest point to its centre (a flat
-    face: the effective radius is the sphere's); a centre inside the brick
-    is pushed out through the nearest face."""
-    center = X2.inverse().apply(X1.p)  # in the brick's frame
+def _sphere_on_brick(center, r, brick, X_GB: Transform):
+    """A sphere of radius r at ``center`` (in G) against the brick's point
+    closest to it (a flat face: the effective radius is the sphere's); a
+    centre inside the brick is pushed out through the nearest face."""
+    local = X_GB.inverse().apply(center)
     h = brick.half_lengths
-    surface = jnp.clip(center, -h, h)
-    gaps = h - jnp.abs(center)
+    surface = jnp.clip(local, -h, h)
+    gaps = h - jnp.abs(local)
     axis = jnp.argmin(gaps)
-    face = jnp.zeros(3, center.dtype).at[axis].set(jnp.where(center[axis] >= 0, 1.0, -1.0))
+    face = jnp.zeros(3, local.dtype).at[axis].set(jnp.where(local[axis] >= 0, 1.0, -1.0))
     inside = jnp.all(gaps > 0)
-    outward = jnp.where(inside, face, _unit(center - surface, face))  # from the brick to the centre, in B
-    depth = sphere.radius + jnp.where(inside, gaps[axis], -safe_norm(center - surface))
-    normal = -X2.rotate(outward)
-    location = X1.p + (sphere.radius - depth / 2) * normal
-    return _stack([PointContact(location, normal, depth, sphere.radius, jnp.ones_like(depth))])
+    outward = jnp.where(inside, face, _unit(local - surface, face))  # from the brick to the centre, in B
+    depth = r + jnp.where(inside, gaps[axis], -safe_norm(local - surface))
+    normal = -X_GB.rotate(outward)
+    return PointContact(center + (r - depth / 2) * normal, normal, depth, r, jnp.ones_like(depth))
+
+
+def sphere_brick(sphere, X1, brick, X2):
+    """The sphere against the brick's closest point to its centre."""
+    return _stack([_sphere_on_brick(X1.p, sphere.radius, brick, X2)])
+
+
+#: Golden-section steps locating a segment's deepest point in a brick
+#: (the bracket shrinks to 0.618^60 ~ 3e-13 of the segment).
+SEGMENT_SEARCH_STEPS = 60
+
+
+def _brick_signed_distance(h, x):
+    """The signed distance (m, negative inside) of x (in the brick's frame)
+    from the brick of half-lengths h: convex in x."""
+    q = jnp.abs(x) - h
+    return safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
+
+
+def _deepest_on_segment(h, a, d):
+    """The t in [0, 1] minimizing the brick's signed distance of a + t d
+    (golden-section search on the convex function; its derivatives are
+    not followed: the depth at the minimum needs none, by the envelope
+    theorem)."""
+    h, a, d = (jax.lax.stop_gradient(x) for x in (h, a, d))
+    shrink = (np.sqrt(5.0) - 1.0) / 2.0
+
+    def step(_, bracket):
+        lo, hi = bracket
+        left, right = hi - shrink * (hi - lo), lo + shrink * (hi - lo)
+        keep_left = _brick_signed_distance(h, a + left * d) <= _brick_signed_distance(h, a + right * d)
+        return jnp.where(keep_left, lo, left), jnp.where(keep_left, right, hi)
+
+    lo, hi = jax.lax.fori_loop(0, SEGMENT_SEARCH_STEPS, step, (jnp.zeros_like(a[0]), jnp.ones_like(a[0])))
+    return (lo + hi) / 2
+
+
+def capsule_brick(capsule, X1, brick, X2, margin=0.0):
+    """The capsule against the brick at three points of its segment, each a
+    sphere of the capsule's radius against the brick (``sphere_brick``):
+    the two ends of the part of the segment over the face nearest its
+    deepest point (the segment clipped to that face's prism: a capsule
+    lying on a face rests on two points, at its ends or the face's edges),
+    and the deepest point itself, whose depth counts only what it exceeds
+    the other two by (nothing lying flat; all of it across an edge, where
+    the other two do not touch). Every depth is continuous in the poses.
+    ``margin``: the pair's, which the caller adds to every depth."""
+    top, bottom = _segment(capsule, X1)
+    a, d = X2.inverse().apply(top), X2.inverse().rotate(bottom - top)  # in the brick's frame
+    h, r = brick.half_lengths, capsule.radius
+    t = _deepest_on_segment(h, a, d)
+    face = jnp.argmax(jnp.abs(a + t * d) - h)  # the axis of the face nearest the deepest point
+    # the segment's part where |a_i + s d_i| <= h_i for the two other axes i
+    moving = jnp.abs(d) > 1e-12 * capsule.half_length
+    step = jnp.where(moving, d, 1.0)
+    ends = jnp.sort(jnp.stack([(-h - a) / step, (h - a) / step]), axis=0)
+    inside = jnp.where(jnp.abs(a) <= h, jnp.inf, -jnp.inf)
+    lower = jnp.where(moving, ends[0], -inside)
+    upper = jnp.where(moving, ends[1], inside)
+    other = jnp.arange(3) != face
+    s0 = jnp.maximum(jnp.max(jnp.where(other, lower, -jnp.inf)), 0.0)
+    s1 = jnp.minimum(jnp.min(jnp.where(other, upper, jnp.inf)), 1.0)
+    over = s0 <= s1
+    points = [_sphere_on_brick(top + s * (bottom - top), r, brick, X2)
+              for s in (jnp.where(over, s0, t), jnp.where(over, s1, t), t)]
+    apart = -jnp.ones_like(points[2].depth) - margin
+    ends_depth = [jnp.where(over, p.depth, apart) for p in points[:2]]
+    excess = points[2].depth - jnp.maximum(jnp.maximum(*ends_depth) + margin, 0.0)
+    return _stack([eqx.tree_at(lambda c: c.depth, p, depth) for p, depth in zip(points, [*ends_depth, excess])])
 
 
 def half_space_cylinder(half_space, X1, cylinder, X2):
@@ -266,7 +336,12 @@ KERNELS = {
     ("Sphere", "Brick"): sphere_brick,
     ("Sphere", "Capsule"): sphere_capsule,
     ("Capsule", "Capsule"): capsule_capsule,
+    ("Capsule", "Brick"): capsule_brick,
 }
+
+#: Kernels that take the pair's margin (an extra argument): their depths
+#: compare points, which a margin added afterwards would shift unequally.
+MARGIN_KERNELS = frozenset({("Capsule", "Brick")})
 
 
 #: Kernels whose points are a flat face's vertices or a rim's points: the
@@ -310,7 +385,8 @@ def candidate_pairs(surfaces, label: str, excluded=frozenset()) -> tuple:
 def detect(surfaces, groups, X_GB: Transform):
     """(PointContact with one row per candidate point, surface 1 and surface
     2 of each row as numpy index arrays, and whether each row is a vertex
-    (``VERTEX_KERNELS``), a numpy bool array)."""
+    (``VERTEX_KERNELS``), a numpy bool array). Each row's depth includes its
+    pair's margin (the sum of its surfaces' ``margin``)."""
     def posed(indices):  # the surfaces' shapes and poses X_GS, stacked
         members = [surfaces[i] for i in indices]
         shapes = jax.tree.map(lambda *a: jnp.stack(a), *[m.shape for m in members])
@@ -319,7 +395,14 @@ def detect(surfaces, groups, X_GB: Transform):
 
     contacts, first, second, vertex = [], [], [], []
     for group in groups:
-        c = jax.vmap(KERNELS[group.kinds])(*posed(group.first), *posed(group.second))
+        margin = np.array([surfaces[i].margin + surfaces[j].margin for i, j in zip(group.first, group.second)])
+        args = (*posed(group.first), *posed(group.second))
+        if group.kinds in MARGIN_KERNELS:
+            c = jax.vmap(KERNELS[group.kinds])(*args, jnp.asarray(margin, X_GB.p.dtype))
+        else:
+            c = jax.vmap(KERNELS[group.kinds])(*args)
+        if margin.any():  # each pair touches from the sum of its margins apart
+            c = eqx.tree_at(lambda c: c.depth, c, c.depth + jnp.asarray(margin[:, None], c.depth.dtype))
         points = c.depth.shape[1]
         contacts.append(jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), c))
         first.append(np.repeat(group.first, points))

@@ -188,10 +188,6 @@ class PointContactForce(ForceElement):
         (Hertz's, or k d at a vertex), the stiffness share s1 of each point
         and the vertex mask) for a State realized to Position."""
         c, i1, i2, vertex = detect(self.surfaces, self.groups, state.position.X_GB)
-        margin = np.array([s.margin for s in self.surfaces])
-        if margin.any():  # each pair touches from the sum of its margins apart
-            pair_margin = jnp.asarray(margin[i1] + margin[i2], c.depth.dtype)
-            c = eqx.tree_at(lambda c: c.depth, c, c.depth + pair_margin)
         hertzian = _two_thirds_power(self.stiffness)
         k1 = jnp.where(vertex, self.stiffness[i1], hertzian[i1])
         k2 = jnp.where(vertex, self.stiffness[i2], hertzian[i2])

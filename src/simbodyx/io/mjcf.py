@@ -34,7 +34,7 @@ from simbodyx.builder import (
 )
 from simbodyx.constraints import Constraint
 from simbodyx.contact import ContactGeometry
-from simbodyx.contact.detection import KERNELS
+from simbodyx.contact.detection import KERNELS, VERTEX_KERNELS
 from simbodyx.forces import Force
 from simbodyx.io.robot import (
     RIGID,
@@ -107,8 +107,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
-    without a kernel: a box or a cylinder against anything but a plane, for
-    example) is reported in one warning listing it, with the mesh geoms
+    without a kernel: box-box, or a cylinder against anything but a plane,
+    for example) is reported in one warning listing it, with the mesh geoms
     that touch as the primitives MuJoCo fits to them (a box where a mesh
     touches only planes, else a capsule); ``robot.joints`` keeps the numbers.
     The equality constraints Simbody has are mapped, exact where MuJoCo's
@@ -505,12 +505,6 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
 #: MuJoCo geom types simbodyx has contact shapes for
 SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellipsoid": "Ellipsoid", "box": "Brick",
           "cylinder": "Cylinder"}
-#: the kernels the importer uses: a box and a cylinder only against a plane,
-#: where their vertices (rim points) take the vertex law and their stiffness
-#: is a vertex's (N/m)
-IMPORTED_KERNELS = frozenset(KERNELS) - {("Sphere", "Brick")}
-
-
 def _colliding_pairs(mujoco, m) -> list:
     """The geom pairs (g1 < g2) MuJoCo's collision detection can report:
     the dynamic ones (contype of one & conaffinity of the other, not on one
@@ -545,7 +539,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     geoms modelled as fitted primitives, with the primitive]).
 
     Each geom of a supported type (plane, sphere, capsule, ellipsoid; a box
-    or a cylinder against a plane; a flat height field, as the plane of its
+    against a plane, a sphere or a capsule; a cylinder against a plane; a
+    flat height field, as the plane of its
     base; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
     a box where it touches only planes, else a capsule) that is in one of
     MuJoCo's colliding pairs becomes a
@@ -566,7 +561,11 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     d), and c = 2 / (g dmax tau) gives MuJoCo's damping at rest. A
     cylinder's rim points take a box's rule at the depth MuJoCo stands it
     at, on 3 contacts of an end: 4 rim points carry it there (lying on its
-    side, 2 carry it, about 1.4x MuJoCo's depth on its 2 contacts). Geoms on the world are rigid (E = 1e12 Pa), so
+    side, 2 carry it, about 1.4x MuJoCo's depth on its 2 contacts). A
+    box touching spheres or capsules gets a second surface for those pairs,
+    of Hertz's law, its E that of a sphere of their smallest radius
+    carrying the box's share of weight on one contact (a rod across a box
+    rests within 1.5x MuJoCo's overlap). Geoms on the world are rigid (E = 1e12 Pa), so
     the moving geom's numbers decide. Friction: static = dynamic = the
     geom's sliding friction (0 with condim 1); Simbody combines two geoms'
     by their harmonic mean where MuJoCo takes the larger (equal when the
@@ -597,7 +596,7 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     covered, uncovered = [], []
     for g1, g2 in pairs:
         shapes = (shape_kind(g1), shape_kind(g2))
-        if None in shapes or (shapes not in IMPORTED_KERNELS and shapes[::-1] not in IMPORTED_KERNELS):
+        if None in shapes or (shapes not in KERNELS and shapes[::-1] not in KERNELS):
             uncovered.append(f"{geom_name[g1]}-{geom_name[g2]} ({kind[g1]}-{kind[g2]})")
         else:
             covered.append((g1, g2))
@@ -621,7 +620,23 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
             if not on_world(g) and on_world(other):
                 touching_world.setdefault(root[m.geom_bodyid[g]], set()).add(g)
 
-    def shape(g):
+    # A pair's force law: a box's vertices or a cylinder's rim points on a
+    # plane (stiffness N/m), else Hertz's (Pa). A box in pairs of both laws
+    # gets a surface for each, its Hertz one stiff as a sphere of its
+    # partners' smallest radius.
+    def law(g1, g2):
+        pair = (shape_kind(g1), shape_kind(g2))
+        return "vertex" if pair in VERTEX_KERNELS or pair[::-1] in VERTEX_KERNELS else "hertz"
+
+    partner_radius = {}
+    for g1, g2 in covered:
+        for g, other in ((g1, g2), (g2, g1)):
+            if law(g1, g2) == "hertz" and kind[g] == "box":
+                size = fits[other][0] if other in fits else m.geom_size[other]
+                radius = float(np.prod(size) ** (1 / 3)) if kind[other] == "ellipsoid" else float(size[0])
+                partner_radius[g] = min(partner_radius.get(g, np.inf), radius)
+
+    def shape(g, pair_law):
         size = fits[g][0] if g in fits else np.asarray(m.geom_size[g], float)
         if kind[g] in ("plane", "hfield"):
             return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2)), None
@@ -629,8 +644,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
             return ContactGeometry.Sphere(size[0]), np.eye(4), size[0]
         if kind[g] == "capsule":
             return ContactGeometry.Capsule(size[0], size[1]), np.eye(4), size[0]
-        if kind[g] == "box":
-            return ContactGeometry.Brick(size), np.eye(4), 0.0  # radius 0: its vertices
+        if kind[g] == "box":  # radius 0: its vertices
+            return ContactGeometry.Brick(size), np.eye(4), 0.0 if pair_law == "vertex" else partner_radius[g]
         if kind[g] == "cylinder":
             return ContactGeometry.Cylinder(size[0], size[1]), np.eye(4), 0.0  # radius 0: its rim points
         return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
@@ -640,7 +655,7 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
         dmax = float(m.geom_solimp[g][1])
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
         vertices = 4 if radius == 0.0 else 1  # the points this geom rests on here
-        resting = {"box": 4, "cylinder": 3}.get(kind[g], 1)  # the contacts MuJoCo rests it on
+        resting = {"box": 4, "cylinder": 3}.get(kind[g], 1) if radius == 0.0 else 1  # the contacts MuJoCo rests it on
         dissipation = (2 if vertices > 1 else 4 / 3) / (gravity * dmax * tau)
         if radius is None or on_world(g):
             return RIGID, dissipation, friction
@@ -651,22 +666,29 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
             return load / (vertices * depth), dissipation, friction
         return 3 * load / (4 * np.sqrt(radius) * depth ** 1.5), dissipation, friction
 
+    def key(g, pair_law):  # a box's surface for the law; any other geom's one surface
+        return (g, pair_law if kind[g] == "box" else None)
+
+    keys = sorted({key(g, law(g1, g2)) for g1, g2 in covered for g in (g1, g2)}, key=lambda k: (k[0], k[1] or ""))
+    both = {g for g, pair_law in keys if pair_law == "hertz"} & {g for g, pair_law in keys if pair_law == "vertex"}
     contacts = GeneralContactSubsystem(system)
     contact_set = contacts.create_contact_set()
-    used = sorted({g for pair in covered for g in pair})
     surface = {}
     hunt_crossley = HuntCrossleyForce(forces, contacts, contact_set)
-    for g in used:
+    for g, pair_law in keys:
         body, X_B = placed[body_names[m.geom_bodyid[g]]]
-        geometry, X_GS, radius = shape(g)
+        geometry, X_GS, radius = shape(g, pair_law)
         _, pos, quat = fits.get(g, (None, m.geom_pos[g], m.geom_quat[g]))
-        surface[g] = contacts.add_body(contact_set, body, geometry, transform(X_B @ _pose(mujoco, pos, quat) @ X_GS),
-                                       name=geom_name[g], margin=max(float(m.geom_margin[g] - m.geom_gap[g]), 0.0))
+        label = geom_name[g] + (f" ({'vertices' if pair_law == 'vertex' else 'faces'})" if g in both else "")
+        surface[g, pair_law] = contacts.add_body(
+            contact_set, body, geometry, transform(X_B @ _pose(mujoco, pos, quat) @ X_GS), name=label,
+            margin=max(float(m.geom_margin[g] - m.geom_gap[g]), 0.0))
         stiffness, dissipation, friction = material(g, radius)
-        hunt_crossley.set_body_parameters(surface[g], stiffness, dissipation, friction, friction, 0.0)
-    wanted = {(surface[a], surface[b]) for a, b in covered}
-    for i in range(len(used)):
-        for j in range(i + 1, len(used)):
-            if (i, j) not in wanted and (j, i) not in wanted:
+        hunt_crossley.set_body_parameters(surface[g, pair_law], stiffness, dissipation, friction, friction, 0.0)
+    wanted = {frozenset((surface[key(a, law(a, b))], surface[key(b, law(a, b))])) for a, b in covered}
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            if frozenset((i, j)) not in wanted:
                 contacts.exclude_pair(contact_set, i, j)
+    used = sorted({g for g, _ in keys})
     return hunt_crossley, uncovered, [f"{geom_name[g]} as a {kind[g]}" for g in used if g in fits]
