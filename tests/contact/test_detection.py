@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import simbodyx as sx
+from conftest import FD_STEP
 from simbodyx.contact import detection
 from simbodyx.contact.geometry import ContactGeometry as CG
 
@@ -115,9 +116,9 @@ def test_candidate_pairs_skip_one_body_ground_and_excluded_pairs_and_name_unsupp
     assert {(g.kinds, g.first, g.second) for g in groups} == {
         (("HalfSpace", "Sphere"), (0, 1), (2, 2)), (("HalfSpace", "Capsule"), (0,), (3,))}
 
-    system, forces, contacts, contact_set = _system_with(CG.Ellipsoid([0.1, 0.2, 0.3]), CG.Sphere(0.1))
+    system, forces, contacts, contact_set = _system_with(CG.Cylinder(0.1, 0.2), CG.Sphere(0.1))
     sx.HuntCrossleyForce(forces, contacts, contact_set)
-    with pytest.raises(ValueError, match=r"between surface 0 \(Ellipsoid on Free .b0. \(body 1\)\) and surface 1 \(Sphere"):
+    with pytest.raises(ValueError, match=r"between surface 0 \(Cylinder on Free .b0. \(body 1\)\) and surface 1 \(Sphere"):
         system.realize_topology()
 
 
@@ -248,6 +249,22 @@ def test_half_space_cylinder_touches_at_its_rims():
         assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians)
 
 
+def _random_poses(mujoco, model, count, spread, seed):
+    """(R (count, 3, 3), p (count, 3), MuJoCo's signed distance of geoms 0
+    and 1 (mj_geomDistance)) for random poses of the free body carrying
+    geom 1 (its position normal with standard deviation ``spread``, m)."""
+    data, rng = mujoco.MjData(model), np.random.default_rng(seed)
+    R, p, distance = [], [], []
+    for _ in range(count):
+        quaternion = rng.normal(size=4)
+        data.qpos[:] = np.concatenate([spread * rng.normal(size=3), quaternion / np.linalg.norm(quaternion)])
+        mujoco.mj_forward(model, data)
+        distance.append(mujoco.mj_geomDistance(model, data, 0, 1, 2.0, np.zeros(6)))
+        R.append(data.geom_xmat[1].reshape(3, 3).copy())
+        p.append(data.geom_xpos[1].copy())
+    return np.array(R), np.array(p), np.array(distance)
+
+
 def test_capsule_brick_rests_on_two_points_and_its_deepest_point_is_mujocos():
     """Lying on a face, a capsule touches at the two ends of its part over
     the face (its own ends, or the face's edges), the deepest point adding
@@ -274,20 +291,13 @@ def test_capsule_brick_rests_on_two_points_and_its_deepest_point_is_mujocos():
     model = mujoco.MjModel.from_xml_string(
         '<mujoco><worldbody><geom type="box" size="0.3 0.2 0.1"/>'
         '<body><freejoint/><geom type="capsule" size="0.05 0.4"/></body></worldbody></mujoco>')
-    data, rng, compared = mujoco.MjData(model), np.random.default_rng(0), 0
-    for _ in range(200):
-        quaternion = rng.normal(size=4)
-        data.qpos[:] = np.concatenate([rng.uniform(-0.5, 0.5, 3), quaternion / np.linalg.norm(quaternion)])
-        mujoco.mj_forward(model, data)
-        distance = mujoco.mj_geomDistance(model, data, 0, 1, 1.0, np.zeros(6))
-        c = kernel(CG.Capsule(0.05, 0.4), _pose(data.geom_xmat[1].reshape(3, 3), data.geom_xpos[1]),
-                   CG.Brick(half), _pose())
-        depth = np.asarray(c.depth)
-        deepest = depth[2] + max(depth[0], depth[1], 0.0)
-        if deepest < 0.05:  # the segment outside the brick (MuJoCo's penetration depth is its own inside)
-            np.testing.assert_allclose(deepest, -distance, atol=1e-12)
-            compared += 1
-    assert compared > 100
+    R, p, distance = _random_poses(mujoco, model, 200, 0.5, seed=0)
+    depth = np.asarray(jax.jit(jax.vmap(lambda R, p: kernel(CG.Capsule(0.05, 0.4), sx.Transform(R, p), CG.Brick(half),
+                                                             _pose()).depth))(R, p))
+    deepest = depth[:, 2] + np.maximum(np.maximum(depth[:, 0], depth[:, 1]), 0.0)
+    outside = deepest < 0.05  # the segment outside the brick (MuJoCo's penetration depth is its own inside)
+    np.testing.assert_allclose(deepest[outside], -distance[outside], atol=1e-12)
+    assert outside.sum() > 100
 
     def outputs(p, R):
         c = kernel(CG.Capsule(0.05, 0.4), sx.Transform(R, p), CG.Brick(half), _pose())
@@ -297,3 +307,84 @@ def test_capsule_brick_rests_on_two_points_and_its_deepest_point_is_mujocos():
                  (along_x, [0.0, 0.2, 0.1]), (_random_rotation(3), [0.1, 0.2, 0.12])):
         jacobians = jax.jacfwd(outputs, argnums=(0, 1))(jnp.asarray(p, float), jnp.asarray(R))
         assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians), p
+
+
+def test_sphere_ellipsoid_is_the_closest_point_with_the_curvatures_there():
+    """An ellipsoid with equal radii is sphere-sphere; on the ellipsoid's x
+    axis the relative curvatures are a / b^2 + 1/r and a / c^2 + 1/r; for
+    300 random centres outside, the depth is MuJoCo's signed distance
+    (mj_geomDistance), negated, to MuJoCo's ccd_tolerance (1e-6); the depth
+    is continuous through the surface, its gradient there minus the
+    normal, and elsewhere central differences (outside, inside, centre)."""
+    mujoco = pytest.importorskip("mujoco")
+    kernel, origin = detection.sphere_ellipsoid, _pose()
+    p = np.array([0.2, -0.15, 0.1])
+    as_sphere = kernel(CG.Sphere(0.05), _pose(p=p), CG.Ellipsoid([0.2] * 3), origin)
+    reference = detection.sphere_sphere(CG.Sphere(0.05), _pose(p=p), CG.Sphere(0.2), origin)
+    for got, want in zip(jax.tree.leaves(as_sphere), jax.tree.leaves(reference)):
+        np.testing.assert_allclose(got, want, atol=ATOL)
+    radii, r = np.array([0.3, 0.15, 0.08]), 0.05
+    on_axis = kernel(CG.Sphere(r), _pose(p=[0.33, 0, 0]), CG.Ellipsoid(radii), origin)
+    k1, k2 = 0.3 / 0.15 ** 2 + 1 / r, 0.3 / 0.08 ** 2 + 1 / r
+    np.testing.assert_allclose(on_axis.depth, [0.02], atol=ATOL)
+    np.testing.assert_allclose(on_axis.normal, [[-1, 0, 0]], atol=ATOL)
+    np.testing.assert_allclose(on_axis.radius, [(k1 * k2) ** -0.5], rtol=1e-12)
+    np.testing.assert_allclose(on_axis.ratio, [k2 / k1], rtol=1e-12)
+
+    model = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom type="ellipsoid" size="0.3 0.15 0.08"/>'
+        '<body><freejoint/><geom type="sphere" size="0.05"/></body></worldbody></mujoco>')
+    R, p, distance = _random_poses(mujoco, model, 300, 0.3, seed=1)
+    depth = np.asarray(jax.jit(jax.vmap(lambda R, p: kernel(CG.Sphere(r), sx.Transform(R, p), CG.Ellipsoid(radii),
+                                                             origin).depth[0]))(R, p))
+    outside = np.sum((p / radii) ** 2, axis=1) > 1
+    np.testing.assert_allclose(-depth[outside], distance[outside], atol=model.opt.ccd_tolerance)
+    assert outside.sum() > 200
+
+    def depth(p):
+        return kernel(CG.Sphere(r), sx.Transform(np.eye(3), p), CG.Ellipsoid(radii), origin).depth[0]
+
+    surface = np.array([0.3, 0.0, 0.0]) * np.cos(0.4) + np.array([0.0, 0.15, 0.0]) * np.sin(0.4)
+    np.testing.assert_allclose([depth(surface * (1 + e)) for e in (-1e-9, 0.0, 1e-9)], r, atol=1e-9)
+    normal = surface / radii ** 2
+    np.testing.assert_allclose(jax.grad(depth)(jnp.asarray(surface)), -normal / np.linalg.norm(normal), atol=ATOL)
+    for p in (np.array([0.4, 0.1, 0.05]), np.array([0.1, 0.05, 0.02]), np.zeros(3)):
+        central = [(depth(p + FD_STEP * e) - depth(p - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(3)]
+        np.testing.assert_allclose(jax.grad(depth)(jnp.asarray(p)), central, atol=1e-8)
+
+
+def test_capsule_ellipsoid_takes_the_deepest_point_of_the_segment():
+    """A capsule lying across the top of an ellipsoid touches at the top,
+    its relative curvatures c / a^2 + 1/r across its axis and c / b^2 along
+    it; for 200 random poses whose segment is outside, the depth is
+    MuJoCo's signed distance (mj_geomDistance), negated, to MuJoCo's
+    ccd_tolerance (1e-6); the depth's gradient with respect to the capsule's pose matches central
+    differences."""
+    mujoco = pytest.importorskip("mujoco")
+    kernel, origin = detection.capsule_ellipsoid, _pose()
+    radii, r = np.array([0.3, 0.15, 0.08]), 0.05
+    along_y = sx.Rotation.about_x(0.5 * np.pi).matrix
+    across = kernel(CG.Capsule(r, 0.4), _pose(along_y, [0.0, 0.0, 0.12]), CG.Ellipsoid(radii), origin)
+    np.testing.assert_allclose(across.depth, [0.01], atol=ATOL)
+    np.testing.assert_allclose(across.normal, [[0, 0, -1]], atol=1e-7)  # the search's point: sqrt(eps) along it
+    k_across, k_along = 0.08 / 0.3 ** 2 + 1 / r, 0.08 / 0.15 ** 2
+    np.testing.assert_allclose(across.radius, [(k_across * k_along) ** -0.5], rtol=1e-9)
+
+    model = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom type="ellipsoid" size="0.3 0.15 0.08"/>'
+        '<body><freejoint/><geom type="capsule" size="0.05 0.2"/></body></worldbody></mujoco>')
+    R, p, distance = _random_poses(mujoco, model, 200, 0.4, seed=2)
+    depth = np.asarray(jax.jit(jax.vmap(lambda R, p: kernel(CG.Capsule(r, 0.2), sx.Transform(R, p), CG.Ellipsoid(radii),
+                                                             origin).depth[0]))(R, p))
+    outside = depth < r  # the segment outside the ellipsoid
+    np.testing.assert_allclose(-depth[outside], distance[outside], atol=model.opt.ccd_tolerance)
+    assert outside.sum() > 150
+
+    R = jnp.asarray(_random_rotation(5))
+
+    def depth(p):
+        return kernel(CG.Capsule(r, 0.2), sx.Transform(R, p), CG.Ellipsoid(radii), origin).depth[0]
+
+    p = np.array([0.1, 0.1, 0.15])
+    central = [(depth(p + FD_STEP * e) - depth(p - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(3)]
+    np.testing.assert_allclose(jax.grad(depth)(jnp.asarray(p)), central, atol=1e-8)

@@ -11,7 +11,9 @@ pushed), as in Simbody. Kernels whose Simbody counterpart exists follow it
 true radii of curvature, see there); the capsule pairs reduce to spheres at
 the closest points of the capsules' segments, Sphere-Brick to the sphere
 against the brick's closest point, Capsule-Brick to three spheres along
-the capsule's segment (see there).
+the capsule's segment (see there); Sphere-Ellipsoid and Capsule-Ellipsoid
+take the ellipsoid's point closest to the sphere's centre or to the
+segment (Simbody's ConvexConvex finds the same points by another route).
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
@@ -23,6 +25,7 @@ turn apart, so that it lies on two points and stands on four.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import equinox as eqx
@@ -122,12 +125,63 @@ def _closest_between_segments(a1, b1, a2, b2):
     return a1 + s * d1, a2 + t_clamped * d2
 
 
+#: Golden-section steps locating a segment's deepest point in a brick
+#: (the bracket shrinks to 0.618^60 ~ 3e-13 of the segment).
+SEGMENT_SEARCH_STEPS = 60
+
+
+def _brick_signed_distance(h, x):
+    """The signed distance (m, negative inside) of x (in the brick's frame)
+    from the brick of half-lengths h: convex in x."""
+    q = jnp.abs(x) - h
+    return safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
+
+
+def _deepest_on_segment(distance, a, d):
+    """The t in [0, 1] minimizing the convex ``distance(a + t d)`` (a signed
+    distance from a convex shape), by golden-section search: at a smooth
+    minimum, comparisons resolve t to about the square root of the
+    rounding error (1e-8 in float64), the distance there to rounding. Its
+    derivatives are not followed: the depth at the minimum needs none (the
+    envelope theorem)."""
+    a, d = jax.lax.stop_gradient(a), jax.lax.stop_gradient(d)
+    shrink = (np.sqrt(5.0) - 1.0) / 2.0
+
+    def step(_, bracket):
+        lo, hi = bracket
+        left, right = hi - shrink * (hi - lo), lo + shrink * (hi - lo)
+        keep_left = distance(a + left * d) <= distance(a + right * d)
+        return jnp.where(keep_left, lo, left), jnp.where(keep_left, right, hi)
+
+    lo, hi = jax.lax.fori_loop(0, SEGMENT_SEARCH_STEPS, step, (jnp.zeros_like(a[0]), jnp.ones_like(a[0])))
+    return (lo + hi) / 2
+
+
 def half_space_sphere(half_space, X1, sphere, X2):
     return _stack([_sphere_on_half_space(X1, X2.p, sphere.radius)])
 
 
 def sphere_sphere(sphere1, X1, sphere2, X2):
     return _stack([_sphere_sphere(X1.p, sphere1.radius, X2.p, sphere2.radius)])
+
+
+def _ellipsoid_form(radii, x, t1, t2):
+    """(2, 2) the ellipsoid's curvature matrix at its surface point x in the
+    tangent directions t1, t2 (unit, orthogonal; all in its frame): with
+    A = diag(1 / radii^2), [ti' A tj] / |A x| (Simbody's
+    ``findParaboloidAtPointWithNormal``)."""
+    r2 = radii * radii
+    scale = safe_norm(x / r2)
+    return jnp.stack([jnp.stack([jnp.sum(u * v / r2) / scale for v in (t1, t2)]) for u in (t1, t2)])
+
+
+def _principal(K):
+    """(effective radius (kmax kmin)^(-1/2), ratio kmax / kmin) of a
+    symmetric (2, 2) relative curvature matrix with positive eigenvalues."""
+    mean = (K[0, 0] + K[1, 1]) / 2
+    gap_squared = ((K[0, 0] - K[1, 1]) / 2) ** 2 + K[0, 1] ** 2
+    spread = jnp.where(gap_squared > 0, jnp.sqrt(jnp.where(gap_squared > 0, gap_squared, 1.0)), 0.0)
+    return (mean * mean - gap_squared) ** -0.5, (mean + spread) / (mean - spread)
 
 
 def half_space_ellipsoid(half_space, X1, ellipsoid, X2):
@@ -145,14 +199,93 @@ def half_space_ellipsoid(half_space, X1, ellipsoid, X2):
     point = n * r2
     point = point / -jnp.sqrt(jnp.dot(n, point))
     depth = X_HE.apply(point)[0]
-    v1, v2 = X_HE.R[1], X_HE.R[2]  # H's y and z in E
-    scale = safe_norm(point / r2)
-    dxx, dyy, dxy = (jnp.sum(a * b / r2) / scale for a, b in ((v1, v1), (v2, v2), (v1, v2)))
-    mean, gap_squared = (dxx + dyy) / 2, ((dxx - dyy) / 2) ** 2 + dxy ** 2
-    spread = jnp.where(gap_squared > 0, jnp.sqrt(jnp.where(gap_squared > 0, gap_squared, 1.0)), 0.0)
-    radius = (mean * mean - gap_squared) ** -0.5
+    radius, ratio = _principal(_ellipsoid_form(ellipsoid.radii, point, X_HE.R[1], X_HE.R[2]))  # H's y, z in E
     location = X2.apply(point + depth / 2 * n)
-    return _stack([PointContact(location, X2.rotate(n), depth, radius, (mean + spread) / (mean - spread))])
+    return _stack([PointContact(location, X2.rotate(n), depth, radius, ratio)])
+
+
+#: Newton steps for an ellipsoid's closest point (converged to rounding
+#: within 9 on ellipsoids of axis ratios up to 100, from anywhere outside)
+ELLIPSOID_NEWTON_STEPS = 12
+
+
+def _ellipsoid_closest(radii, p):
+    """(x, outward unit normal n at x, signed distance) of the point p (in
+    the ellipsoid's frame) from the ellipsoid of semi-axes ``radii``.
+
+    Outside, exact: x = a^2 p / (a^2 + s) with s >= 0 the root of
+    sum a^2 p^2 / (a^2 + s)^2 = 1, found by Newton's method on the sum's
+    inverse square root (linear in s for a sphere) from the bracket
+    [|a p| - max a^2, |a p| - min a^2], its derivatives those of the
+    converged root (one step differentiated: the implicit function
+    theorem). Inside (where Simbody's ConvexConvex also takes a point of
+    its own choosing): x is p scaled onto the surface and the distance the
+    first-order one, (F - 1) / |grad F| with F = |p / a|, which meets the
+    exact one at the surface with the same slope."""
+    a2 = radii * radii
+    scaled = safe_norm(p / radii)
+    outside = scaled > 1
+    weight = a2 * p * p
+    reach = safe_norm(radii * p)
+    lower, upper = jnp.maximum(reach - jnp.max(a2), 0.0), jnp.maximum(reach - jnp.min(a2), 0.0)
+
+    def step(s):  # one Newton step on sum(...)^(-1/2) = 1
+        d = a2 + s
+        total = jnp.where(outside, jnp.sum(weight / d ** 2), 1.0)
+        slope = jnp.where(outside, jnp.sum(weight / d ** 3) * total ** -1.5, 1.0)  # d/ds of total^(-1/2)
+        return s - (total ** -0.5 - 1) / slope
+
+    s = jax.lax.stop_gradient(lower)
+    for _ in range(ELLIPSOID_NEWTON_STEPS):
+        s = jnp.clip(jax.lax.stop_gradient(step(s)), jax.lax.stop_gradient(lower), jax.lax.stop_gradient(upper))
+    s = jnp.where(outside, step(s), 0.0)
+    x_out = a2 * p / (a2 + s)
+    smallest = jnp.zeros(3, p.dtype).at[jnp.argmin(radii)].set(1.0)
+    centred = scaled < 1e-12
+    x_in = jnp.where(centred, smallest * radii, p / jnp.where(centred, 1.0, scaled))
+    x = jnp.where(outside, x_out, x_in)
+    normal = _unit(x / a2, smallest)
+    gradient = safe_norm(p / a2)
+    inside = (scaled - 1) * jnp.where(centred, jnp.min(radii), scaled / jnp.where(centred, 1.0, gradient))
+    return x, normal, jnp.where(outside, safe_norm(p - x_out), inside)
+
+
+def sphere_ellipsoid(sphere, X1, ellipsoid, X2):
+    """The sphere against the ellipsoid's point closest to its centre
+    (``_ellipsoid_closest``), the common normal there; the relative
+    principal curvatures are the ellipsoid's there plus the sphere's
+    1 / r (the contact elliptical, as Simbody's ConvexConvex finds it)."""
+    r = sphere.radius
+    x, n, distance = _ellipsoid_closest(ellipsoid.radii, X2.inverse().apply(X1.p))
+    depth = r - distance
+    normal = -X2.rotate(n)
+    t1 = _perpendicular(n)
+    radius, ratio = _principal(_ellipsoid_form(ellipsoid.radii, x, t1, cross(n, t1)) + jnp.eye(2, dtype=x.dtype) / r)
+    return _stack([PointContact(X1.p + (r - depth / 2) * normal, normal, depth, radius, ratio)])
+
+
+def capsule_ellipsoid(capsule, X1, ellipsoid, X2):
+    """The capsule against the ellipsoid at its segment's point deepest in
+    it (a golden-section search along the segment of
+    ``_ellipsoid_closest``'s distance), as a sphere of the capsule's radius
+    there; the relative curvatures add the ellipsoid's and the capsule's:
+    its cylinder's (1 / r across the axis, 0 along it) where the point is
+    inside the segment, its end's sphere's at an end."""
+    top, bottom = _segment(capsule, X1)
+    X_inverse = X2.inverse()
+    a, d = X_inverse.apply(top), X_inverse.rotate(bottom - top)  # in the ellipsoid's frame
+    radii, r = ellipsoid.radii, capsule.radius
+    t = _deepest_on_segment(lambda p: _ellipsoid_closest(jax.lax.stop_gradient(radii), p)[2], a, d)
+    x, n, distance = _ellipsoid_closest(radii, a + t * d)
+    t1 = _perpendicular(n)
+    t2 = cross(n, t1)
+    along = jnp.stack([jnp.dot(t1, d), jnp.dot(t2, d)]) / safe_norm(d)  # the axis in the tangent plane
+    inner = (t > 1e-9) & (t < 1 - 1e-9)
+    tube = (jnp.eye(2, dtype=d.dtype) - jnp.where(inner, 1.0, 0.0) * jnp.outer(along, along)) / r
+    radius, ratio = _principal(_ellipsoid_form(radii, x, t1, t2) + tube)
+    depth = r - distance
+    normal = -X2.rotate(n)
+    return _stack([PointContact(top + t * (bottom - top) + (r - depth / 2) * normal, normal, depth, radius, ratio)])
 
 
 def _face_vertices() -> np.ndarray:
@@ -221,36 +354,6 @@ def sphere_brick(sphere, X1, brick, X2):
     return _stack([_sphere_on_brick(X1.p, sphere.radius, brick, X2)])
 
 
-#: Golden-section steps locating a segment's deepest point in a brick
-#: (the bracket shrinks to 0.618^60 ~ 3e-13 of the segment).
-SEGMENT_SEARCH_STEPS = 60
-
-
-def _brick_signed_distance(h, x):
-    """The signed distance (m, negative inside) of x (in the brick's frame)
-    from the brick of half-lengths h: convex in x."""
-    q = jnp.abs(x) - h
-    return safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
-
-
-def _deepest_on_segment(h, a, d):
-    """The t in [0, 1] minimizing the brick's signed distance of a + t d
-    (golden-section search on the convex function; its derivatives are
-    not followed: the depth at the minimum needs none, by the envelope
-    theorem)."""
-    h, a, d = (jax.lax.stop_gradient(x) for x in (h, a, d))
-    shrink = (np.sqrt(5.0) - 1.0) / 2.0
-
-    def step(_, bracket):
-        lo, hi = bracket
-        left, right = hi - shrink * (hi - lo), lo + shrink * (hi - lo)
-        keep_left = _brick_signed_distance(h, a + left * d) <= _brick_signed_distance(h, a + right * d)
-        return jnp.where(keep_left, lo, left), jnp.where(keep_left, right, hi)
-
-    lo, hi = jax.lax.fori_loop(0, SEGMENT_SEARCH_STEPS, step, (jnp.zeros_like(a[0]), jnp.ones_like(a[0])))
-    return (lo + hi) / 2
-
-
 def capsule_brick(capsule, X1, brick, X2, margin=0.0):
     """The capsule against the brick at three points of its segment, each a
     sphere of the capsule's radius against the brick (``sphere_brick``):
@@ -264,7 +367,7 @@ def capsule_brick(capsule, X1, brick, X2, margin=0.0):
     top, bottom = _segment(capsule, X1)
     a, d = X2.inverse().apply(top), X2.inverse().rotate(bottom - top)  # in the brick's frame
     h, r = brick.half_lengths, capsule.radius
-    t = _deepest_on_segment(h, a, d)
+    t = _deepest_on_segment(functools.partial(_brick_signed_distance, jax.lax.stop_gradient(h)), a, d)
     face = jnp.argmax(jnp.abs(a + t * d) - h)  # the axis of the face nearest the deepest point
     # the segment's part where |a_i + s d_i| <= h_i for the two other axes i
     moving = jnp.abs(d) > 1e-12 * capsule.half_length
@@ -337,6 +440,8 @@ KERNELS = {
     ("Sphere", "Capsule"): sphere_capsule,
     ("Capsule", "Capsule"): capsule_capsule,
     ("Capsule", "Brick"): capsule_brick,
+    ("Sphere", "Ellipsoid"): sphere_ellipsoid,
+    ("Capsule", "Ellipsoid"): capsule_ellipsoid,
 }
 
 #: Kernels that take the pair's margin (an extra argument): their depths

@@ -538,9 +538,9 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     """(HuntCrossleyForce or None, [the colliding pairs left out], [the mesh
     geoms modelled as fitted primitives, with the primitive]).
 
-    Each geom of a supported type (plane, sphere, capsule, ellipsoid; a box
-    against a plane, a sphere or a capsule; a cylinder against a plane; a
-    flat height field, as the plane of its
+    Each geom of a supported type (plane, sphere, capsule, ellipsoid, but
+    not two ellipsoids; a box against a plane, a sphere or a capsule; a
+    cylinder against a plane; a flat height field, as the plane of its
     base; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
     a box where it touches only planes, else a capsule) that is in one of
     MuJoCo's colliding pairs becomes a
