@@ -114,6 +114,22 @@ def test_a_capsule_lies_across_a_box_that_stands_on_the_floor():
     assert 1 / 1.5 < overlap / -np.mean(under_rod) < 1.5, (overlap, under_rod)
 
 
+def test_a_box_stacked_on_a_box_rests_as_mujocos_does():
+    """A box turned 30 degrees on a larger one on the floor: both come to
+    rest, each overlap within 5% of MuJoCo's (its 4 contacts' mean)."""
+    xml = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+      <body name="lower" pos="0 0 0.1"><freejoint/><geom type="box" size="0.2 0.15 0.1" mass="2"/></body>
+      <body name="upper" pos="0.03 0.02 0.26" euler="0 0 30"><freejoint/><geom type="box" size="0.1 0.08 0.06" mass="1"/>
+      </body></worldbody></mujoco>"""
+    robot, model, final, m, d = _rest(xml, steps=4000)
+    assert float(jnp.abs(final.u).max()) < 1e-5
+    lower, upper = float(final.q[6]), float(final.q[13])
+    for (geom1, geom2), overlap in (((0, 1), 0.1 - lower), ((1, 2), lower + 0.16 - upper)):
+        depths = [-c.dist for c in d.contact[:d.ncon] if (c.geom1, c.geom2) == (geom1, geom2)]
+        assert len(depths) == 4
+        np.testing.assert_allclose(overlap, np.mean(depths), rtol=0.05)
+
+
 def test_a_cylinder_stands_at_mujocos_depth_and_lies_near_it():
     """A cylinder geom standing on an end: MuJoCo's three contacts and the
     four rim points carry it at the same depth (1%); lying on its side,

@@ -13,11 +13,13 @@ the closest points of the capsules' segments, Sphere-Brick to the sphere
 against the brick's closest point, Capsule-Brick to three spheres along
 the capsule's segment (see there); Sphere-Ellipsoid and Capsule-Ellipsoid
 take the ellipsoid's point closest to the sphere's centre or to the
-segment (Simbody's ConvexConvex finds the same points by another route).
+segment (Simbody's ConvexConvex finds the same points by another route);
+Brick-Brick is the separating-axis test with a face's contact patch.
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
-BrickHalfSpacePenalty (``VERTEX_KERNELS``), not Hertz's. A cylinder (which
+BrickHalfSpacePenalty (``VERTEX_KERNELS``), not Hertz's, as at the points
+of two bricks' contact patch. A cylinder (which
 Simbody has no contact for) meets a half-space the same way, at points of
 its two rims: the deepest rim point of each end and three more a quarter
 turn apart, so that it lies on two points and stands on four.
@@ -388,6 +390,140 @@ def capsule_brick(capsule, X1, brick, X2, margin=0.0):
     return _stack([eqx.tree_at(lambda c: c.depth, p, depth) for p, depth in zip(points, [*ends_depth, excess])])
 
 
+def _face_patch(h, k, s, center, R, g, apart):
+    """4 points where an incident brick (half-lengths g, centre and axes R
+    in the reference brick's frame) meets the reference brick's face s e_k
+    (half-lengths h): of the vertices of the overlap of that face with the
+    incident brick's face turned against it (projected along e_k: each
+    face's vertices inside the other and the edges' crossings, 24
+    candidates), the deepest, the one farthest from it, the one farthest
+    from the line through those two, and the one farthest from the other
+    two sides of that triangle; (the points in the reference frame, on the
+    incident face; their depths behind the reference face; the outward
+    normal s e_k). Without an overlap every depth is ``apart``."""
+    dtype = center.dtype
+    u, v = (k + 1) % 3, (k + 2) % 3
+    e = jnp.eye(3, dtype=dtype)
+    along = jnp.abs(R[k])
+    m = jnp.argmax(along)  # the incident axis nearest the reference normal
+    N = R[:, m]
+    sigma = -jnp.sign(s * N[k])  # the incident face's outward normal is sigma N, against s e_k
+    face_center = center + sigma * g[m] * N
+    side1, side2 = R[:, (m + 1) % 3] * g[(m + 1) % 3], R[:, (m + 2) % 3] * g[(m + 2) % 3]
+    corners = face_center + jnp.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], dtype) @ jnp.stack([side1, side2])
+
+    def plane(q):  # (u, v) points -> their points on the incident face's plane (in the reference frame)
+        x_k = face_center[k] - (N[u] * (q[:, 0] - face_center[u]) + N[v] * (q[:, 1] - face_center[v])) / N[k]
+        return q[:, :1] * e[u] + q[:, 1:] * e[v] + x_k[:, None] * e[k]
+
+    quad = jnp.stack([corners[:, u], corners[:, v]], axis=1)  # (4, 2) the incident face in the plane
+    rect = jnp.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], dtype) * jnp.stack([h[u], h[v]])
+    slack = 1e-9 * (jnp.max(h) + jnp.max(g))
+    in_rect = jnp.all(jnp.abs(quad) <= jnp.stack([h[u], h[v]]) + slack, axis=1)
+    edges = jnp.roll(quad, -1, axis=0) - quad
+    turn = edges[:, 0] * (rect[:, None, 1] - quad[None, :, 1]) - edges[:, 1] * (rect[:, None, 0] - quad[None, :, 0])
+    orientation = jnp.sign(jnp.sum(edges[:, 0] * jnp.roll(edges, -1, axis=0)[:, 1]
+                                   - edges[:, 1] * jnp.roll(edges, -1, axis=0)[:, 0]))
+    in_quad = jnp.all(orientation * turn >= -slack * jnp.max(g), axis=1)
+    # each incident edge against each reference edge
+    rect_edges = jnp.roll(rect, -1, axis=0) - rect
+    p, r = quad[:, None, :], edges[:, None, :]
+    q, w = rect[None, :, :], rect_edges[None, :, :]
+    cross_rw = r[..., 0] * w[..., 1] - r[..., 1] * w[..., 0]
+    crossing = jnp.abs(cross_rw) > 1e-12 * (jnp.max(h) + jnp.max(g)) ** 2
+    denominator = jnp.where(crossing, cross_rw, 1.0)
+    qp = q - p
+    t = (qp[..., 0] * w[..., 1] - qp[..., 1] * w[..., 0]) / denominator
+    t2 = (qp[..., 0] * r[..., 1] - qp[..., 1] * r[..., 0]) / denominator
+    meets = crossing & (t >= 0) & (t <= 1) & (t2 >= 0) & (t2 <= 1)
+    points = jnp.concatenate([quad, rect, (p + t[..., None] * r).reshape(16, 2)])
+    valid = jnp.concatenate([in_rect, in_quad, meets.reshape(16)])
+    depths = h[k] - s * plane(points)[:, k]
+
+    def farthest(score):
+        return jnp.argmax(jnp.where(valid, score, -jnp.inf))
+
+    def off_line(a, b):  # each point's distance from the line through points a and b (times |b - a|)
+        d = points[b] - points[a]
+        return jnp.abs(d[0] * (points[:, 1] - points[a, 1]) - d[1] * (points[:, 0] - points[a, 0]))
+
+    a = farthest(depths)  # the deepest point, then three spanning a large quadrilateral with it
+    b = farthest(jnp.sum((points - points[a]) ** 2, axis=1))
+    c = farthest(off_line(a, b))
+    d = farthest(off_line(a, c) + off_line(b, c))
+    chosen = jnp.stack([a, b, c, d])
+    on_face = plane(points[chosen])
+    return on_face, jnp.where(jnp.any(valid), depths[chosen], apart), s * e[k]
+
+
+def brick_brick(brick1, X1, brick2, X2):
+    """Two bricks by the separating-axis test over their 15 axes (3 face
+    normals each, 9 edge-edge cross products). Where a face normal
+    separates least, or an edge-edge axis within 8 degrees of the best face
+    normal does (MJX's rule), the contact is the face's patch
+    (``_face_patch``): 4 points, each its depth behind the reference face,
+    as MuJoCo's box-box keeps 4; else the two edges' closest points, one
+    point, if they lie inside both edges (else a vertex is deepest, and the
+    face's patch holds it). The vertex law applies (``VERTEX_KERNELS``)."""
+    X_BA = X2.inverse().compose(X1)  # brick 1 in brick 2's frame
+    pA, RA = X_BA.p, X_BA.R
+    hA, hB = jnp.asarray(brick1.half_lengths, pA.dtype), jnp.asarray(brick2.half_lengths, pA.dtype)
+    dtype = pA.dtype
+    eye = jnp.eye(3, dtype=dtype)
+    edge_axes = jnp.cross(jnp.repeat(RA.T, 3, axis=0), jnp.tile(eye, (3, 1)))  # a_i x e_j, i major
+    edge_size = safe_norm(edge_axes, axis=-1)
+    usable = edge_size > 1e-6
+    edge_axes = edge_axes / jnp.where(usable, edge_size, 1.0)[:, None]
+    axes = jnp.concatenate([RA.T, eye, edge_axes])
+
+    def overlap(L):
+        return jnp.sum(hA * jnp.abs(RA.T @ L)) + jnp.sum(hB * jnp.abs(L)) - jnp.abs(jnp.dot(pA, L))
+
+    overlaps = jax.vmap(overlap)(axes)
+    overlaps = jnp.where(jnp.concatenate([jnp.ones(6, bool), usable]), overlaps, jnp.inf)
+    face = jnp.argmin(overlaps[:6])
+    edge = jnp.argmin(overlaps[6:])
+    edge_contact = (overlaps[6 + edge] < overlaps[face]) & (jnp.abs(jnp.dot(axes[face], axes[6 + edge])) < 0.99)
+    apart = -jnp.ones((), dtype)
+
+    # the face patch, the reference face on brick 1 (face < 3) or brick 2
+    k = face % 3
+    on_A = face < 3
+    toward = jnp.where(on_A, -1.0, 1.0) * jnp.dot(pA, axes[face])  # from the reference brick to the other
+    s = jnp.where(toward >= 0, 1.0, -1.0)
+    RB_in_A = RA.T
+    patch_A = _face_patch(hA, k, s, RB_in_A @ -pA, RB_in_A, hB, apart)  # in brick 1's frame
+    patch_B = _face_patch(hB, k, s, pA, RA, hA, apart)  # in brick 2's frame
+    points_A, depth_A, n_A = patch_A
+    points_B, depth_B, n_B = patch_B
+    # back to brick 2's frame; the normal from brick 1 into brick 2
+    points = jnp.where(on_A, (RA @ points_A.T).T + pA, points_B)
+    depth = jnp.where(on_A, depth_A, depth_B)
+    normal = jnp.where(on_A, RA @ n_A, -n_B)
+    location = points + (depth / 2)[:, None] * jnp.where(on_A, 1.0, -1.0) * normal  # halfway up the overlap
+
+    # the edge-edge contact: each brick's edge along the axis's factor nearest the other brick
+    i, j = edge // 3, edge % 3
+    L = axes[6 + edge] * jnp.where(jnp.dot(axes[6 + edge], -pA) >= 0, 1.0, -1.0)  # from brick 1 toward brick 2
+    signs_A = jnp.where(RA.T @ L >= 0, 1.0, -1.0) * (jnp.arange(3) != i)
+    signs_B = -jnp.where(L >= 0, 1.0, -1.0) * (jnp.arange(3) != j)
+    mid_A, mid_B = pA + RA @ (signs_A * hA), signs_B * hB
+    a1, b1 = mid_A - RA[:, i] * hA[i], mid_A + RA[:, i] * hA[i]
+    a2, b2 = mid_B - eye[j] * hB[j], mid_B + eye[j] * hB[j]
+    c1, c2 = _closest_between_segments(a1, b1, a2, b2)
+    edge_depth = jnp.dot(c1 - c2, L)
+    inner = [(jnp.abs(jnp.dot(c - mid, axis)) < (1 - 1e-9) * half)
+             for c, mid, axis, half in ((c1, mid_A, RA[:, i], hA[i]), (c2, mid_B, eye[j], hB[j]))]
+    edge_contact = edge_contact & inner[0] & inner[1]  # else a vertex, which a face's patch holds
+    edge_rows = jnp.stack([(c1 + c2) / 2] * 4)
+    location = jnp.where(edge_contact, edge_rows, location)
+    depth = jnp.where(edge_contact, jnp.stack([edge_depth, apart, apart, apart]), depth)
+    normal = jnp.where(edge_contact, L, normal)
+    normal_G = X2.rotate(normal)
+    return PointContact(jax.vmap(X2.apply)(location), jnp.broadcast_to(normal_G, (4, 3)), depth,
+                        jnp.zeros_like(depth), jnp.ones_like(depth))
+
+
 def half_space_cylinder(half_space, X1, cylinder, X2):
     """The cylinder's rims against the half-space: on each end, the rim
     point deepest in the half-space and three more a quarter turn apart
@@ -442,6 +578,7 @@ KERNELS = {
     ("Capsule", "Brick"): capsule_brick,
     ("Sphere", "Ellipsoid"): sphere_ellipsoid,
     ("Capsule", "Ellipsoid"): capsule_ellipsoid,
+    ("Brick", "Brick"): brick_brick,
 }
 
 #: Kernels that take the pair's margin (an extra argument): their depths
@@ -451,7 +588,7 @@ MARGIN_KERNELS = frozenset({("Capsule", "Brick")})
 
 #: Kernels whose points are a flat face's vertices or a rim's points: the
 #: force there is Simbody's BrickHalfSpacePenalty, k x (1 + c xdot), not Hertz's.
-VERTEX_KERNELS = frozenset({("HalfSpace", "Brick"), ("HalfSpace", "Cylinder")})
+VERTEX_KERNELS = frozenset({("HalfSpace", "Brick"), ("HalfSpace", "Cylinder"), ("Brick", "Brick")})
 
 
 class PairGroup(NamedTuple):
