@@ -116,9 +116,9 @@ def test_candidate_pairs_skip_one_body_ground_and_excluded_pairs_and_name_unsupp
     assert {(g.kinds, g.first, g.second) for g in groups} == {
         (("HalfSpace", "Sphere"), (0, 1), (2, 2)), (("HalfSpace", "Capsule"), (0,), (3,))}
 
-    system, forces, contacts, contact_set = _system_with(CG.Cylinder(0.1, 0.2), CG.Sphere(0.1))
+    system, forces, contacts, contact_set = _system_with(CG.Cylinder(0.1, 0.2), CG.Ellipsoid([0.1, 0.2, 0.3]))
     sx.HuntCrossleyForce(forces, contacts, contact_set)
-    with pytest.raises(ValueError, match=r"between surface 0 \(Cylinder on Free .b0. \(body 1\)\) and surface 1 \(Sphere"):
+    with pytest.raises(ValueError, match=r"between surface 0 \(Cylinder on Free .b0. \(body 1\)\) and surface 1 \(Ellipsoid"):
         system.realize_topology()
 
 
@@ -251,13 +251,14 @@ def test_half_space_cylinder_touches_at_its_rims():
 
 def _random_poses(mujoco, model, count, spread, seed):
     """(R (count, 3, 3), p (count, 3), MuJoCo's signed distance of geoms 0
-    and 1 (mj_geomDistance)) for random poses of the free body carrying
-    geom 1 (its position normal with standard deviation ``spread``, m)."""
+    and 1 (mj_geomDistance)) for random poses of the first free joint's
+    body, which carries geom 1 (its position normal with standard
+    deviation ``spread``, m)."""
     data, rng = mujoco.MjData(model), np.random.default_rng(seed)
     R, p, distance = [], [], []
     for _ in range(count):
         quaternion = rng.normal(size=4)
-        data.qpos[:] = np.concatenate([spread * rng.normal(size=3), quaternion / np.linalg.norm(quaternion)])
+        data.qpos[:7] = np.concatenate([spread * rng.normal(size=3), quaternion / np.linalg.norm(quaternion)])
         mujoco.mj_forward(model, data)
         distance.append(mujoco.mj_geomDistance(model, data, 0, 1, 2.0, np.zeros(6)))
         R.append(data.geom_xmat[1].reshape(3, 3).copy())
@@ -449,5 +450,69 @@ def test_brick_brick_is_a_face_patch_or_an_edge_crossing():
     jacobian = jax.jit(jax.jacfwd(outputs, argnums=(0, 1)))  # one compile
     for R, p in ((np.eye(3), [0, 0, 0.19]), (np.eye(3), [0, 0, 0.0]), (np.eye(3), [0.4, 0.3, 0.2]),
                  (sx.Rotation.about_z(np.pi / 4).matrix, [0, 0, 0.19]), (_random_rotation(4), [0.1, 0.05, 0.2])):
+        jacobians = jacobian(jnp.asarray(p, float), jnp.asarray(R, float))
+        assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians), p
+
+
+def test_sphere_and_capsule_cylinder_rest_on_the_end_or_the_side():
+    """A sphere on a cylinder's end touches as on a plane, on its side with
+    the relative curvatures 1/r + 1/radius around the axis and 1/r along
+    it; a capsule lying on the end rests on the two ends of its part over
+    the disk, lying along the side on the two ends of its part between the
+    end planes; for random poses whose segment (centre) is outside, the
+    deepest point's depth is MuJoCo's signed distance (mj_geomDistance),
+    negated, to its ccd_tolerance; derivatives are finite in degenerate
+    poses."""
+    mujoco = pytest.importorskip("mujoco")
+    cylinder, origin, r = CG.Cylinder(0.2, 0.1), _pose(), 0.05
+    on_end = detection.sphere_cylinder(CG.Sphere(r), _pose(p=[0.05, 0.02, 0.14]), cylinder, origin)
+    np.testing.assert_allclose(on_end.depth, [0.01], atol=ATOL)
+    np.testing.assert_allclose(on_end.normal, [[0, 0, -1]], atol=ATOL)
+    np.testing.assert_allclose([on_end.radius[0], on_end.ratio[0]], [r, 1.0], atol=ATOL)
+    on_side = detection.sphere_cylinder(CG.Sphere(r), _pose(p=[0.0, 0.24, 0.03]), cylinder, origin)
+    around = 1 / r + 1 / 0.2
+    np.testing.assert_allclose(on_side.depth, [0.01], atol=ATOL)
+    np.testing.assert_allclose(on_side.normal, [[0, -1, 0]], atol=ATOL)
+    np.testing.assert_allclose([on_side.radius[0], on_side.ratio[0]], [(around / r) ** -0.5, around * r], rtol=1e-12)
+    along_x = sx.Rotation.about_y(0.5 * np.pi).matrix
+    lying = detection.capsule_cylinder(CG.Capsule(r, 0.4), _pose(along_x, [0.05, 0.0, 0.14]), cylinder, origin)
+    np.testing.assert_allclose(lying.depth, [0.01, 0.01, 0.0], atol=ATOL)
+    np.testing.assert_allclose(np.sort(np.asarray(lying.location[:2, 0])), [-0.2, 0.2], atol=1e-9)
+    along_z = detection.capsule_cylinder(CG.Capsule(r, 0.4), _pose(p=[0.0, 0.24, 0.0]), cylinder, origin)
+    np.testing.assert_allclose(along_z.depth, [0.01, 0.01, 0.0], atol=ATOL)
+    np.testing.assert_allclose(np.sort(np.asarray(along_z.location[:2, 2])), [-0.1, 0.1], atol=1e-9)
+
+    model = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom type="cylinder" size="0.2 0.1"/>'
+        '<body><freejoint/><geom type="capsule" size="0.05 0.2"/></body>'
+        '<body><freejoint/><geom type="sphere" size="0.05"/></body></worldbody></mujoco>')
+    R, p, distance = _random_poses(mujoco, model, 200, 0.3, seed=3)
+    depth = np.asarray(jax.jit(jax.vmap(lambda R, p: detection.capsule_cylinder(
+        CG.Capsule(r, 0.2), sx.Transform(R, p), cylinder, origin).depth))(R, p))
+    deepest = depth[:, 2] + np.maximum(np.maximum(depth[:, 0], depth[:, 1]), 0.0)
+    outside = deepest < r
+    np.testing.assert_allclose(deepest[outside], -distance[outside], atol=model.opt.ccd_tolerance)
+    assert outside.sum() > 100
+    data = mujoco.MjData(model)
+    centres = np.random.default_rng(4).normal(size=(200, 3)) * 0.3
+    sphere_distance = []
+    for centre in centres:
+        data.qpos[7:10] = centre
+        mujoco.mj_forward(model, data)
+        sphere_distance.append(mujoco.mj_geomDistance(model, data, 0, 2, 2.0, np.zeros(6)))
+    sphere_depth = np.asarray(jax.jit(jax.vmap(lambda p: detection.sphere_cylinder(
+        CG.Sphere(r), sx.Transform(np.eye(3), p), cylinder, origin).depth[0]))(centres))
+    outside = (np.hypot(centres[:, 0], centres[:, 1]) > 0.2) | (np.abs(centres[:, 2]) > 0.1)
+    np.testing.assert_allclose(-sphere_depth[outside], np.array(sphere_distance)[outside],
+                               atol=model.opt.ccd_tolerance)
+
+    def outputs(p, R):
+        c = detection.capsule_cylinder(CG.Capsule(r, 0.4), sx.Transform(R, p), cylinder, origin)
+        s = detection.sphere_cylinder(CG.Sphere(r), sx.Transform(R, p), cylinder, origin)
+        return jnp.concatenate([c.location.ravel(), c.normal.ravel(), c.depth, s.location.ravel(), s.depth])
+
+    jacobian = jax.jit(jax.jacfwd(outputs, argnums=(0, 1)))  # one compile
+    for R, p in ((along_x, [0.05, 0.0, 0.14]), (np.eye(3), [0.0, 0.0, 0.0]), (np.eye(3), [0.0, 0.24, 0.0]),
+                 (along_x, [0.0, 0.0, 0.0]), (_random_rotation(6), [0.2, 0.1, 0.12])):
         jacobians = jacobian(jnp.asarray(p, float), jnp.asarray(R, float))
         assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians), p

@@ -114,6 +114,24 @@ def test_a_capsule_lies_across_a_box_that_stands_on_the_floor():
     assert 1 / 1.5 < overlap / -np.mean(under_rod) < 1.5, (overlap, under_rod)
 
 
+def test_a_ball_rests_on_a_puck_that_lies_on_the_floor():
+    """A ball (sphere) on a puck (cylinder) on the floor: the puck gets a
+    surface for its rim points on the floor and a Hertz one under the ball;
+    the puck rests at MuJoCo's depth (2%), the ball's overlap with it
+    within 1.5x of MuJoCo's."""
+    xml = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+      <body name="puck" pos="0 0 0.05"><freejoint/><geom name="puck" type="cylinder" size="0.2 0.05" mass="2"/></body>
+      <body name="ball" pos="0.05 0.03 0.15"><freejoint/><geom name="ball" type="sphere" size="0.05" mass="0.5"/>
+      </body></worldbody></mujoco>"""
+    robot, model, final, m, d = _rest(xml, steps=4000)
+    assert len(robot.contact.element(model).surfaces) == 4
+    on_floor = [c.dist for c in d.contact[:d.ncon] if 0 in (c.geom1, c.geom2)]
+    [under_ball] = [c.dist for c in d.contact[:d.ncon] if 0 not in (c.geom1, c.geom2)]
+    puck, ball = float(final.q[6]), float(final.q[13])
+    np.testing.assert_allclose(0.05 - puck, -np.mean(on_floor), rtol=2e-2)
+    assert 1 / 1.5 < (puck + 0.1 - ball) / -under_ball < 1.5
+
+
 def test_a_box_stacked_on_a_box_rests_as_mujocos_does():
     """A box turned 30 degrees on a larger one on the floor: both come to
     rest, each overlap within 5% of MuJoCo's (its 4 contacts' mean)."""

@@ -14,7 +14,8 @@ against the brick's closest point, Capsule-Brick to three spheres along
 the capsule's segment (see there); Sphere-Ellipsoid and Capsule-Ellipsoid
 take the ellipsoid's point closest to the sphere's centre or to the
 segment (Simbody's ConvexConvex finds the same points by another route);
-Brick-Brick is the separating-axis test with a face's contact patch.
+Brick-Brick is the separating-axis test with a face's contact patch;
+Sphere-Cylinder and Capsule-Cylinder are as their Brick counterparts.
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
@@ -356,38 +357,119 @@ def sphere_brick(sphere, X1, brick, X2):
     return _stack([_sphere_on_brick(X1.p, sphere.radius, brick, X2)])
 
 
-def capsule_brick(capsule, X1, brick, X2, margin=0.0):
-    """The capsule against the brick at three points of its segment, each a
-    sphere of the capsule's radius against the brick (``sphere_brick``):
-    the two ends of the part of the segment over the face nearest its
-    deepest point (the segment clipped to that face's prism: a capsule
-    lying on a face rests on two points, at its ends or the face's edges),
-    and the deepest point itself, whose depth counts only what it exceeds
-    the other two by (nothing lying flat; all of it across an edge, where
-    the other two do not touch). Every depth is continuous in the poses.
+def _slab(a, d, half, length):
+    """The s interval where |a + s d| <= half (per axis: lower, upper; all
+    or nothing where d is 0; ``length`` scales the test for 0)."""
+    moving = jnp.abs(d) > 1e-12 * length
+    step = jnp.where(moving, d, 1.0)
+    ends = jnp.sort(jnp.stack([(-half - a) / step, (half - a) / step]), axis=0)
+    inside = jnp.where(jnp.abs(a) <= half, jnp.inf, -jnp.inf)
+    return jnp.where(moving, ends[0], -inside), jnp.where(moving, ends[1], inside)
+
+
+def _capsule_on_faces(capsule, X1, X2, distance, sphere_at, over, margin):
+    """A capsule against a convex shape with flat faces (in X2's frame:
+    ``distance`` its signed distance, ``sphere_at(centre in G, radius)`` a
+    sphere's contact with it, ``over(a, d, t)`` the interval of s where
+    a + s d lies over the face nearest a + t d), at three points of the
+    segment, each a sphere of the capsule's radius: the two ends of the
+    segment's part over the face nearest its deepest point (a capsule lying
+    on a face rests on two points, at its ends or the face's edges), and
+    the deepest point itself, whose depth counts only what it exceeds the
+    other two by (nothing lying flat; all of it across an edge, where the
+    other two do not touch). Every depth is continuous in the poses.
     ``margin``: the pair's, which the caller adds to every depth."""
     top, bottom = _segment(capsule, X1)
-    a, d = X2.inverse().apply(top), X2.inverse().rotate(bottom - top)  # in the brick's frame
-    h, r = brick.half_lengths, capsule.radius
-    t = _deepest_on_segment(functools.partial(_brick_signed_distance, jax.lax.stop_gradient(h)), a, d)
-    face = jnp.argmax(jnp.abs(a + t * d) - h)  # the axis of the face nearest the deepest point
-    # the segment's part where |a_i + s d_i| <= h_i for the two other axes i
-    moving = jnp.abs(d) > 1e-12 * capsule.half_length
-    step = jnp.where(moving, d, 1.0)
-    ends = jnp.sort(jnp.stack([(-h - a) / step, (h - a) / step]), axis=0)
-    inside = jnp.where(jnp.abs(a) <= h, jnp.inf, -jnp.inf)
-    lower = jnp.where(moving, ends[0], -inside)
-    upper = jnp.where(moving, ends[1], inside)
-    other = jnp.arange(3) != face
-    s0 = jnp.maximum(jnp.max(jnp.where(other, lower, -jnp.inf)), 0.0)
-    s1 = jnp.minimum(jnp.min(jnp.where(other, upper, jnp.inf)), 1.0)
-    over = s0 <= s1
-    points = [_sphere_on_brick(top + s * (bottom - top), r, brick, X2)
-              for s in (jnp.where(over, s0, t), jnp.where(over, s1, t), t)]
+    a, d = X2.inverse().apply(top), X2.inverse().rotate(bottom - top)
+    t = _deepest_on_segment(distance, a, d)
+    s0, s1 = over(a, d, t)
+    s0, s1 = jnp.maximum(s0, 0.0), jnp.minimum(s1, 1.0)
+    inside = s0 <= s1
+    points = [sphere_at(top + s * (bottom - top), capsule.radius)
+              for s in (jnp.where(inside, s0, t), jnp.where(inside, s1, t), t)]
     apart = -jnp.ones_like(points[2].depth) - margin
-    ends_depth = [jnp.where(over, p.depth, apart) for p in points[:2]]
+    ends_depth = [jnp.where(inside, p.depth, apart) for p in points[:2]]
     excess = points[2].depth - jnp.maximum(jnp.maximum(*ends_depth) + margin, 0.0)
     return _stack([eqx.tree_at(lambda c: c.depth, p, depth) for p, depth in zip(points, [*ends_depth, excess])])
+
+
+def capsule_brick(capsule, X1, brick, X2, margin=0.0):
+    """The capsule against the brick (``_capsule_on_faces``): the face
+    nearest the deepest point is the one across the axis where it lies
+    farthest out, and the part over it the segment clipped to that face's
+    prism."""
+    h = brick.half_lengths
+
+    def over(a, d, t):
+        face = jnp.argmax(jnp.abs(a + t * d) - h)
+        lower, upper = _slab(a, d, h, capsule.half_length)
+        other = jnp.arange(3) != face
+        return jnp.max(jnp.where(other, lower, -jnp.inf)), jnp.min(jnp.where(other, upper, jnp.inf))
+
+    return _capsule_on_faces(capsule, X1, X2, functools.partial(_brick_signed_distance, jax.lax.stop_gradient(h)),
+                             lambda c, r: _sphere_on_brick(c, r, brick, X2), over, margin)
+
+
+def _cylinder_signed_distance(radius, half_length, x):
+    """The signed distance (m, negative inside) of x (in the cylinder's
+    frame) from the solid cylinder: convex in x."""
+    q = jnp.stack([safe_norm(x[:2]) - radius, jnp.abs(x[2]) - half_length])
+    return safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
+
+
+def _sphere_on_cylinder(center, r, cylinder, X_GC: Transform):
+    """A sphere of radius r at ``center`` (in G) against the cylinder's point
+    closest to it (a centre inside is pushed out through the nearer of the
+    side and the end). Against the side the relative curvatures are
+    1/r + 1/radius around the axis and 1/r along it; against an end or its
+    rim, the sphere's."""
+    local = X_GC.inverse().apply(center)
+    rho, half = cylinder.radius, cylinder.half_length
+    radial_size = safe_norm(local[:2])
+    radial = jnp.concatenate([_unit(local[:2], jnp.array([1.0, 0.0], local.dtype)), jnp.zeros(1, local.dtype)])
+    axial = jnp.array([0.0, 0.0, 1.0], local.dtype) * jnp.where(local[2] >= 0, 1.0, -1.0)
+    side_gap, end_gap = rho - radial_size, half - jnp.abs(local[2])
+    inside = (side_gap > 0) & (end_gap > 0)
+    surface = jnp.minimum(radial_size, rho) * radial + jnp.clip(local[2], -half, half) * jnp.array([0.0, 0.0, 1.0], local.dtype)
+    through_side = side_gap < end_gap
+    outward = jnp.where(inside, jnp.where(through_side, radial, axial), _unit(local - surface, radial))
+    depth = r + jnp.where(inside, jnp.minimum(side_gap, end_gap), -safe_norm(local - surface))
+    on_side = jnp.where(inside, through_side, (radial_size > rho) & (jnp.abs(local[2]) < half))
+    normal = -X_GC.rotate(outward)
+    k_around = 1 / r + jnp.where(on_side, 1 / rho, 0.0)
+    return PointContact(center + (r - depth / 2) * normal, normal, depth, (k_around / r) ** -0.5, k_around * r)
+
+
+def sphere_cylinder(sphere, X1, cylinder, X2):
+    """The sphere against the cylinder's point closest to its centre."""
+    return _stack([_sphere_on_cylinder(X1.p, sphere.radius, cylinder, X2)])
+
+
+def capsule_cylinder(capsule, X1, cylinder, X2, margin=0.0):
+    """The capsule against the cylinder (``_capsule_on_faces``): where the
+    deepest point lies farther beyond an end than beyond the side, the part
+    over that end is the segment within the radius of the axis; else the
+    part along the side is the segment between the end planes."""
+    rho, half = cylinder.radius, cylinder.half_length
+
+    def over(a, d, t):
+        c = a + t * d
+        to_end = jnp.abs(c[2]) - half > safe_norm(c[:2]) - rho
+        # |a_xy + s d_xy| <= rho: A s^2 + B s + C <= 0
+        A, B, C = jnp.dot(d[:2], d[:2]), 2 * jnp.dot(a[:2], d[:2]), jnp.dot(a[:2], a[:2]) - rho * rho
+        moving = A > 1e-24 * capsule.half_length ** 2
+        disc = B * B - 4 * A * C
+        root = jnp.sqrt(jnp.where(moving & (disc > 0), disc, 0.0))
+        A_safe = jnp.where(moving, A, 1.0)
+        within = jnp.where(C <= 0, jnp.inf, -jnp.inf)
+        disk = (jnp.where(moving, jnp.where(disc > 0, (-B - root) / (2 * A_safe), jnp.inf), -within),
+                jnp.where(moving, jnp.where(disc > 0, (-B + root) / (2 * A_safe), -jnp.inf), within))
+        slab = _slab(a[2], d[2], half, capsule.half_length)
+        return jnp.where(to_end, disk[0], slab[0]), jnp.where(to_end, disk[1], slab[1])
+
+    distance = functools.partial(_cylinder_signed_distance, jax.lax.stop_gradient(rho), jax.lax.stop_gradient(half))
+    return _capsule_on_faces(capsule, X1, X2, distance, lambda c, r: _sphere_on_cylinder(c, r, cylinder, X2), over,
+                             margin)
 
 
 def _face_patch(h, k, s, center, R, g, apart):
@@ -579,11 +661,13 @@ KERNELS = {
     ("Sphere", "Ellipsoid"): sphere_ellipsoid,
     ("Capsule", "Ellipsoid"): capsule_ellipsoid,
     ("Brick", "Brick"): brick_brick,
+    ("Sphere", "Cylinder"): sphere_cylinder,
+    ("Capsule", "Cylinder"): capsule_cylinder,
 }
 
 #: Kernels that take the pair's margin (an extra argument): their depths
 #: compare points, which a margin added afterwards would shift unequally.
-MARGIN_KERNELS = frozenset({("Capsule", "Brick")})
+MARGIN_KERNELS = frozenset({("Capsule", "Brick"), ("Capsule", "Cylinder")})
 
 
 #: Kernels whose points are a flat face's vertices or a rim's points: the

@@ -107,8 +107,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
-    without a kernel: two ellipsoids, or a cylinder against anything but a
-    plane, for example) is reported in one warning listing it, with the mesh geoms
+    without a kernel: two ellipsoids, two cylinders, or a cylinder and a
+    box, for example) is reported in one warning listing it, with the mesh geoms
     that touch as the primitives MuJoCo fits to them (a box where a mesh
     touches only planes, else a capsule); ``robot.joints`` keeps the numbers.
     The equality constraints Simbody has are mapped, exact where MuJoCo's
@@ -540,7 +540,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
 
     Each geom of a supported type (plane, sphere, capsule, ellipsoid, but
     not two ellipsoids; a box against a plane, a sphere, a capsule or a
-    box; a cylinder against a plane; a flat height field, as the plane of its
+    box; a cylinder against a plane, a sphere or a capsule; a flat height
+    field, as the plane of its
     base; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
     a box where it touches only planes, else a capsule) that is in one of
     MuJoCo's colliding pairs becomes a
@@ -561,11 +562,13 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     d), and c = 2 / (g dmax tau) gives MuJoCo's damping at rest. A
     cylinder's rim points take a box's rule at the depth MuJoCo stands it
     at, on 3 contacts of an end: 4 rim points carry it there (lying on its
-    side, 2 carry it, about 1.4x MuJoCo's depth on its 2 contacts). A
-    box touching spheres or capsules gets a second surface for those pairs,
-    of Hertz's law, its E that of a sphere of their smallest radius
-    carrying the box's share of weight on one contact (a rod across a box
-    rests within 1.5x MuJoCo's overlap). Geoms on the world are rigid (E = 1e12 Pa), so
+    side, 2 carry it, about 1.4x MuJoCo's depth on its 2 contacts). Two
+    boxes' patch points take the vertex law too (a box stacked on a box
+    rests within 5% of MuJoCo's depths). A box or cylinder touching spheres
+    or capsules gets a second surface for those pairs, of Hertz's law, its
+    E that of a sphere of their smallest radius carrying the geom's share
+    of weight on one contact (a rod across a box rests within 1.5x MuJoCo's
+    overlap). Geoms on the world are rigid (E = 1e12 Pa), so
     the moving geom's numbers decide. Friction: static = dynamic = the
     geom's sliding friction (0 with condim 1); Simbody combines two geoms'
     by their harmonic mean where MuJoCo takes the larger (equal when the
@@ -621,9 +624,9 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
                 touching_world.setdefault(root[m.geom_bodyid[g]], set()).add(g)
 
     # A pair's force law: a box's vertices or a cylinder's rim points on a
-    # plane (stiffness N/m), else Hertz's (Pa). A box in pairs of both laws
-    # gets a surface for each, its Hertz one stiff as a sphere of its
-    # partners' smallest radius.
+    # plane, and two boxes' patch points (stiffness N/m), else Hertz's (Pa).
+    # A box or cylinder in pairs of both laws gets a surface for each, its
+    # Hertz one stiff as a sphere of its partners' smallest radius.
     def law(g1, g2):
         pair = (shape_kind(g1), shape_kind(g2))
         return "vertex" if pair in VERTEX_KERNELS or pair[::-1] in VERTEX_KERNELS else "hertz"
@@ -631,7 +634,7 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     partner_radius = {}
     for g1, g2 in covered:
         for g, other in ((g1, g2), (g2, g1)):
-            if law(g1, g2) == "hertz" and kind[g] == "box":
+            if law(g1, g2) == "hertz" and kind[g] in ("box", "cylinder"):
                 size = fits[other][0] if other in fits else m.geom_size[other]
                 radius = float(np.prod(size) ** (1 / 3)) if kind[other] == "ellipsoid" else float(size[0])
                 partner_radius[g] = min(partner_radius.get(g, np.inf), radius)
@@ -646,8 +649,9 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
             return ContactGeometry.Capsule(size[0], size[1]), np.eye(4), size[0]
         if kind[g] == "box":  # radius 0: its vertices
             return ContactGeometry.Brick(size), np.eye(4), 0.0 if pair_law == "vertex" else partner_radius[g]
-        if kind[g] == "cylinder":
-            return ContactGeometry.Cylinder(size[0], size[1]), np.eye(4), 0.0  # radius 0: its rim points
+        if kind[g] == "cylinder":  # radius 0: its rim points
+            radius = 0.0 if pair_law == "vertex" else partner_radius[g]
+            return ContactGeometry.Cylinder(size[0], size[1]), np.eye(4), radius
         return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
 
     def material(g, radius):
@@ -666,8 +670,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
             return load / (vertices * depth), dissipation, friction
         return 3 * load / (4 * np.sqrt(radius) * depth ** 1.5), dissipation, friction
 
-    def key(g, pair_law):  # a box's surface for the law; any other geom's one surface
-        return (g, pair_law if kind[g] == "box" else None)
+    def key(g, pair_law):  # a box's or cylinder's surface for the law; any other geom's one surface
+        return (g, pair_law if kind[g] in ("box", "cylinder") else None)
 
     keys = sorted({key(g, law(g1, g2)) for g1, g2 in covered for g in (g1, g2)}, key=lambda k: (k[0], k[1] or ""))
     both = {g for g, pair_law in keys if pair_law == "hertz"} & {g for g, pair_law in keys if pair_law == "vertex"}
