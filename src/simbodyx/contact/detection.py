@@ -129,16 +129,9 @@ def _closest_between_segments(a1, b1, a2, b2):
     return a1 + s * d1, a2 + t_clamped * d2
 
 
-#: Golden-section steps locating a segment's deepest point in a brick
-#: (the bracket shrinks to 0.618^60 ~ 3e-13 of the segment).
+#: Golden-section steps locating a segment's deepest point in a convex
+#: shape (the bracket shrinks to 0.618^60 ~ 3e-13 of the segment).
 SEGMENT_SEARCH_STEPS = 60
-
-
-def _brick_signed_distance(h, x):
-    """The signed distance (m, negative inside) of x (in the brick's frame)
-    from the brick of half-lengths h: convex in x."""
-    q = jnp.abs(x) - h
-    return safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
 
 
 def _deepest_on_segment(distance, a, d):
@@ -392,6 +385,13 @@ def half_space_brick(half_space, X1, brick, X2):
     face = jnp.argmin(cosines)
     corners = jnp.asarray(FACE_VERTICES, X_HB.p.dtype)[face] * brick.half_lengths  # (4, 3) in B
     return _points_in_half_space(X1, X_HB.apply(corners))
+
+
+def _brick_signed_distance(h, x):
+    """The signed distance (m, negative inside) of x (in the brick's frame)
+    from the brick of half-lengths h: convex in x."""
+    q = jnp.abs(x) - h
+    return safe_norm(jnp.maximum(q, 0.0)) + jnp.minimum(jnp.max(q), 0.0)
 
 
 def _sphere_on_brick(center, r, brick, X_GB: Transform):
