@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import random_state, random_tree
+from conftest import random_state, random_tree, tol
 
 import simbodyx as sx
 from simbodyx.algorithms.rnea import jacobian_transpose_times
@@ -110,10 +110,17 @@ def test_nonconservative_forces_by_their_power():
     np.testing.assert_allclose(power(push), 2.5 * rate, rtol=1e-12)
     w = u[bodies[4].first_u_index]
     np.testing.assert_allclose(power(friction), -2.0 * w ** 2 / np.sqrt(w ** 2 + 0.05 ** 2), rtol=1e-13)
-    # its slope, -F vt^2 / (u^2 + vt^2)^(3/2), finite at rest (-F / vt), under jit, vmap and grad
+    # its slope, -F vt^2 / (u^2 + vt^2)^(3/2), finite at rest (-F / vt), under jit, vmap and grad, in
+    # float64 and float32
     i = bodies[4].first_u_index
-    slope = jax.jit(jax.vmap(jax.grad(lambda w: friction.calc(model, s.with_u(s.u.at[i].set(w)))[0][i])))
-    np.testing.assert_allclose(slope(jnp.array([0.0, 0.05])), [-2.0 / 0.05, -2.0 / (2 ** 1.5 * 0.05)], rtol=1e-13)
+    expected = [-2.0 / 0.05, -2.0 / (2 ** 1.5 * 0.05)]
+    for dtype in (jnp.float64, jnp.float32):
+        m, st = model.astype(dtype), s.astype(dtype)
+        [element] = [e for e in m.force_elements if isinstance(e, type(friction))]  # the Model's, in its dtype
+        slope = jax.jit(jax.vmap(jax.grad(lambda w: element.calc(m, st.with_u(st.u.at[i].set(w)))[0][i])))
+        got = slope(jnp.array([0.0, 0.05], dtype))
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-13 if dtype == jnp.float64 else tol(dtype))
 
 
 def test_calc_forces_sums_elements_and_custom_force():
