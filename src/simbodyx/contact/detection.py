@@ -339,7 +339,8 @@ def ellipsoid_ellipsoid(ellipsoid1, X1, ellipsoid2, X2):
         g, H = jax.grad(f)(zero), jax.hessian(f)(zero)
         det = H[0, 0] * H[1, 1] - H[0, 1] ** 2
         convex = (H[0, 0] > 0) & (det > 0)
-        newton = -jnp.stack([H[1, 1] * g[0] - H[0, 1] * g[1], H[0, 0] * g[1] - H[0, 1] * g[0]]) / jnp.where(convex, det, 1.0)
+        inverse_times_g = jnp.stack([H[1, 1] * g[0] - H[0, 1] * g[1], H[0, 0] * g[1] - H[0, 1] * g[0]])
+        newton = -inverse_times_g / jnp.where(convex, det, 1.0)
         x = jnp.where(convex, newton, -g / (jnp.abs(H[0, 0]) + jnp.abs(H[1, 1]) + 1e-30))
         x = x * jnp.minimum(1.0, 0.5 / jnp.maximum(safe_norm(x), 1e-30))  # at most half a radian
         v = n + x[0] * t1 + x[1] * t2
@@ -505,7 +506,8 @@ def _sphere_on_cylinder(center, r, cylinder, X_GC: Transform):
     axial = jnp.array([0.0, 0.0, 1.0], local.dtype) * jnp.where(local[2] >= 0, 1.0, -1.0)
     side_gap, end_gap = rho - radial_size, half - jnp.abs(local[2])
     inside = (side_gap > 0) & (end_gap > 0)
-    surface = jnp.minimum(radial_size, rho) * radial + jnp.clip(local[2], -half, half) * jnp.array([0.0, 0.0, 1.0], local.dtype)
+    z = jnp.array([0.0, 0.0, 1.0], local.dtype)
+    surface = jnp.minimum(radial_size, rho) * radial + jnp.clip(local[2], -half, half) * z
     through_side = side_gap < end_gap
     outward = jnp.where(inside, jnp.where(through_side, radial, axial), _unit(local - surface, radial))
     depth = r + jnp.where(inside, jnp.minimum(side_gap, end_gap), -safe_norm(local - surface))
@@ -567,14 +569,15 @@ def _face_patch(h, k, s, center, R, g, apart):
     sigma = -jnp.sign(s * N[k])  # the incident face's outward normal is sigma N, against s e_k
     face_center = center + sigma * g[m] * N
     side1, side2 = R[:, (m + 1) % 3] * g[(m + 1) % 3], R[:, (m + 2) % 3] * g[(m + 2) % 3]
-    corners = face_center + jnp.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], dtype) @ jnp.stack([side1, side2])
+    signs = jnp.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], dtype)  # around a rectangle
+    corners = face_center + signs @ jnp.stack([side1, side2])
 
     def plane(q):  # (u, v) points -> their points on the incident face's plane (in the reference frame)
         x_k = face_center[k] - (N[u] * (q[:, 0] - face_center[u]) + N[v] * (q[:, 1] - face_center[v])) / N[k]
         return q[:, :1] * e[u] + q[:, 1:] * e[v] + x_k[:, None] * e[k]
 
     quad = jnp.stack([corners[:, u], corners[:, v]], axis=1)  # (4, 2) the incident face in the plane
-    rect = jnp.array([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], dtype) * jnp.stack([h[u], h[v]])
+    rect = signs * jnp.stack([h[u], h[v]])
     slack = 1e-9 * (jnp.max(h) + jnp.max(g))
     in_rect = jnp.all(jnp.abs(quad) <= jnp.stack([h[u], h[v]]) + slack, axis=1)
     edges = jnp.roll(quad, -1, axis=0) - quad

@@ -108,9 +108,10 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
     without a kernel: two cylinders, a cylinder and a box, or a box and an
-    ellipsoid, for example) is reported in one warning listing it, with the mesh geoms
-    that touch as the primitives MuJoCo fits to them (a box where a mesh
-    touches only planes, else a capsule); ``robot.joints`` keeps the numbers.
+    ellipsoid, for example) is reported in one warning listing it, with the
+    mesh geoms that touch as the primitives MuJoCo fits to them (a box where
+    a mesh touches only planes, else a capsule); ``robot.joints`` keeps the
+    numbers.
     The equality constraints Simbody has are mapped, exact where MuJoCo's
     are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
     ``tendon`` (fixed tendons) to CoordinateCoupler.
@@ -505,6 +506,8 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
 #: MuJoCo geom types simbodyx has contact shapes for
 SHAPES = {"plane": "HalfSpace", "sphere": "Sphere", "capsule": "Capsule", "ellipsoid": "Ellipsoid", "box": "Brick",
           "cylinder": "Cylinder"}
+
+
 def _colliding_pairs(mujoco, m) -> list:
     """The geom pairs (g1 < g2) MuJoCo's collision detection can report:
     the dynamic ones (contype of one & conaffinity of the other, not on one
@@ -539,8 +542,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     geoms modelled as fitted primitives, with the primitive]).
 
     Each geom of a supported type (plane, sphere, capsule, ellipsoid; a
-    box against a plane, a sphere, a capsule or a box; a cylinder against a plane, a sphere or a capsule; a flat height
-    field, as the plane of its
+    box against a plane, a sphere, a capsule or a box; a cylinder against a
+    plane, a sphere or a capsule; a flat height field, as the plane of its
     base; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
     a box where it touches only planes, else a capsule) that is in one of
     MuJoCo's colliding pairs becomes a
