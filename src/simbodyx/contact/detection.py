@@ -232,9 +232,10 @@ def _ellipsoid_closest(radii, p):
         slope = jnp.where(outside, jnp.sum(weight / d ** 3) * total ** -1.5, 1.0)  # d/ds of total^(-1/2)
         return s - (total ** -0.5 - 1) / slope
 
-    s = jax.lax.stop_gradient(lower)
+    lower, upper = jax.lax.stop_gradient(lower), jax.lax.stop_gradient(upper)
+    s = lower
     for _ in range(ELLIPSOID_NEWTON_STEPS):
-        s = jnp.clip(jax.lax.stop_gradient(step(s)), jax.lax.stop_gradient(lower), jax.lax.stop_gradient(upper))
+        s = jnp.clip(jax.lax.stop_gradient(step(s)), lower, upper)
     s = jnp.where(outside, step(s), 0.0)
     x_out = a2 * p / (a2 + s)
     smallest = jnp.zeros(3, p.dtype).at[jnp.argmin(radii)].set(1.0)
@@ -269,8 +270,9 @@ SEGMENT_NEWTON_STEPS = 4
 def capsule_ellipsoid(capsule, X1, ellipsoid, X2):
     """The capsule against the ellipsoid at its segment's point deepest in
     it (Newton's method on ``_ellipsoid_closest``'s distance along the
-    segment, from the point deepest in the ellipsoid's scaled norm), as a sphere of the capsule's radius
-    there; the relative curvatures add the ellipsoid's and the capsule's:
+    segment, from the point deepest in the ellipsoid's scaled norm), as a
+    sphere of the capsule's radius there; the relative curvatures add the
+    ellipsoid's and the capsule's:
     its cylinder's (1 / r across the axis, 0 along it) where the point is
     inside the segment, its end's sphere's at an end."""
     top, bottom = _segment(capsule, X1)
@@ -503,10 +505,10 @@ def _sphere_on_cylinder(center, r, cylinder, X_GC: Transform):
     rho, half = cylinder.radius, cylinder.half_length
     radial_size = safe_norm(local[:2])
     radial = jnp.concatenate([_unit(local[:2], jnp.array([1.0, 0.0], local.dtype)), jnp.zeros(1, local.dtype)])
-    axial = jnp.array([0.0, 0.0, 1.0], local.dtype) * jnp.where(local[2] >= 0, 1.0, -1.0)
+    z = jnp.array([0.0, 0.0, 1.0], local.dtype)
+    axial = z * jnp.where(local[2] >= 0, 1.0, -1.0)
     side_gap, end_gap = rho - radial_size, half - jnp.abs(local[2])
     inside = (side_gap > 0) & (end_gap > 0)
-    z = jnp.array([0.0, 0.0, 1.0], local.dtype)
     surface = jnp.minimum(radial_size, rho) * radial + jnp.clip(local[2], -half, half) * z
     through_side = side_gap < end_gap
     outward = jnp.where(inside, jnp.where(through_side, radial, axial), _unit(local - surface, radial))
@@ -651,16 +653,14 @@ def brick_brick(brick1, X1, brick2, X2):
     on_A = face < 3
     toward = jnp.where(on_A, -1.0, 1.0) * jnp.dot(pA, axes[face])  # from the reference brick to the other
     s = jnp.where(toward >= 0, 1.0, -1.0)
-    RB_in_A = RA.T
-    patch_A = _face_patch(hA, k, s, RB_in_A @ -pA, RB_in_A, hB, apart)  # in brick 1's frame
-    patch_B = _face_patch(hB, k, s, pA, RA, hA, apart)  # in brick 2's frame
-    points_A, depth_A, n_A = patch_A
-    points_B, depth_B, n_B = patch_B
-    # back to brick 2's frame; the normal from brick 1 into brick 2
-    points = jnp.where(on_A, (RA @ points_A.T).T + pA, points_B)
-    depth = jnp.where(on_A, depth_A, depth_B)
-    normal = jnp.where(on_A, RA @ n_A, -n_B)
-    location = points + (depth / 2)[:, None] * jnp.where(on_A, 1.0, -1.0) * normal  # halfway up the overlap
+    # the reference brick's frame: brick 1's (the other brick's centre -RA' pA, axes RA') or brick 2's
+    R_ref = jnp.where(on_A, RA, eye)  # the reference frame's axes in brick 2's
+    points, depth, outward = _face_patch(jnp.where(on_A, hA, hB), k, s, jnp.where(on_A, RA.T @ -pA, pA),
+                                         jnp.where(on_A, RA.T, RA), jnp.where(on_A, hB, hA), apart)
+    points = points @ R_ref.T + jnp.where(on_A, pA, jnp.zeros_like(pA))  # back to brick 2's frame
+    outward = R_ref @ outward
+    normal = jnp.where(on_A, outward, -outward)  # from brick 1 into brick 2
+    location = points + (depth / 2)[:, None] * outward  # halfway up the overlap
 
     # the edge-edge contact: each brick's edge along the axis's factor nearest the other brick
     i, j = edge // 3, edge % 3

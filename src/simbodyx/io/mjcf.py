@@ -633,14 +633,6 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
         pair = (shape_kind(g1), shape_kind(g2))
         return "vertex" if pair in VERTEX_KERNELS or pair[::-1] in VERTEX_KERNELS else "hertz"
 
-    partner_radius = {}
-    for g1, g2 in covered:
-        for g, other in ((g1, g2), (g2, g1)):
-            if law(g1, g2) == "hertz" and kind[g] in ("box", "cylinder"):
-                size = fits[other][0] if other in fits else m.geom_size[other]
-                radius = float(np.prod(size) ** (1 / 3)) if kind[other] == "ellipsoid" else float(size[0])
-                partner_radius[g] = min(partner_radius.get(g, np.inf), radius)
-
     def shape(g, pair_law):
         size = fits[g][0] if g in fits else np.asarray(m.geom_size[g], float)
         if kind[g] in ("plane", "hfield"):
@@ -656,12 +648,19 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
             return ContactGeometry.Cylinder(size[0], size[1]), np.eye(4), radius
         return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
 
+    partner_radius = {}  # a box's or cylinder's Hertz partners (spheres, capsules, ellipsoids): their smallest radius
+    for g1, g2 in covered:
+        for g, other in ((g1, g2), (g2, g1)):
+            if law(g1, g2) == "hertz" and kind[g] in ("box", "cylinder"):
+                partner_radius[g] = min(partner_radius.get(g, np.inf), shape(other, "hertz")[2])
+
     def material(g, radius):
         tau, ratio = _time_constant(mujoco, m, m.geom_solref[g])
         dmax = float(m.geom_solimp[g][1])
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
         vertices = 4 if radius == 0.0 else 1  # the points this geom rests on here
-        resting = {"box": 4, "cylinder": 3}.get(kind[g], 1) if radius == 0.0 else 1  # the contacts MuJoCo rests it on
+        # the contacts MuJoCo rests it on
+        resting = {"box": 4, "cylinder": 3}.get(kind[g], 1) if radius == 0.0 else 1
         dissipation = (2 if vertices > 1 else 4 / 3) / (gravity * dmax * tau)
         if radius is None or on_world(g):
             return RIGID, dissipation, friction
