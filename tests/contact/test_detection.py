@@ -549,3 +549,24 @@ def test_ellipsoid_ellipsoid_minimizes_the_overlap_of_the_support_functions():
         central = [(value_and_grad(p + FD_STEP * e)[0] - value_and_grad(p - FD_STEP * e)[0]) / (2 * FD_STEP)
                    for e in np.eye(3)]
         np.testing.assert_allclose(value_and_grad(p)[1], central, atol=1e-8)
+
+
+@pytest.mark.parametrize("kernel, first, second", [
+    (detection.capsule_brick, CG.Capsule(0.05, 0.2), CG.Brick([0.2, 0.15, 0.1])),
+    (detection.sphere_ellipsoid, CG.Sphere(0.05), CG.Ellipsoid([0.3, 0.15, 0.08])),
+    (detection.capsule_ellipsoid, CG.Capsule(0.05, 0.2), CG.Ellipsoid([0.3, 0.15, 0.08])),
+    (detection.ellipsoid_ellipsoid, CG.Ellipsoid([0.1, 0.2, 0.05]), CG.Ellipsoid([0.3, 0.15, 0.08])),
+    (detection.brick_brick, CG.Brick([0.1, 0.08, 0.06]), CG.Brick([0.2, 0.15, 0.1])),
+    (detection.sphere_cylinder, CG.Sphere(0.05), CG.Cylinder(0.2, 0.1)),
+    (detection.capsule_cylinder, CG.Capsule(0.05, 0.2), CG.Cylinder(0.2, 0.1)),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_the_search_kernels_run_in_float32(kernel, first, second):
+    """In float32 under jit, each kernel returns float32 depths equal to its
+    float64 ones to float32 rounding on 0.1 m (the row order aside: ties
+    between equally good patch points may break either way)."""
+    as32 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), tree)
+    X1, X2 = _pose(_random_rotation(0), [0.05, 0.02, 0.12]), _pose()
+    single = jax.jit(kernel)(as32(first), as32(X1), as32(second), as32(X2))
+    double = kernel(first, X1, second, X2)
+    assert single.depth.dtype == jnp.float32 and single.location.dtype == jnp.float32
+    np.testing.assert_allclose(np.sort(single.depth), np.sort(double.depth), atol=20 * 1.2e-7 * 0.1)

@@ -142,7 +142,7 @@ def _deepest_on_segment(distance, a, d):
     derivatives are not followed: the depth at the minimum needs none (the
     envelope theorem)."""
     a, d = jax.lax.stop_gradient(a), jax.lax.stop_gradient(d)
-    shrink = (np.sqrt(5.0) - 1.0) / 2.0
+    shrink = jnp.asarray((np.sqrt(5.0) - 1.0) / 2.0, a.dtype)
 
     def step(_, bracket):
         lo, hi = bracket
