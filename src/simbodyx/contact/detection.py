@@ -315,6 +315,43 @@ def _overlap_along(n, cA, MA, cB, MB):
     return jnp.dot(n, cA - cB) + jnp.sqrt(n @ MA @ n) + jnp.sqrt(n @ MB @ n)
 
 
+def _sphere_newton_step(objective, n, params):
+    """One damped Newton step of ``objective(unit n, params)`` over the unit
+    sphere, in n's tangent plane (a gradient step where the objective is
+    not convex there; at most half a radian)."""
+    t1 = _perpendicular(n)
+    t2 = cross(n, t1)
+
+    def f(x):
+        v = n + x[0] * t1 + x[1] * t2
+        return objective(v / safe_norm(v), params)
+
+    zero = jnp.zeros(2, n.dtype)
+    g, H = jax.grad(f)(zero), jax.hessian(f)(zero)
+    det = H[0, 0] * H[1, 1] - H[0, 1] ** 2
+    convex = (H[0, 0] > 0) & (det > 0)
+    inverse_times_g = jnp.stack([H[1, 1] * g[0] - H[0, 1] * g[1], H[0, 0] * g[1] - H[0, 1] * g[0]])
+    newton = -inverse_times_g / jnp.where(convex, det, 1.0)
+    x = jnp.where(convex, newton, -g / (jnp.abs(H[0, 0]) + jnp.abs(H[1, 1]) + 1e-30))
+    x = x * jnp.minimum(1.0, 0.5 / jnp.maximum(safe_norm(x), 1e-30))
+    return _unit_sphere_best(f, x, n, t1, t2)
+
+
+#: Step lengths tried along a Newton direction (the best taken: the
+#: objective never rises, across a kink of a support function included)
+STEP_SCALES = (1.0, 0.5, 0.25, 0.125, 0.0)
+
+
+def _unit_sphere_best(f, x, n, t1, t2):
+    """n moved by the tangent step x (scaled by the best of ``STEP_SCALES``
+    for f) and renormalized."""
+    scales = jnp.asarray(STEP_SCALES, x.dtype)
+    values = jax.vmap(lambda a: f(a * x))(jax.lax.stop_gradient(scales))
+    a = scales[jnp.argmin(jax.lax.stop_gradient(values))]
+    v = n + a * (x[0] * t1 + x[1] * t2)
+    return v / safe_norm(v)
+
+
 def ellipsoid_ellipsoid(ellipsoid1, X1, ellipsoid2, X2):
     """Two ellipsoids by their support functions: the signed overlap is the
     minimum over unit n of h_1(n) + h_2(-n) (the depth when they overlap,
@@ -329,28 +366,13 @@ def ellipsoid_ellipsoid(ellipsoid1, X1, ellipsoid2, X2):
     MB = X2.R @ jnp.diag(ellipsoid2.radii ** 2) @ X2.R.T
     fallback = jax.lax.stop_gradient(X1.R[:, jnp.argmin(ellipsoid1.radii)])
 
-    def step(n, cA, MA, cB, MB):  # one damped Newton step on the sphere, in n's tangent plane
-        t1 = _perpendicular(n)
-        t2 = cross(n, t1)
-
-        def f(x):
-            v = n + x[0] * t1 + x[1] * t2
-            return _overlap_along(v / safe_norm(v), cA, MA, cB, MB)
-
-        zero = jnp.zeros(2, n.dtype)
-        g, H = jax.grad(f)(zero), jax.hessian(f)(zero)
-        det = H[0, 0] * H[1, 1] - H[0, 1] ** 2
-        convex = (H[0, 0] > 0) & (det > 0)
-        inverse_times_g = jnp.stack([H[1, 1] * g[0] - H[0, 1] * g[1], H[0, 0] * g[1] - H[0, 1] * g[0]])
-        newton = -inverse_times_g / jnp.where(convex, det, 1.0)
-        x = jnp.where(convex, newton, -g / (jnp.abs(H[0, 0]) + jnp.abs(H[1, 1]) + 1e-30))
-        x = x * jnp.minimum(1.0, 0.5 / jnp.maximum(safe_norm(x), 1e-30))  # at most half a radian
-        v = n + x[0] * t1 + x[1] * t2
-        return v / safe_norm(v)
+    def overlap(n, params):
+        return _overlap_along(n, *params)
 
     fixed = jax.lax.stop_gradient((cA, MA, cB, MB))
-    n = jax.lax.fori_loop(0, SUPPORT_NEWTON_STEPS, lambda _, n: step(n, *fixed), _unit(fixed[2] - fixed[0], fallback))
-    n = step(jax.lax.stop_gradient(n), cA, MA, cB, MB)
+    n = jax.lax.fori_loop(0, SUPPORT_NEWTON_STEPS, lambda _, n: _sphere_newton_step(overlap, n, fixed),
+                          _unit(fixed[2] - fixed[0], fallback))
+    n = _sphere_newton_step(overlap, jax.lax.stop_gradient(n), (cA, MA, cB, MB))
     wA, wB = MA @ n, MB @ n
     pA, pB = cA + wA / jnp.sqrt(n @ wA), cB - wB / jnp.sqrt(n @ wB)  # the support points
     depth = jnp.dot(pA - pB, n)
@@ -360,6 +382,138 @@ def ellipsoid_ellipsoid(ellipsoid1, X1, ellipsoid2, X2):
              for e, X, p in ((ellipsoid1, X1, pA), (ellipsoid2, X2, pB))]
     radius, ratio = _principal(forms[0] + forms[1])
     return _stack([PointContact((pA + pB) / 2, n, depth, radius, ratio)])
+
+
+#: Newton steps along an arc of directions (an edge's or a side's normals),
+#: from the best of ARC_SAMPLES evenly spaced along it
+ARC_NEWTON_STEPS, ARC_SAMPLES = 8, 9
+#: (rad) how far inside its ends an arc is searched (its ends are other candidates)
+ARC_INSET = 1e-7
+
+
+def _least_overlap(overlap, params, directions, arcs, starts):
+    """(n, value): the least of ``overlap(unit n, params)`` (the overlap along
+    n of a convex shape and an ellipsoid, whose minimum over n is their
+    depth, or minus their distance apart) and where it is, searched in
+    each feature's cone of normals: ``directions`` (k, 3), fixed normals
+    (flat faces); ``arcs`` (u, v, lo, hi), arrays with a leading axis,
+    the normals cos t u + sin t v for t in [lo, hi] (edges, a side), by
+    Newton's method on t from the best of ``ARC_SAMPLES`` along it; ``starts`` (k, 3), Newton's method over
+    the sphere from each (vertices, rims). Every candidate's value is an
+    upper bound on the minimum, reached by the one in whose cone it lies.
+    The iterations hold the parameters (``stop_gradient``); one step more
+    with them live gives the derivatives of the converged n (the implicit
+    function theorem)."""
+    fixed = jax.lax.stop_gradient(params)
+
+    def arc_step(t, u, v, lo, hi, params):
+        def along(t):
+            return overlap(jnp.cos(t) * u + jnp.sin(t) * v, params)
+
+        slope, bend = jax.jvp(jax.grad(along), (t,), (jnp.ones_like(t),))
+        step = jnp.clip(jnp.where(bend > 0, -slope / jnp.where(bend > 0, bend, 1.0), -slope), -0.5, 0.5)
+        tried = jnp.clip(t + jnp.asarray(STEP_SCALES, t.dtype) * step, lo, hi)
+        return tried[jnp.argmin(jax.lax.stop_gradient(jax.vmap(along)(tried)))]
+
+    def arc_normal(u, v, lo, hi):
+        lo, hi = lo + ARC_INSET, hi - ARC_INSET  # off the ends' kinks, where autodiff's slope of |x| is 0
+        samples = lo + (hi - lo) * jnp.linspace(0.0, 1.0, ARC_SAMPLES, dtype=lo.dtype)
+        values = jax.vmap(lambda t: overlap(jnp.cos(t) * u + jnp.sin(t) * v, fixed))(samples)
+        t = jax.lax.fori_loop(0, ARC_NEWTON_STEPS, lambda _, t: arc_step(t, u, v, lo, hi, fixed),
+                              samples[jnp.argmin(values)])
+        t = arc_step(jax.lax.stop_gradient(t), u, v, lo, hi, params)
+        return jnp.cos(t) * u + jnp.sin(t) * v
+
+    def start_normal(n0):
+        n = jax.lax.fori_loop(0, SUPPORT_NEWTON_STEPS, lambda _, n: _sphere_newton_step(overlap, n, fixed), n0)
+        return _sphere_newton_step(overlap, jax.lax.stop_gradient(n), params)
+
+    normals = jnp.concatenate([directions, jax.vmap(arc_normal)(*arcs), jax.vmap(start_normal)(starts)])
+    values = jax.vmap(overlap, (0, None))(normals, params)
+    best = jnp.argmin(jax.lax.stop_gradient(values))
+    return normals[best], values[best]
+
+
+def _on_ellipsoid(n, depth, ellipsoid, X_GS: Transform, X_SE: Transform, extra=None):
+    """The contact of a convex shape S with an ellipsoid E along n (unit, in
+    S, from S into E) and its depth: at E's support point toward S, halfway
+    up the overlap, with E's curvatures there (plus ``extra``, a function
+    of the tangent basis t1, t2 in S giving S's (2, 2) curvatures; flat if
+    None)."""
+    M = X_SE.R @ jnp.diag(ellipsoid.radii ** 2) @ X_SE.R.T
+    point = X_SE.p - M @ n / jnp.sqrt(n @ M @ n)  # E's support point along -n, in S
+    t1 = _perpendicular(n)
+    t2 = cross(n, t1)
+    form = _ellipsoid_form(ellipsoid.radii, X_SE.inverse().apply(point), X_SE.R.T @ t1, X_SE.R.T @ t2)
+    radius, ratio = _principal(form if extra is None else form + extra(t1, t2))
+    return _stack([PointContact(X_GS.apply(point + depth / 2 * n), X_GS.rotate(n), depth, radius, ratio)])
+
+
+def _ellipsoid_in(X_SE: Transform, ellipsoid):
+    """(centre, M = R diag(radii^2) R', M^-1) of the ellipsoid in S."""
+    R, r2 = X_SE.R, ellipsoid.radii ** 2
+    return X_SE.p, R @ jnp.diag(r2) @ R.T, R @ jnp.diag(1 / r2) @ R.T
+
+
+def brick_ellipsoid(brick, X1, ellipsoid, X2):
+    """The brick against the ellipsoid (``_least_overlap`` with the brick's
+    support function sum h |n_i|): candidates the 6 face normals, the 12
+    edges' quarter circles of normals and the 8 vertices' octants, from
+    the ellipsoid's normal at each vertex; one point, with the ellipsoid's
+    curvatures."""
+    X_SE = X1.inverse().compose(X2)
+    c, M, Minv = _ellipsoid_in(X_SE, ellipsoid)
+    h = brick.half_lengths
+    dtype = c.dtype
+
+    def overlap(n, params):
+        h, c, M = params
+        return jnp.sum(h * jnp.abs(n)) + jnp.sqrt(n @ M @ n) - jnp.dot(n, c)
+
+    eye = jnp.eye(3, dtype=dtype)
+    edges = [(axis, sj, sk) for axis in range(3) for sj in (-1.0, 1.0) for sk in (-1.0, 1.0)]
+    u = jnp.stack([sj * eye[(axis + 1) % 3] for axis, sj, _ in edges])
+    v = jnp.stack([sk * eye[(axis + 2) % 3] for axis, _, sk in edges])
+    quarter = jnp.full(len(edges), jnp.pi / 2, dtype)
+    corners = jnp.asarray(np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T, dtype) * h
+    starts = jax.vmap(lambda p: _unit(Minv @ (c - p), eye[0]))(jax.lax.stop_gradient(corners))
+    n, depth = _least_overlap(overlap, (h, c, M), jnp.concatenate([eye, -eye]),
+                              (u, v, jnp.zeros_like(quarter), quarter), starts)
+    return _on_ellipsoid(n, depth, ellipsoid, X1, X_SE)
+
+
+def cylinder_ellipsoid(cylinder, X1, ellipsoid, X2):
+    """The cylinder against the ellipsoid (``_least_overlap`` with the
+    cylinder's support function rho |n_xy| + l |n_z|): candidates the two
+    end normals, the side's circle of normals from the ellipsoid's
+    direction, and each rim's cone from the ellipsoid's normal at the rim
+    point nearest it; one point, with the ellipsoid's curvatures (plus the
+    side's 1 / rho around the axis where the side is the feature)."""
+    X_SE = X1.inverse().compose(X2)
+    c, M, Minv = _ellipsoid_in(X_SE, ellipsoid)
+    rho, half = cylinder.radius, cylinder.half_length
+    dtype = c.dtype
+
+    def overlap(n, params):
+        rho, half, c, M = params
+        return rho * safe_norm(n[:2]) + half * jnp.abs(n[2]) + jnp.sqrt(n @ M @ n) - jnp.dot(n, c)
+
+    eye = jnp.eye(3, dtype=dtype)
+    fixed = jax.lax.stop_gradient((rho, half, c, Minv))
+    radial = _unit(fixed[2] * jnp.array([1.0, 1.0, 0.0], dtype), eye[0])
+    rims = jnp.stack([fixed[0] * radial + side * fixed[1] * eye[2] for side in (-1.0, 1.0)])
+    starts = jax.vmap(lambda p: _unit(fixed[3] @ (fixed[2] - p), radial))(rims)
+    pi = jnp.full(1, jnp.pi, dtype)
+    side = (radial[None], cross(eye[2], radial)[None], -pi, pi)
+    n, depth = _least_overlap(overlap, (rho, half, c, M), jnp.stack([eye[2], -eye[2]]), side, starts)
+    on_side = jnp.abs(n[2]) < 1e-9
+
+    def around(t1, t2):  # the side's curvature 1 / rho around the axis (along z x n)
+        w = cross(eye[2], n)
+        w = jnp.stack([jnp.dot(w, t1), jnp.dot(w, t2)])
+        return jnp.where(on_side, 1.0, 0.0) * jnp.outer(w, w) / rho
+
+    return _on_ellipsoid(n, depth, ellipsoid, X1, X_SE, around)
 
 
 def _face_vertices() -> np.ndarray:
@@ -742,6 +896,8 @@ KERNELS = {
     ("Sphere", "Cylinder"): sphere_cylinder,
     ("Capsule", "Cylinder"): capsule_cylinder,
     ("Ellipsoid", "Ellipsoid"): ellipsoid_ellipsoid,
+    ("Brick", "Ellipsoid"): brick_ellipsoid,
+    ("Cylinder", "Ellipsoid"): cylinder_ellipsoid,
 }
 
 #: Kernels that take the pair's margin (an extra argument): their depths
