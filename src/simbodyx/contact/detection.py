@@ -16,7 +16,9 @@ take the ellipsoid's point closest to the sphere's centre or to the
 segment (Simbody's ConvexConvex finds the same points by another route);
 Ellipsoid-Ellipsoid minimizes the overlap of their support functions;
 Brick-Brick is the separating-axis test with a face's contact patch;
-Sphere-Cylinder and Capsule-Cylinder are as their Brick counterparts.
+Sphere-Cylinder and Capsule-Cylinder are as their Brick counterparts;
+Brick-Ellipsoid and Cylinder-Ellipsoid minimize the overlap of the
+support functions over every feature's cone of normals.
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
