@@ -116,9 +116,10 @@ def test_candidate_pairs_skip_one_body_ground_and_excluded_pairs_and_name_unsupp
     assert {(g.kinds, g.first, g.second) for g in groups} == {
         (("HalfSpace", "Sphere"), (0, 1), (2, 2)), (("HalfSpace", "Capsule"), (0,), (3,))}
 
-    system, forces, contacts, contact_set = _system_with(CG.Cylinder(0.1, 0.2), CG.Cylinder(0.2, 0.3))
+    system, forces, contacts, contact_set = _system_with(CG.HalfSpace(), CG.Sphere(0.1))
+    contacts.add_body(contact_set, contacts.get_body(contact_set, 1), CG.HalfSpace())  # a half-space on a Free body
     sx.HuntCrossleyForce(forces, contacts, contact_set)
-    with pytest.raises(ValueError, match=r"between surface 0 \(Cylinder on Free .b0. \(body 1\)\) and surface 1 \(Cylinder"):
+    with pytest.raises(ValueError, match=r"between surface 0 \(HalfSpace on Ground \(body 0\)\) and surface 2 \(HalfSpace"):
         system.realize_topology()
 
 
@@ -608,6 +609,96 @@ def test_brick_and_cylinder_ellipsoid_take_the_least_overlap_over_every_feature(
         assert all(np.all(np.isfinite(np.asarray(j))) for j in probe(jnp.asarray(p, float), jnp.asarray(R))[1]), p
 
 
+def test_cylinder_brick_and_cylinder_cylinder_take_the_least_overlap_at_the_touching_features():
+    """Closed forms: a box lying on a cylinder's end touches at its face's
+    centre, a box's edge on it at the edge's middle, a box's corner at the
+    corner; two crossed cylinders at the crossing of their sides, a smaller
+    cylinder stacked off-axis at its end's centre; each point halfway
+    across the overlap, the vertex law. For 300 random poses the depth is
+    MuJoCo's signed distance (mj_geomDistance), negated, to 1e-9 apart and
+    to its ccd_tolerance overlapping by less than 3 cm; the depth's gradient
+    matches central differences; derivatives are finite in degenerate
+    poses."""
+    mujoco = pytest.importorskip("mujoco")
+    cylinder, box, small, origin = CG.Cylinder(0.2, 0.1), CG.Brick([0.1, 0.2, 0.05]), CG.Cylinder(0.1, 0.15), _pose()
+    along_x = sx.Rotation.about_y(0.5 * np.pi).matrix
+    tilt = sx.Rotation.about_x(0.25 * np.pi).matrix
+    corner_down = sx.Rotation.about_x(0.6).matrix @ sx.Rotation.about_y(0.5).matrix  # a corner lowest
+    lowest = np.min((corner_down @ (np.array(np.meshgrid(*[[-1, 1]] * 3)).reshape(3, -1).T * [0.1, 0.2, 0.05]).T)[2])
+    edge_low = -np.hypot(0.2, 0.05) * np.cos(0.25 * np.pi - np.arctan2(0.05, 0.2))  # the lowest edge's height
+    def kernels(X_box, X_small):
+        return (detection.cylinder_brick(cylinder, origin, box, X_box),
+                detection.cylinder_cylinder(cylinder, origin, small, X_small))
+
+    X_corner = _pose(corner_down, [0.04, -0.03, 0.1 - lowest - 0.002])
+    corner = X_corner.apply(np.array(np.meshgrid(*[[-1, 1]] * 3)).reshape(3, -1).T * [0.1, 0.2, 0.05])
+    corner = np.asarray(corner[np.argmin(corner[:, 2])])
+    cases = [  # (box pose, small cylinder pose, the box's depth and location, the small cylinder's)
+        (_pose(p=[0.05, 0.0, 0.147]), _pose(along_x, [0.0, 0.296, 0.0]), 0.003, [0.05, 0.0, 0.0985], 0.004,
+         [0.0, 0.198, 0.0]),
+        (_pose(tilt, [0.05, 0.02, 0.1 - edge_low - 0.003]), _pose(p=[0.03, 0.0, 0.248]), 0.003,
+         [0.05, 0.02 - np.hypot(0.2, 0.05) * np.sin(0.25 * np.pi - np.arctan2(0.05, 0.2)), 0.0985], 0.002,
+         [0.03, 0.0, 0.099]),
+        (X_corner, _pose(p=[0.03, 0.0, 0.248]), 0.002, corner + [0, 0, 0.001], 0.002, [0.03, 0.0, 0.099]),
+    ]
+
+    model = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><geom type="cylinder" size="0.2 0.1"/>'
+        '<body><freejoint/><geom type="box" size="0.1 0.2 0.05"/></body>'
+        '<body><freejoint/><geom type="cylinder" size="0.1 0.15"/></body></worldbody></mujoco>')
+    data, rng = mujoco.MjData(model), np.random.default_rng(5)
+    poses, distances = [[(c[0].R, c[0].p), (c[1].R, c[1].p)] for c in cases], []
+    for _ in range(300):
+        for body in (0, 1):
+            quaternion = rng.normal(size=4)
+            data.qpos[7 * body:7 * body + 7] = np.concatenate([0.3 * rng.normal(size=3),
+                                                               quaternion / np.linalg.norm(quaternion)])
+        mujoco.mj_forward(model, data)
+        distances.append([mujoco.mj_geomDistance(model, data, 0, g, 2.0, np.zeros(6)) for g in (1, 2)])
+        poses.append([(data.geom_xmat[g].reshape(3, 3).copy(), data.geom_xpos[g].copy()) for g in (1, 2)])
+    # then poses for central differences (both shapes at once) and degenerate ones, all in one program
+    rotation = _random_rotation(8)
+    bases = [np.array([0.05, 0.1, 0.25]), np.array([0.3, 0.2, 0.1])]
+    for base in bases:
+        poses += [[(rotation, base + sign * FD_STEP * e)] * 2 for e in np.eye(3) for sign in (1, -1)]
+    degenerate = [(np.eye(3), [0.0, 0.0, 0.0]), (np.eye(3), [0.0, 0.0, 0.15]), (np.eye(3), [0.0, 0.0, 0.25]),
+                  (along_x, [0.0, 0.3, 0.0]), (tilt, [0.2, 0.15, 0.1])]
+    poses += [[(rotation, base)] * 2 for base in bases] + [[(R, np.array(p))] * 2 for R, p in degenerate]
+    R = jnp.asarray(np.array([[np.asarray(pose[0]) for pose in row] for row in poses]))
+    p = jnp.asarray(np.array([[np.asarray(pose[1]) for pose in row] for row in poses]))
+
+    def contacts(R_box, p_box, R_small, p_small):
+        return kernels(sx.Transform(R_box, p_box), sx.Transform(R_small, p_small))
+
+    def outputs(*pose):
+        b, c = contacts(*pose)
+        return jnp.concatenate([b.location.ravel(), b.normal.ravel(), c.location.ravel(), c.normal.ravel(),
+                                b.depth, c.depth])
+
+    (on_box, on_small), jacobians = jax.jit(jax.vmap(lambda R, p: (
+        contacts(R[0], p[0], R[1], p[1]), jax.jacfwd(outputs, argnums=(0, 1, 2, 3))(R[0], p[0], R[1], p[1]))))(R, p)
+    for k, (_, _, box_depth, at_box, small_depth, at_small) in enumerate(cases):
+        np.testing.assert_allclose([on_box.depth[k, 0], on_small.depth[k, 0]], [box_depth, small_depth], atol=ATOL)
+        np.testing.assert_allclose(on_box.location[k, 0], at_box, atol=1e-9)
+        np.testing.assert_allclose(on_small.location[k, 0], at_small, atol=1e-9)
+        np.testing.assert_allclose(on_box.normal[k, 0], [0, 0, 1], atol=ATOL)
+    assert np.all(on_box.radius == 0) and np.all(on_small.radius == 0)  # the vertex law
+    random = slice(len(cases), len(cases) + 300)
+    depth = np.stack([on_box.depth[random, 0], on_small.depth[random, 0]], axis=1)
+    distances = np.array(distances)
+    apart, near = distances > 0, (distances <= 0) & (distances > -0.03)
+    np.testing.assert_allclose(depth[apart], -distances[apart], atol=1e-9)
+    np.testing.assert_allclose(depth[near], -distances[near], atol=1e-6)  # MuJoCo's ccd_tolerance
+    assert apart.sum() > 400 and near.sum() > 20
+
+    both = np.stack([on_box.depth[:, 0], on_small.depth[:, 0]], axis=1)
+    shifted = both[len(cases) + 300:len(cases) + 312].reshape(2, 3, 2, 2)  # base, axis, sign, (box, small)
+    central = (shifted[:, :, 0] - shifted[:, :, 1]) / (2 * FD_STEP)
+    exact = [np.asarray(jacobians[1])[-7:-5, -2], np.asarray(jacobians[3])[-7:-5, -1]]  # d depth / d p, per base
+    np.testing.assert_allclose(np.stack(exact, axis=-1), central, atol=1e-8)
+    assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians)
+
+
 @pytest.mark.parametrize("kernel, first, second", [
     (detection.capsule_brick, CG.Capsule(0.05, 0.2), CG.Brick([0.2, 0.15, 0.1])),
     (detection.sphere_ellipsoid, CG.Sphere(0.05), CG.Ellipsoid([0.3, 0.15, 0.08])),
@@ -618,6 +709,8 @@ def test_brick_and_cylinder_ellipsoid_take_the_least_overlap_over_every_feature(
     (detection.capsule_cylinder, CG.Capsule(0.05, 0.2), CG.Cylinder(0.2, 0.1)),
     (detection.brick_ellipsoid, CG.Brick([0.2, 0.15, 0.1]), CG.Ellipsoid([0.1, 0.2, 0.05])),
     (detection.cylinder_ellipsoid, CG.Cylinder(0.2, 0.1), CG.Ellipsoid([0.1, 0.2, 0.05])),
+    (detection.cylinder_brick, CG.Cylinder(0.2, 0.1), CG.Brick([0.1, 0.2, 0.05])),
+    (detection.cylinder_cylinder, CG.Cylinder(0.2, 0.1), CG.Cylinder(0.1, 0.15)),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_the_search_kernels_run_in_float32(kernel, first, second):
     """In float32 under jit, each kernel returns float32 depths equal to its
@@ -626,6 +719,6 @@ def test_the_search_kernels_run_in_float32(kernel, first, second):
     as32 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), tree)
     X1, X2 = _pose(_random_rotation(0), [0.05, 0.02, 0.12]), _pose()
     single = jax.jit(kernel)(as32(first), as32(X1), as32(second), as32(X2))
-    double = kernel(first, X1, second, X2)
+    double = jax.jit(kernel)(first, X1, second, X2)
     assert single.depth.dtype == jnp.float32 and single.location.dtype == jnp.float32
     np.testing.assert_allclose(np.sort(single.depth), np.sort(double.depth), atol=20 * 1.2e-7 * 0.1)

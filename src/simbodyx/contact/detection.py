@@ -17,8 +17,9 @@ segment (Simbody's ConvexConvex finds the same points by another route);
 Ellipsoid-Ellipsoid minimizes the overlap of their support functions;
 Brick-Brick is the separating-axis test with a face's contact patch;
 Sphere-Cylinder and Capsule-Cylinder are as their Brick counterparts;
-Brick-Ellipsoid and Cylinder-Ellipsoid minimize the overlap of the
-support functions over every feature's cone of normals.
+Brick-Ellipsoid, Cylinder-Ellipsoid, Cylinder-Brick and Cylinder-Cylinder
+minimize the overlap of the support functions over every feature's cone
+of normals (``_least_overlap``).
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
@@ -388,25 +389,27 @@ def ellipsoid_ellipsoid(ellipsoid1, X1, ellipsoid2, X2):
 
 #: Newton steps along an arc of directions (an edge's or a side's normals),
 #: from the best of ARC_SAMPLES evenly spaced along it
-ARC_NEWTON_STEPS, ARC_SAMPLES = 8, 9
+ARC_NEWTON_STEPS, ARC_SAMPLES = 8, 17
 #: (rad) how far inside its ends an arc is searched (its ends are other candidates)
 ARC_INSET = 1e-7
 
 
 def _least_overlap(overlap, params, directions, arcs, starts):
     """(n, value): the least of ``overlap(unit n, params)`` (the overlap along
-    n of a convex shape and an ellipsoid, whose minimum over n is their
-    depth, or minus their distance apart) and where it is, searched in
-    each feature's cone of normals: ``directions`` (k, 3), fixed normals
-    (flat faces); ``arcs`` (u, v, lo, hi), arrays with a leading axis,
-    the normals cos t u + sin t v for t in [lo, hi] (edges, a side), by
-    Newton's method on t from the best of ``ARC_SAMPLES`` along it; ``starts`` (k, 3), Newton's method over
-    the sphere from each (vertices, rims). Every candidate's value is an
-    upper bound on the minimum, reached by the one in whose cone it lies.
-    The iterations hold the parameters (``stop_gradient``); one step more
-    with them live gives the derivatives of the converged n (the implicit
-    function theorem)."""
-    fixed = jax.lax.stop_gradient(params)
+    n of two convex shapes, whose minimum over n is their depth, or minus
+    their distance apart) and where it is, searched in each feature's cone
+    of normals: ``directions`` (k, 3), fixed normals (flat faces, two edges'
+    common normal); ``arcs`` (u, v, lo, hi), arrays with a leading axis,
+    the normals cos t u + sin t v for t in [lo, hi] (an edge or a side
+    against a curved feature), by Newton's method on t from the best of
+    ``ARC_SAMPLES`` along it; ``starts`` (k, 3), Newton's method over the
+    sphere from each (vertices, rims). Every candidate's value is an upper
+    bound on the minimum, reached by the one in whose cone it lies. The
+    search holds the parameters (``stop_gradient``); one step more from the
+    chosen candidate with them live gives the derivatives of its n (the
+    implicit function theorem)."""
+    held = jax.lax.stop_gradient((params, directions, arcs))
+    fixed = held[0]
 
     def arc_step(t, u, v, lo, hi, params):
         def along(t):
@@ -417,23 +420,34 @@ def _least_overlap(overlap, params, directions, arcs, starts):
         tried = jnp.clip(t + jnp.asarray(STEP_SCALES, t.dtype) * step, lo, hi)
         return tried[jnp.argmin(jax.lax.stop_gradient(jax.vmap(along)(tried)))]
 
-    def arc_normal(u, v, lo, hi):
-        lo, hi = lo + ARC_INSET, hi - ARC_INSET  # off the ends' kinks, where autodiff's slope of |x| is 0
+    def inset(lo, hi):  # off the ends' kinks, where autodiff's slope of |x| is 0
+        return lo + ARC_INSET, hi - ARC_INSET
+
+    def arc_search(u, v, lo, hi):
+        lo, hi = inset(lo, hi)
         samples = lo + (hi - lo) * jnp.linspace(0.0, 1.0, ARC_SAMPLES, dtype=lo.dtype)
         values = jax.vmap(lambda t: overlap(jnp.cos(t) * u + jnp.sin(t) * v, fixed))(samples)
-        t = jax.lax.fori_loop(0, ARC_NEWTON_STEPS, lambda _, t: arc_step(t, u, v, lo, hi, fixed),
-                              samples[jnp.argmin(values)])
-        t = arc_step(jax.lax.stop_gradient(t), u, v, lo, hi, params)
-        return jnp.cos(t) * u + jnp.sin(t) * v
+        return jax.lax.fori_loop(0, ARC_NEWTON_STEPS, lambda _, t: arc_step(t, u, v, lo, hi, fixed),
+                                 samples[jnp.argmin(values)])
 
-    def start_normal(n0):
-        n = jax.lax.fori_loop(0, SUPPORT_NEWTON_STEPS, lambda _, n: _sphere_newton_step(overlap, n, fixed), n0)
-        return _sphere_newton_step(overlap, jax.lax.stop_gradient(n), params)
+    def sphere_search(n0):
+        return jax.lax.fori_loop(0, SUPPORT_NEWTON_STEPS, lambda _, n: _sphere_newton_step(overlap, n, fixed), n0)
 
-    normals = jnp.concatenate([directions, jax.vmap(arc_normal)(*arcs), jax.vmap(start_normal)(starts)])
-    values = jax.vmap(overlap, (0, None))(normals, params)
-    best = jnp.argmin(jax.lax.stop_gradient(values))
-    return normals[best], values[best]
+    u, v, lo, hi = held[2]
+    t = jax.vmap(arc_search)(u, v, lo, hi)
+    candidates = jnp.concatenate([held[1], jnp.cos(t)[:, None] * u + jnp.sin(t)[:, None] * v,
+                                  jax.vmap(sphere_search)(starts)])
+    best = jnp.argmin(jax.vmap(overlap, (0, None))(candidates, fixed))
+    num_fixed, num_arcs = directions.shape[0], t.shape[0]
+    n = directions[jnp.minimum(best, num_fixed - 1)] if num_fixed else candidates[best]
+    if num_arcs:  # the chosen arc's t, one Newton step with everything live
+        k = jnp.clip(best - num_fixed, 0, num_arcs - 1)
+        u, v, lo, hi = (a[k] for a in arcs)
+        t_live = arc_step(t[k], u, v, *inset(lo, hi), params)
+        n = jnp.where(best >= num_fixed, jnp.cos(t_live) * u + jnp.sin(t_live) * v, n)
+    if starts.shape[0]:
+        n = jnp.where(best >= num_fixed + num_arcs, _sphere_newton_step(overlap, candidates[best], params), n)
+    return n, overlap(n, params)
 
 
 def _on_ellipsoid(n, depth, ellipsoid, X_GS: Transform, X_SE: Transform, extra=None):
@@ -516,6 +530,156 @@ def cylinder_ellipsoid(cylinder, X1, ellipsoid, X2):
         return jnp.where(on_side, 1.0, 0.0) * jnp.outer(w, w) / rho
 
     return _on_ellipsoid(n, depth, ellipsoid, X1, X_SE, around)
+
+
+#: How small a direction's component may be and still count as zero when
+#: naming the feature a shape touches along it (a face, an edge, a vertex)
+FEATURE_TOLERANCE = 1e-9
+
+
+def _brick_feature(h, Q, d, m):
+    """(centre, half, clamp, dimension, size) of the feature of a brick
+    (half-lengths h, axes the columns of Q, centre d) farthest along m: a
+    vertex (0), an edge (1; ``half`` half of it, along it; size its length)
+    or a face (2; size its area); clamp(x) is the feature's point nearest
+    x."""
+    along = Q.T @ m
+    free = jnp.abs(along) < FEATURE_TOLERANCE
+    extent = jnp.where(free, h, 0.0)
+    centre = d + Q @ (h * jnp.where(free, 0.0, jnp.sign(along)))
+    dimension = jnp.sum(free)
+    size = jnp.where(dimension == 1, 2 * jnp.sum(extent), 4 * jnp.prod(jnp.where(free, h, 1.0)))
+    half = Q @ jnp.where(dimension == 1, extent, 0.0)
+    return centre, half, lambda x: centre + Q @ jnp.clip(Q.T @ (x - centre), -extent, extent), dimension, size
+
+
+def _cylinder_feature(rho, half_length, d, a, m):
+    """``_brick_feature`` for a cylinder (radius rho, centre d, unit axis a):
+    a rim point (0), a line of the side (1) or an end (2)."""
+    along = jnp.dot(a, m)
+    radial = m - along * a
+    size = safe_norm(radial)
+    on_end, on_side = size < FEATURE_TOLERANCE, jnp.abs(along) < FEATURE_TOLERANCE
+    centre = (d + jnp.where(on_end, 0.0, rho / jnp.where(on_end, 1.0, size)) * radial
+              + jnp.where(on_side, 0.0, jnp.sign(along) * half_length) * a)
+    length, reach = jnp.where(on_side, half_length, 0.0), jnp.where(on_end, rho, 0.0)
+
+    def clamp(x):
+        r = x - centre
+        axial = jnp.dot(r, a)
+        across = r - axial * a
+        return centre + jnp.clip(axial, -length, length) * a + across * jnp.minimum(
+            1.0, reach / jnp.maximum(safe_norm(across), 1e-30))
+
+    dimension = jnp.where(on_end, 2, jnp.where(on_side, 1, 0))
+    return centre, length * a, clamp, dimension, jnp.where(on_end, jnp.pi * rho * rho, 2 * length)
+
+
+def _between_features(n, depth, first, second):
+    """The force point of two flat-featured shapes touching along n (from the
+    first into the second), on the plane halfway across the overlap: where
+    two edge-like features meet, their crossing; else, seen along n, the
+    centre of the smaller feature (a point before a line before a face; of
+    two alike, the shorter or smaller) clamped into the other and back (a
+    vertex, a rim point, an edge's middle over a face, a smaller face's
+    centre over a larger one)."""
+    (c1, half1, clamp1, dim1, size1), (c2, half2, clamp2, dim2, size2) = first, second
+
+    def flat(x):  # x projected onto the plane through S's origin normal to n
+        return x - jnp.dot(x, n) * n
+
+    smaller = (dim1 < dim2) | ((dim1 == dim2) & (size1 <= size2))
+    x = flat(jnp.where(smaller, c1, c2))
+    x = flat(jnp.where(smaller, clamp2(x), clamp1(x)))
+    x = flat(jnp.where(smaller, clamp1(x), clamp2(x)))
+    lines = (dim1 == 1) & (dim2 == 1)
+    stand_in = _perpendicular(n)  # keeps the segments' lengths nonzero where they are not used
+    half1, half2 = jnp.where(lines, half1, stand_in), jnp.where(lines, half2, cross(n, stand_in))
+    x1, x2 = _closest_between_segments(c1 - half1, c1 + half1, c2 - half2, c2 + half2)
+    x = jnp.where(lines, flat((x1 + x2) / 2), x)
+    return x + (jnp.dot(c1, n) + jnp.dot(c2, n)) / 2 * n
+
+
+def _flat_contact(n, depth, location, X_GS: Transform):
+    """One vertex-law contact (``radius`` 0) given in S, in G."""
+    return _stack([PointContact(X_GS.apply(location), X_GS.rotate(n), depth, jnp.zeros_like(depth),
+                                jnp.ones_like(depth))])
+
+
+def _rim_normal(axis, side, toward):
+    """The normal halfway between a cylinder's side and its end (``side``
+    +-1 along the unit ``axis``) at the rim point nearest ``toward`` (both
+    relative to the cylinder's centre)."""
+    radial = toward - jnp.dot(toward, axis) * axis
+    return _unit(_unit(radial, _perpendicular(axis)) + side * axis, axis)
+
+
+def cylinder_brick(cylinder, X1, brick, X2):
+    """The cylinder against the brick (``_least_overlap`` with both support
+    functions): candidates the ends' and faces' normals, the side against
+    each edge (their common normal), each rim against each edge (the
+    circle of normals across the edge), the side against the vertices (the
+    circle across the axis) and each rim against each vertex (from the
+    rim's normal); one point, the vertex law (``_between_features``)."""
+    X = X1.inverse().compose(X2)  # the brick in the cylinder's frame S
+    Q, d, h = X.R, X.p, brick.half_lengths
+    rho, half = cylinder.radius, cylinder.half_length
+    dtype = d.dtype
+    z = jnp.eye(3, dtype=dtype)[2]
+
+    def overlap(n, params):
+        rho, half, h, Q, d = params
+        return rho * safe_norm(n[:2]) + half * jnp.abs(n[2]) + jnp.sum(h * jnp.abs(Q.T @ n)) - jnp.dot(n, d)
+
+    axes = Q.T  # the brick's axes, one per row
+    across = jax.vmap(lambda q: _unit(cross(z, q), _perpendicular(q)))(axes)
+    circle = jnp.full(4, jnp.pi, dtype)
+    arcs = (jnp.concatenate([axes[jnp.array([1, 2, 0])], jnp.eye(3, dtype=dtype)[:1]]),
+            jnp.concatenate([axes[jnp.array([2, 0, 1])], jnp.eye(3, dtype=dtype)[1:2]]), -circle, circle)
+    held_Q, held_d, held_h = jax.lax.stop_gradient((Q, d, h))
+    corners = held_d + jnp.asarray(np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T, dtype) * held_h @ held_Q.T
+    starts = jnp.concatenate([jax.vmap(lambda p: _rim_normal(z, side, p))(corners) for side in (-1.0, 1.0)])
+    n, depth = _least_overlap(overlap, (rho, half, h, Q, d), jnp.concatenate([z[None], -z[None], axes, -axes, across,
+                                                                              -across]), arcs, starts)
+    location = _between_features(n, depth, _cylinder_feature(rho, half, jnp.zeros_like(d), z, n),
+                                 _brick_feature(h, Q, d, -n))
+    return _flat_contact(n, depth, location, X1)
+
+
+def cylinder_cylinder(cylinder1, X1, cylinder2, X2):
+    """Two cylinders (``_least_overlap`` with both support functions):
+    candidates the four ends' normals, the two sides' common normal, each
+    side against the other's rims (the circle of normals across its axis)
+    and each rim against each rim (from their rims' normals); one point, the
+    vertex law (``_between_features``)."""
+    X = X1.inverse().compose(X2)  # the second in the first's frame S
+    b, d = X.R[:, 2], X.p
+    dtype = d.dtype
+    eye = jnp.eye(3, dtype=dtype)
+    z = eye[2]
+    params = (cylinder1.radius, cylinder1.half_length, cylinder2.radius, cylinder2.half_length, b, d)
+
+    def overlap(n, params):
+        rho1, half1, rho2, half2, b, d = params
+        along = jnp.dot(n, b)
+        return (rho1 * safe_norm(n[:2]) + half1 * jnp.abs(n[2]) + rho2 * safe_norm(n - along * b)
+                + half2 * jnp.abs(along) - jnp.dot(n, d))
+
+    sides = _unit(cross(z, b), _perpendicular(b))
+    u2 = _perpendicular(b)
+    pi = jnp.full(2, jnp.pi, dtype)
+    arcs = (jnp.stack([eye[0], u2]), jnp.stack([eye[1], cross(b, u2)]), -pi, pi)
+    rho1, half1, rho2, half2, held_b, held_d = jax.lax.stop_gradient(params)
+    starts = []
+    for s in (-1.0, 1.0):
+        for t in (-1.0, 1.0):
+            rim1, rim2 = s * half1 * z, held_d + t * half2 * held_b
+            starts.append(_unit(_rim_normal(z, s, rim2) - _rim_normal(held_b, t, rim1 - held_d), z))
+    n, depth = _least_overlap(overlap, params, jnp.stack([z, -z, b, -b, sides, -sides]), arcs, jnp.stack(starts))
+    location = _between_features(n, depth, _cylinder_feature(cylinder1.radius, cylinder1.half_length,
+                                                             jnp.zeros_like(d), z, n),
+                                 _cylinder_feature(cylinder2.radius, cylinder2.half_length, d, b, -n))
+    return _flat_contact(n, depth, location, X1)
 
 
 def _face_vertices() -> np.ndarray:
@@ -900,6 +1064,8 @@ KERNELS = {
     ("Ellipsoid", "Ellipsoid"): ellipsoid_ellipsoid,
     ("Brick", "Ellipsoid"): brick_ellipsoid,
     ("Cylinder", "Ellipsoid"): cylinder_ellipsoid,
+    ("Cylinder", "Brick"): cylinder_brick,
+    ("Cylinder", "Cylinder"): cylinder_cylinder,
 }
 
 #: Kernels that take the pair's margin (an extra argument): their depths
@@ -909,7 +1075,8 @@ MARGIN_KERNELS = frozenset({("Capsule", "Brick"), ("Capsule", "Cylinder")})
 
 #: Kernels whose points are a flat face's vertices or a rim's points: the
 #: force there is Simbody's BrickHalfSpacePenalty, k x (1 + c xdot), not Hertz's.
-VERTEX_KERNELS = frozenset({("HalfSpace", "Brick"), ("HalfSpace", "Cylinder"), ("Brick", "Brick")})
+VERTEX_KERNELS = frozenset({("HalfSpace", "Brick"), ("HalfSpace", "Cylinder"), ("Brick", "Brick"),
+                            ("Cylinder", "Brick"), ("Cylinder", "Cylinder")})
 
 
 class PairGroup(NamedTuple):

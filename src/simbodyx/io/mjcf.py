@@ -107,7 +107,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
-    without a kernel: two cylinders, or a cylinder and a box) is reported in one warning listing it, with the
+    without a kernel: a height field that is not flat) is reported in one warning listing it, with the
     mesh geoms that touch as the primitives MuJoCo fits to them (a box where
     a mesh touches only planes, else a capsule); ``robot.joints`` keeps the
     numbers.
@@ -541,8 +541,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     geoms modelled as fitted primitives, with the primitive]).
 
     Each geom of a supported type (plane, sphere, capsule, ellipsoid; a
-    box against a plane, a sphere, a capsule, a box or an ellipsoid; a
-    cylinder against a plane, a sphere, a capsule or an ellipsoid; a flat height field, as the plane of its
+    box against a plane, a sphere, a capsule, a box, an ellipsoid or a
+    cylinder; a cylinder against any of these; a flat height field, as the plane of its
     base; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
     a box where it touches only planes, else a capsule) that is in one of
     MuJoCo's colliding pairs becomes a
