@@ -574,12 +574,27 @@ def test_brick_and_cylinder_ellipsoid_take_the_least_overlap_over_every_feature(
         f'<mujoco><worldbody>{xml}<body><freejoint/><geom type="ellipsoid" size="{" ".join(map(str, radii))}"/>'
         '</body></worldbody></mujoco>'), 300, 0.3, seed=5)
 
-    def both(R, p):
-        X = sx.Transform(R, p)
-        c, s = kernel(shape, origin, ellipsoid, X), kernel(shape, origin, ball, X)
-        return c.depth[0], (s.depth[0], s.location[0], -s.normal[0], s.radius[0], s.ratio[0])
+    # then: resting on the top face, poses for central differences, degenerate poses; all in one program
+    top, rotation = 0.1, _random_rotation(8)  # both shapes' top face is z = 0.1
+    bases = [np.array([0.05, 0.1, 0.18]), np.array([0.28, 0.2, 0.1]), np.array([0.25, 0.0, 0.02])]
+    extra = [(np.eye(3), np.array([0.03, -0.02, top + 0.05 - 0.004]))]
+    extra += [(rotation, base + sign * FD_STEP * e) for base in bases for e in np.eye(3) for sign in (1, -1)]
+    extra += [(rotation, base) for base in bases]
+    extra += [(np.eye(3), np.array(p)) for p in ([0.0, 0.0, 0.0], [0.0, 0.0, 0.15], [0.0, 0.0, 0.2], [0.3, 0.0, 0.0])]
+    R = np.concatenate([R, [r for r, _ in extra]])
+    p = np.concatenate([p, [q for _, q in extra]])
 
-    depth, spheres = jax.jit(jax.vmap(both))(R, p)
+    def outputs(p, R):
+        c = kernel(shape, origin, ellipsoid, sx.Transform(R, p))
+        return jnp.concatenate([c.location.ravel(), c.normal.ravel(), c.radius, c.depth])
+
+    def both(R, p):
+        s = kernel(shape, origin, ball, sx.Transform(R, p))
+        return (outputs(p, R), jax.jacfwd(outputs, argnums=(0, 1))(p, R),
+                (s.depth[0], s.location[0], -s.normal[0], s.radius[0], s.ratio[0]))
+
+    values, jacobians, spheres = jax.jit(jax.vmap(both))(R, p)
+    depth = np.asarray(values[:300, -1])
     reference = jax.vmap(lambda p: as_sphere(CG.Sphere(0.05), sx.Transform(np.eye(3), p), shape, origin))(p[:100])
     for got, want in zip(spheres, (reference.depth, reference.location, reference.normal, reference.radius,
                                    reference.ratio)):
@@ -589,24 +604,13 @@ def test_brick_and_cylinder_ellipsoid_take_the_least_overlap_over_every_feature(
     np.testing.assert_allclose(depth[near], -distance[near], atol=1e-6)  # MuJoCo's ccd_tolerance
     assert apart.sum() > 200 and near.sum() > 10
 
-    def outputs(p, R):
-        c = kernel(shape, origin, ellipsoid, sx.Transform(R, p))
-        return jnp.concatenate([c.location.ravel(), c.normal.ravel(), c.radius, c.depth])
-
-    probe = jax.jit(lambda p, R: (outputs(p, R), jax.jacfwd(outputs, argnums=(0, 1))(p, R)))  # one compile
-    top = 0.1  # both shapes' top face is z = 0.1
-    resting, _ = probe(jnp.array([0.03, -0.02, top + 0.05 - 0.004]), jnp.eye(3))
+    resting = values[300]
     np.testing.assert_allclose(resting[:6], [0.03, -0.02, top - 0.002, 0, 0, 1], atol=ATOL)
     np.testing.assert_allclose(resting[6:], [radii[0] * radii[1] / radii[2], 0.004], rtol=1e-12)  # ab / c
-
-    rotation = jnp.asarray(_random_rotation(8))
-    for p in (np.array([0.05, 0.1, 0.18]), np.array([0.28, 0.2, 0.1]), np.array([0.25, 0.0, 0.02])):
-        central = [(probe(p + FD_STEP * e, rotation)[0][-1] - probe(p - FD_STEP * e, rotation)[0][-1]) / (2 * FD_STEP)
-                   for e in np.eye(3)]
-        np.testing.assert_allclose(probe(p, rotation)[1][0][-1], central, atol=1e-8)
-    for R, p in ((np.eye(3), [0.0, 0.0, 0.0]), (np.eye(3), [0.0, 0.0, 0.15]), (np.eye(3), [0.0, 0.0, 0.2]),
-                 (np.eye(3), [0.3, 0.0, 0.0]), (rotation, [0.2, 0.15, 0.1])):
-        assert all(np.all(np.isfinite(np.asarray(j))) for j in probe(jnp.asarray(p, float), jnp.asarray(R))[1]), p
+    shifted = np.asarray(values[301:319, -1]).reshape(3, 3, 2)  # base, axis, sign
+    central = (shifted[..., 0] - shifted[..., 1]) / (2 * FD_STEP)
+    np.testing.assert_allclose(np.asarray(jacobians[0])[319:322, -1], central, atol=1e-8)
+    assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians)
 
 
 def test_cylinder_brick_and_cylinder_cylinder_take_the_least_overlap_at_the_touching_features():
