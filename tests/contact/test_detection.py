@@ -127,7 +127,10 @@ def test_bad_contact_input_is_a_clear_error():
     for make, match in ((lambda: CG.Sphere(0.0), "Sphere: radius must be positive"),
                         (lambda: CG.Sphere(-1.0), "radius must be positive"),
                         (lambda: CG.Capsule(0.1, float("nan")), "half_length must be positive"),
-                        (lambda: CG.Ellipsoid([1.0, 2.0]), r"radii must have shape \(3,\)")):
+                        (lambda: CG.Ellipsoid([1.0, 2.0]), r"radii must have shape \(3,\)"),
+                        (lambda: CG.HeightField(np.zeros(4), [1.0, 1.0]), r"HeightField: heights must be a \(nrow, ncol\)"),
+                        (lambda: CG.HeightField(np.full((2, 3), np.inf), [1.0, 1.0]), "heights must be finite"),
+                        (lambda: CG.HeightField(np.zeros((2, 3)), [1.0, 0.0]), "half_lengths must be positive")):
         with pytest.raises(ValueError, match=match):
             make()
     system, forces, contacts, contact_set = _system_with(CG.HalfSpace(), CG.Sphere(0.1))
@@ -701,6 +704,81 @@ def test_cylinder_brick_and_cylinder_cylinder_take_the_least_overlap_at_the_touc
     exact = [np.asarray(jacobians[1])[-7:-5, -2], np.asarray(jacobians[3])[-7:-5, -1]]  # d depth / d p, per base
     np.testing.assert_allclose(np.stack(exact, axis=-1), central, atol=1e-8)
     assert all(np.all(np.isfinite(np.asarray(j))) for j in jacobians)
+
+
+def _with_axis(k, axis):
+    """A rotation matrix whose column k is the unit ``axis``."""
+    other = np.cross(axis, [1.0, 0.0, 0.0] if abs(axis[0]) < 0.9 else [0.0, 1.0, 0.0])
+    columns = [axis, other / np.linalg.norm(other)]
+    columns.append(np.cross(columns[0], columns[1]))
+    return np.stack(columns[-k:] + columns[:-k] if k else columns, axis=1)
+
+
+def test_height_field_is_mujocos_triangulated_terrain():
+    """On a planar height field a sphere and a brick touch as on the
+    half-space of that plane; in a V-shaped crease a sphere rests on both
+    sides; for 300 sphere centres over a random field the deepest row is
+    MuJoCo's distance (its hfield contacts' least dist), negated, to 1e-12;
+    derivatives are finite where the sphere sits over a grid point, an
+    edge or exactly touches."""
+    mujoco = pytest.importorskip("mujoco")
+    slope = np.array([0.2, -0.1])  # dz/dx, dz/dy
+    x, y = np.meshgrid(np.linspace(-1.0, 1.0, 6), np.linspace(-0.8, 0.8, 5))
+    plane = CG.HeightField(0.3 + slope[0] * x + slope[1] * y, [1.0, 0.8])
+    up = np.array([-slope[0], -slope[1], 1.0]) / np.linalg.norm([slope[0], slope[1], 1.0])
+    tilt = sx.Transform(_with_axis(0, -up), [0.0, 0.0, 0.3])  # its x into the ground: the half-space below the plane
+    crease = CG.HeightField(np.tile(np.abs(np.linspace(-1.0, 1.0, 5)) * 0.5, (5, 1)), [1.0, 0.8])  # a V along y
+    r = 0.1
+    centre = np.array([0.13, 0.21, 0.3 + slope @ [0.13, 0.21]]) + (r - 0.004) * up
+    brick_pose = sx.Transform(_with_axis(2, up), centre + 0.05 * up - 0.003 * up)  # a face on the plane, 3 mm deep
+
+    def kernels(field, p):
+        X = sx.Transform(np.eye(3), p)
+        return detection.height_field_sphere(field, _pose(), CG.Sphere(r), X)
+
+    on_plane = jax.jit(kernels)(plane, jnp.asarray(centre))
+    reference = detection.half_space_sphere(CG.HalfSpace(), tilt, CG.Sphere(r), _pose(p=centre))
+    k = int(np.argmax(on_plane.depth))
+    np.testing.assert_allclose(on_plane.depth[k], 0.004, atol=ATOL)
+    for got, want in ((on_plane.location[k], reference.location[0]), (on_plane.normal[k], reference.normal[0])):
+        np.testing.assert_allclose(got, want, atol=ATOL)
+    assert np.sum(np.asarray(on_plane.depth) > 0) == 1
+    brick = CG.Brick([0.08, 0.06, 0.05])
+    on_brick = jax.jit(detection.height_field_brick)(plane, _pose(), brick, brick_pose)
+    vertex = detection.half_space_brick(CG.HalfSpace(), tilt, brick, brick_pose)
+    np.testing.assert_allclose(np.sort(np.asarray(on_brick.depth))[-4:], np.sort(np.asarray(vertex.depth)), atol=ATOL)
+    in_crease = jax.jit(kernels)(crease, jnp.array([0.0, 0.1, r / np.cos(np.arctan(0.5)) - 0.003]))
+    touching = np.asarray(in_crease.depth) > 0
+    assert touching.sum() == 2  # one triangle on each side
+    np.testing.assert_allclose(np.asarray(in_crease.depth)[touching], 0.003 * np.cos(np.arctan(0.5)), atol=ATOL)
+
+    rng = np.random.default_rng(0)
+    nrow, ncol = 5, 6
+    xml = (f'<mujoco><asset><hfield name="h" nrow="{nrow}" ncol="{ncol}" size="1 0.8 0.3 0.1" elevation="'
+           f'{" ".join(map(str, rng.uniform(0, 1, nrow * ncol)))}"/></asset><worldbody><geom type="hfield" '
+           f'hfield="h"/><body><freejoint/><geom type="sphere" size="{r}" margin="1"/></body></worldbody></mujoco>')
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    field = CG.HeightField(model.hfield_data.reshape(nrow, ncol) * model.hfield_size[0][2], [1.0, 0.8])
+    centres, distance = [], []
+    for _ in range(300):
+        data.qpos[:3] = [rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(0.0, 0.6)]
+        mujoco.mj_forward(model, data)
+        if data.ncon:
+            centres.append(data.qpos[:3].copy())
+            distance.append(min(data.contact[i].dist for i in range(data.ncon)))
+
+    def outputs(p):
+        c = kernels(field, p)
+        return jnp.concatenate([c.location.ravel(), c.normal.ravel(), c.depth])
+
+    degenerate = [[-0.6, 0.0, 0.4], [-0.5, -0.2, 0.4], [0.1, 0.2, 0.5], [-0.6, 0.0, 0.0]]  # over a grid point, an edge
+    depth, jacobians = jax.jit(jax.vmap(lambda p: (kernels(field, p).depth,
+                                                   jax.jacfwd(outputs)(p))))(jnp.asarray(centres + degenerate))
+    below = np.array([float(detection._terrain_below(field, jnp.asarray(c))[0]) for c in centres])
+    over = np.array(centres)[:, 2] > below  # MuJoCo's prisms measure a centre under the surface their own way
+    np.testing.assert_allclose(np.max(depth[:len(centres)], axis=1)[over], -np.array(distance)[over], atol=ATOL)
+    assert over.sum() > 150 and np.all(np.isfinite(np.asarray(jacobians)))
 
 
 @pytest.mark.parametrize("kernel, first, second", [

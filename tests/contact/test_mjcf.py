@@ -65,6 +65,30 @@ def _rest(xml, steps=6000, dt=5e-4, warn=False):
     return robot, model, final, m, d
 
 
+def test_a_ball_and_a_box_rest_on_height_fields_that_are_not_flat():
+    """A ball dropped into a V-shaped height field rests on both of its
+    sides at MuJoCo's height (0.05 mm); a box on a ramp-shaped one (5.7
+    degrees, friction 1) comes to rest tilted with it, its bottom face on
+    the ramp (less than 1 mm deep)."""
+    crease, ramp = np.abs(np.linspace(-1.0, 1.0, 5)), np.linspace(0.0, 1.0, 5)
+    xml = f"""<mujoco><option timestep="0.001"/><asset>
+      <hfield name="crease" nrow="5" ncol="5" size="1 1 0.5 0.1" elevation="{' '.join(map(str, np.tile(crease, 5)))}"/>
+      <hfield name="ramp" nrow="5" ncol="5" size="1 1 0.2 0.1" elevation="{' '.join(map(str, np.tile(ramp, 5)))}"/>
+      </asset><worldbody><geom type="hfield" hfield="crease" pos="-2 0 0"/><geom type="hfield" hfield="ramp" pos="2 0 0"/>
+      <body name="ball" pos="-2.02 0.1 0.3"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+      <body name="box" pos="2.1 0.2 0.25" euler="0 -5.71 0"><freejoint/><geom type="box" size="0.08 0.06 0.04" mass="1"/>
+      </body></worldbody></mujoco>"""
+    robot, model, final, m, d = _rest(xml)
+    assert np.abs(np.asarray(final.u)).max() < 1e-2
+    np.testing.assert_allclose(final.q[4:7], [-2.0, 0.1, d.qpos[2]], atol=5e-5)
+    angle = np.arctan(0.2 / 2.0)
+    up = np.array([-np.sin(angle), 0.0, np.cos(angle)])
+    box_up = sx.Rotation.from_quaternion(final.q[7:11]).matrix[:, 2]
+    assert np.degrees(np.arccos(np.clip(box_up @ up, -1, 1))) < 0.05
+    offset = (np.asarray(final.q[11:14]) - [2.0, 0.0, 0.1]) @ up  # from the ramp's plane through its middle
+    assert 0.039 < offset < 0.04
+
+
 def test_a_sphere_rests_at_mujocos_depth_within_its_margin():
     """A sphere with a 3 mm margin on a flat height field 0.1 m up with a
     2 mm one rests as MuJoCo's does: its overlap with the field grown by

@@ -19,7 +19,9 @@ Brick-Brick is the separating-axis test with a face's contact patch;
 Sphere-Cylinder and Capsule-Cylinder are as their Brick counterparts;
 Brick-Ellipsoid, Cylinder-Ellipsoid, Cylinder-Brick and Cylinder-Cylinder
 minimize the overlap of the support functions over every feature's cone
-of normals (``_least_overlap``).
+of normals (``_least_overlap``); a HeightField is MuJoCo's triangulated
+terrain, under spheres (a row per nearby triangle and one for a ridge),
+capsules (their end spheres) and bricks (their vertices).
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
@@ -1026,6 +1028,133 @@ def half_space_capsule(half_space, X1, capsule, X2):
     return _stack([_sphere_on_half_space(X1, end, capsule.radius) for end in _segment(capsule, X2)])
 
 
+def _grid_point(field, r, c):
+    """A height field's grid point of row r and column c, in its frame S."""
+    nrow, ncol = field.heights.shape
+    hx, hy = field.half_lengths[0], field.half_lengths[1]
+    return jnp.stack([-hx + 2 * hx * c / (ncol - 1), -hy + 2 * hy * r / (nrow - 1), jnp.asarray(field.heights)[r, c]])
+
+
+def _cell(field, p):
+    """(row, column) of the cell under p (x, y in S; clamped into the grid)
+    and p's fractions (fx, fy) across it."""
+    nrow, ncol = field.heights.shape
+    hx, hy = field.half_lengths[0], field.half_lengths[1]
+    u, v = (p[0] + hx) / (2 * hx) * (ncol - 1), (p[1] + hy) / (2 * hy) * (nrow - 1)
+    c = jnp.clip(jnp.floor(u), 0, ncol - 2).astype(jnp.int32)
+    r = jnp.clip(jnp.floor(v), 0, nrow - 2).astype(jnp.int32)
+    return r, c, u - c, v - r
+
+
+def _cell_triangles(field, r, c):
+    """(2, 3, 3) the cell's two triangles, each counterclockwise seen from
+    above: (r, c), (r + 1, c + 1), (r + 1, c) and (r, c), (r, c + 1),
+    (r + 1, c + 1)."""
+    corner = [[_grid_point(field, r + i, c + j) for j in (0, 1)] for i in (0, 1)]
+    return jnp.stack([jnp.stack([corner[0][0], corner[1][1], corner[1][0]]),
+                      jnp.stack([corner[0][0], corner[0][1], corner[1][1]])])
+
+
+def _triangle_normal(t):
+    return _unit(cross(t[1] - t[0], t[2] - t[0]), jnp.array([0.0, 0.0, 1.0], t.dtype))
+
+
+def _terrain_below(field, p):
+    """(the height field's height at p's x, y, its upward unit normal there):
+    the plane of the triangle under p (beyond the grid, of the nearest
+    border cell's)."""
+    r, c, fx, fy = _cell(field, p)
+    triangle = _cell_triangles(field, r, c)[jnp.where(fx >= fy, 1, 0)]
+    normal = _triangle_normal(triangle)
+    return triangle[0, 2] - jnp.dot(normal[:2], p[:2] - triangle[0, :2]) / normal[2], normal
+
+
+def _closest_on_triangle(p, a, b, c):
+    """(the point of the triangle abc closest to p, whether it is inside the
+    triangle rather than on an edge or a vertex), by its Voronoi regions."""
+    ab, ac = b - a, c - a
+    d1, d2 = jnp.dot(ab, p - a), jnp.dot(ac, p - a)
+    d3, d4 = jnp.dot(ab, p - b), jnp.dot(ac, p - b)
+    d5, d6 = jnp.dot(ab, p - c), jnp.dot(ac, p - c)
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+
+    def ratio(num, den):
+        return num / jnp.where(den != 0, den, 1.0)
+
+    total = va + vb + vc
+    x = a + ratio(vb, total) * ab + ratio(vc, total) * ac
+    regions = [((d1 <= 0) & (d2 <= 0), a), ((d3 >= 0) & (d4 <= d3), b), ((d6 >= 0) & (d5 <= d6), c),
+               ((vc <= 0) & (d1 >= 0) & (d3 <= 0), a + ratio(d1, d1 - d3) * ab),
+               ((vb <= 0) & (d2 >= 0) & (d6 <= 0), a + ratio(d2, d2 - d6) * ac),
+               ((va <= 0) & (d4 >= d3) & (d5 >= d6), b + ratio(d4 - d3, (d4 - d3) + (d5 - d6)) * (c - b))]
+    for where, point in regions[::-1]:
+        x = jnp.where(where, point, x)
+    return x, ~functools.reduce(jnp.logical_or, [where for where, _ in regions])
+
+
+#: The rows of a sphere's contact with a height field: one per triangle of
+#: the 3 x 3 cells around the one under it, and one for an edge or a vertex
+TERRAIN_ROWS = 19
+
+
+def _sphere_on_terrain(field, X_GS: Transform, center, r):
+    """A sphere of radius r at ``center`` (in G) against a height field, as
+    ``TERRAIN_ROWS`` contacts: against each of the 18 triangles of the 3 x 3
+    cells around the one under it whose plane it is over (or under), along
+    that triangle's normal (so that in a crease it rests on both sides),
+    and at the surface's point closest to it where that point is on an edge
+    or a vertex (a ridge), along the line to the centre. Exact for radii up
+    to a cell; the effective radius is the sphere's."""
+    local = X_GS.inverse().apply(center)
+    row, column, _, _ = _cell(field, local)
+    nrow, ncol = field.heights.shape
+    offsets = np.array([(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1)])
+    triangles = jax.vmap(lambda o: _cell_triangles(field, jnp.clip(row + o[0], 0, nrow - 2),
+                                                   jnp.clip(column + o[1], 0, ncol - 2)))(offsets).reshape(-1, 3, 3)
+    points, interior = jax.vmap(lambda t: _closest_on_triangle(local, *t))(triangles)
+    normals = jax.vmap(_triangle_normal)(triangles)
+    heights = jax.vmap(jnp.dot)(local - triangles[:, 0], normals)  # over each triangle's plane
+    face_depth = jnp.where(interior, r - heights, -1.0)
+    gaps = jax.vmap(safe_norm)(local - points)
+    nearest = jnp.argmin(jax.lax.stop_gradient(gaps))
+    above = heights[nearest] >= 0
+    ridge = _unit(local - points[nearest], normals[nearest]) * jnp.where(above, 1.0, -1.0)
+    ridge_depth = jnp.where(interior[nearest], -1.0, r - jnp.where(above, gaps[nearest], -gaps[nearest]))
+    depth = jnp.concatenate([face_depth, ridge_depth[None]])
+    outward = jnp.concatenate([normals, ridge[None]])
+    location = local - (r - depth[:, None] / 2) * outward
+    return PointContact(jax.vmap(X_GS.apply)(location), jax.vmap(X_GS.rotate)(outward), depth,
+                        jnp.full_like(depth, r), jnp.ones_like(depth))
+
+
+def height_field_sphere(field, X1, sphere, X2):
+    """The sphere against the height field (``_sphere_on_terrain``)."""
+    return _sphere_on_terrain(field, X1, X2.p, sphere.radius)
+
+
+def height_field_capsule(field, X1, capsule, X2):
+    """The capsule's two end spheres against the height field (as on a
+    half-space: a capsule lying on it touches at both ends)."""
+    ends = [_sphere_on_terrain(field, X1, end, capsule.radius) for end in _segment(capsule, X2)]
+    return jax.tree.map(lambda *a: jnp.concatenate(a), *ends)
+
+
+def height_field_brick(field, X1, brick, X2):
+    """The brick's 8 vertices against the height field, each under the plane
+    of the triangle below it by its depth along that triangle's normal (the
+    vertex law, as on a half-space); a vertex beyond the field's rectangle
+    does not touch."""
+    X = X1.inverse().compose(X2)
+    signs = np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T
+    corners = jax.vmap(X.apply)(jnp.asarray(signs, X.p.dtype) * brick.half_lengths)
+    heights, normals = jax.vmap(lambda p: _terrain_below(field, p))(corners)
+    inside = jnp.all(jnp.abs(corners[:, :2]) <= field.half_lengths, axis=1)
+    depth = jnp.where(inside, (heights - corners[:, 2]) * normals[:, 2], -1.0)
+    location = corners + depth[:, None] / 2 * normals
+    return PointContact(jax.vmap(X1.apply)(location), jax.vmap(X1.rotate)(normals), depth, jnp.zeros_like(depth),
+                        jnp.ones_like(depth))
+
+
 def sphere_capsule(sphere, X1, capsule, X2):
     """The sphere against the capsule's nearest point; a centre on the axis
     is pushed out perpendicular to it."""
@@ -1066,6 +1195,9 @@ KERNELS = {
     ("Cylinder", "Ellipsoid"): cylinder_ellipsoid,
     ("Cylinder", "Brick"): cylinder_brick,
     ("Cylinder", "Cylinder"): cylinder_cylinder,
+    ("HeightField", "Sphere"): height_field_sphere,
+    ("HeightField", "Capsule"): height_field_capsule,
+    ("HeightField", "Brick"): height_field_brick,
 }
 
 #: Kernels that take the pair's margin (an extra argument): their depths
@@ -1076,7 +1208,7 @@ MARGIN_KERNELS = frozenset({("Capsule", "Brick"), ("Capsule", "Cylinder")})
 #: Kernels whose points are a flat face's vertices or a rim's points: the
 #: force there is Simbody's BrickHalfSpacePenalty, k x (1 + c xdot), not Hertz's.
 VERTEX_KERNELS = frozenset({("HalfSpace", "Brick"), ("HalfSpace", "Cylinder"), ("Brick", "Brick"),
-                            ("Cylinder", "Brick"), ("Cylinder", "Cylinder")})
+                            ("Cylinder", "Brick"), ("Cylinder", "Cylinder"), ("HeightField", "Brick")})
 
 
 class PairGroup(NamedTuple):

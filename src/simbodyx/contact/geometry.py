@@ -95,6 +95,31 @@ class Capsule(Shape):
         self.half_length = _positive(half_length, (), "half_length", "ContactGeometry.Capsule")
 
 
+class HeightField(Shape):
+    """A terrain (MJCF's height field): the solid below the surface z =
+    ``heights`` (nrow, ncol; m) over the rectangle |x| <= ``half_lengths[0]``,
+    |y| <= ``half_lengths[1]`` of S (m), the height of row r and column c at
+    x = -hx + 2 hx c / (ncol - 1), y = -hy + 2 hy r / (nrow - 1); each grid
+    cell is two triangles split by its diagonal from its lowest (row,
+    column) corner to its highest, as MuJoCo's are. Nothing beyond the
+    rectangle touches it."""
+
+    kind: ClassVar[str] = "HeightField"
+    heights: jnp.ndarray
+    half_lengths: jnp.ndarray
+
+    def __init__(self, heights, half_lengths):
+        label = "ContactGeometry.HeightField"
+        heights = np.asarray(heights, dtype=np.float64)
+        if heights.ndim != 2 or min(heights.shape) < 2:
+            raise ValueError(f"{label}: heights must be a (nrow, ncol) grid with at least 2 of each, "
+                             f"got shape {heights.shape}")
+        if not np.all(np.isfinite(heights)):
+            raise ValueError(f"{label}: heights must be finite")
+        self.heights = heights
+        self.half_lengths = _positive(half_lengths, (2,), "half_lengths", label)
+
+
 class ContactGeometry:
     """Namespace of contact shapes, Simbody's ``ContactGeometry::``."""
 
@@ -104,6 +129,7 @@ class ContactGeometry:
     Brick = Brick
     Cylinder = Cylinder
     Capsule = Capsule
+    HeightField = HeightField
 
 
 class ContactMaterial:

@@ -107,7 +107,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss, damping or stiffness of ball and free joints, contact pairs
-    without a kernel: a height field that is not flat) is reported in one warning listing it, with the
+    without a kernel, such as a height field and an ellipsoid) is reported in one warning listing it, with the
     mesh geoms that touch as the primitives MuJoCo fits to them (a box where
     a mesh touches only planes, else a capsule); ``robot.joints`` keeps the
     numbers.
@@ -543,7 +543,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     Each geom of a supported type (plane, sphere, capsule, ellipsoid; a
     box against a plane, a sphere, a capsule, a box, an ellipsoid or a
     cylinder; a cylinder against any of these; a flat height field, as the plane of its
-    base; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
+    base; any other height field, as a ``ContactGeometry.HeightField``
+    against spheres, capsules and boxes; a mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``:
     a box where it touches only planes, else a capsule) that is in one of
     MuJoCo's colliding pairs becomes a
     surface of one contact set on its body; the set's other pairs are
@@ -590,11 +591,14 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     fits = _fitted(mujoco, source, primitives) if primitives else {}
     kind = [primitives.get(g, k) for g, k in enumerate(kind)]
 
+    def heights(g):  # a height field geom's heights (nrow, ncol; m)
+        field = int(m.geom_dataid[g])
+        start, nrow, ncol = int(m.hfield_adr[field]), int(m.hfield_nrow[field]), int(m.hfield_ncol[field])
+        return m.hfield_data[start:start + nrow * ncol].reshape(nrow, ncol) * float(m.hfield_size[field][2])
+
     def shape_kind(g):  # a flat height field (MuJoCo's elevations then all 0) is its geom frame's plane z = 0
         if kind[g] == "hfield":
-            field = int(m.geom_dataid[g])
-            start, count = int(m.hfield_adr[field]), int(m.hfield_nrow[field] * m.hfield_ncol[field])
-            return "HalfSpace" if not np.any(m.hfield_data[start:start + count]) else None
+            return "HeightField" if np.any(heights(g)) else "HalfSpace"
         return SHAPES.get(kind[g])
 
     covered, uncovered = [], []
@@ -634,6 +638,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
 
     def shape(g, pair_law):
         size = fits[g][0] if g in fits else np.asarray(m.geom_size[g], float)
+        if shape_kind(g) == "HeightField":
+            return ContactGeometry.HeightField(heights(g), m.hfield_size[int(m.geom_dataid[g])][:2]), np.eye(4), None
         if kind[g] in ("plane", "hfield"):
             return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2)), None
         if kind[g] == "sphere":
