@@ -119,7 +119,8 @@ def test_candidate_pairs_skip_one_body_ground_and_excluded_pairs_and_name_unsupp
     system, forces, contacts, contact_set = _system_with(CG.HalfSpace(), CG.Sphere(0.1))
     contacts.add_body(contact_set, contacts.get_body(contact_set, 1), CG.HalfSpace())  # a half-space on a Free body
     sx.HuntCrossleyForce(forces, contacts, contact_set)
-    with pytest.raises(ValueError, match=r"between surface 0 \(HalfSpace on Ground \(body 0\)\) and surface 2 \(HalfSpace"):
+    with pytest.raises(ValueError, match=r"between surface 0 \(HalfSpace on Ground \(body 0\)\) and surface 2 "
+                                         r"\(HalfSpace"):
         system.realize_topology()
 
 
@@ -128,7 +129,7 @@ def test_bad_contact_input_is_a_clear_error():
                         (lambda: CG.Sphere(-1.0), "radius must be positive"),
                         (lambda: CG.Capsule(0.1, float("nan")), "half_length must be positive"),
                         (lambda: CG.Ellipsoid([1.0, 2.0]), r"radii must have shape \(3,\)"),
-                        (lambda: CG.HeightField(np.zeros(4), [1.0, 1.0]), r"HeightField: heights must be a \(nrow, ncol\)"),
+                        (lambda: CG.HeightField(np.zeros(4), [1.0, 1.0]), r"heights must be a \(nrow, ncol\)"),
                         (lambda: CG.HeightField(np.full((2, 3), np.inf), [1.0, 1.0]), "heights must be finite"),
                         (lambda: CG.HeightField(np.zeros((2, 3)), [1.0, 0.0]), "half_lengths must be positive")):
         with pytest.raises(ValueError, match=match):
@@ -631,14 +632,14 @@ def test_cylinder_brick_and_cylinder_cylinder_take_the_least_overlap_at_the_touc
     along_x = sx.Rotation.about_y(0.5 * np.pi).matrix
     tilt = sx.Rotation.about_x(0.25 * np.pi).matrix
     corner_down = sx.Rotation.about_x(0.6).matrix @ sx.Rotation.about_y(0.5).matrix  # a corner lowest
-    lowest = np.min((corner_down @ (np.array(np.meshgrid(*[[-1, 1]] * 3)).reshape(3, -1).T * [0.1, 0.2, 0.05]).T)[2])
+    lowest = np.min((corner_down @ (detection.CORNER_SIGNS * [0.1, 0.2, 0.05]).T)[2])
     edge_low = -np.hypot(0.2, 0.05) * np.cos(0.25 * np.pi - np.arctan2(0.05, 0.2))  # the lowest edge's height
     def kernels(X_box, X_small):
         return (detection.cylinder_brick(cylinder, origin, box, X_box),
                 detection.cylinder_cylinder(cylinder, origin, small, X_small))
 
     X_corner = _pose(corner_down, [0.04, -0.03, 0.1 - lowest - 0.002])
-    corner = X_corner.apply(np.array(np.meshgrid(*[[-1, 1]] * 3)).reshape(3, -1).T * [0.1, 0.2, 0.05])
+    corner = X_corner.apply(detection.CORNER_SIGNS * [0.1, 0.2, 0.05])
     corner = np.asarray(corner[np.argmin(corner[:, 2])])
     cases = [  # (box pose, small cylinder pose, the box's depth and location, the small cylinder's)
         (_pose(p=[0.05, 0.0, 0.147]), _pose(along_x, [0.0, 0.296, 0.0]), 0.003, [0.05, 0.0, 0.0985], 0.004,

@@ -74,10 +74,11 @@ def test_a_ball_and_a_box_rest_on_height_fields_that_are_not_flat():
     xml = f"""<mujoco><option timestep="0.001"/><asset>
       <hfield name="crease" nrow="5" ncol="5" size="1 1 0.5 0.1" elevation="{' '.join(map(str, np.tile(crease, 5)))}"/>
       <hfield name="ramp" nrow="5" ncol="5" size="1 1 0.2 0.1" elevation="{' '.join(map(str, np.tile(ramp, 5)))}"/>
-      </asset><worldbody><geom type="hfield" hfield="crease" pos="-2 0 0"/><geom type="hfield" hfield="ramp" pos="2 0 0"/>
+      </asset><worldbody><geom type="hfield" hfield="crease" pos="-2 0 0"/>
+      <geom type="hfield" hfield="ramp" pos="2 0 0"/>
       <body name="ball" pos="-2.02 0.1 0.3"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
-      <body name="box" pos="2.1 0.2 0.25" euler="0 -5.71 0"><freejoint/><geom type="box" size="0.08 0.06 0.04" mass="1"/>
-      </body></worldbody></mujoco>"""
+      <body name="box" pos="2.1 0.2 0.25" euler="0 -5.71 0"><freejoint/>
+      <geom type="box" size="0.08 0.06 0.04" mass="1"/></body></worldbody></mujoco>"""
     robot, model, final, m, d = _rest(xml)
     assert np.abs(np.asarray(final.u)).max() < 1e-2
     np.testing.assert_allclose(final.q[4:7], [-2.0, 0.1, d.qpos[2]], atol=5e-5)

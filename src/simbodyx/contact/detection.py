@@ -473,6 +473,10 @@ def _ellipsoid_in(X_SE: Transform, ellipsoid):
     return X_SE.p, R @ jnp.diag(r2) @ R.T, R @ jnp.diag(1 / r2) @ R.T
 
 
+#: (8, 3) the signs of a brick's vertices
+CORNER_SIGNS = np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T
+
+
 def brick_ellipsoid(brick, X1, ellipsoid, X2):
     """The brick against the ellipsoid (``_least_overlap`` with the brick's
     support function sum h |n_i|): candidates the 6 face normals, the 12
@@ -493,7 +497,7 @@ def brick_ellipsoid(brick, X1, ellipsoid, X2):
     u = jnp.stack([sj * eye[(axis + 1) % 3] for axis, sj, _ in edges])
     v = jnp.stack([sk * eye[(axis + 2) % 3] for axis, _, sk in edges])
     quarter = jnp.full(len(edges), jnp.pi / 2, dtype)
-    corners = jnp.asarray(np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T, dtype) * h
+    corners = jnp.asarray(CORNER_SIGNS, dtype) * h
     starts = jax.vmap(lambda p: _unit(Minv @ (c - p), eye[0]))(jax.lax.stop_gradient(corners))
     n, depth = _least_overlap(overlap, (h, c, M), jnp.concatenate([eye, -eye]),
                               (u, v, jnp.zeros_like(quarter), quarter), starts)
@@ -639,7 +643,7 @@ def cylinder_brick(cylinder, X1, brick, X2):
     arcs = (jnp.concatenate([axes[jnp.array([1, 2, 0])], jnp.eye(3, dtype=dtype)[:1]]),
             jnp.concatenate([axes[jnp.array([2, 0, 1])], jnp.eye(3, dtype=dtype)[1:2]]), -circle, circle)
     held_Q, held_d, held_h = jax.lax.stop_gradient((Q, d, h))
-    corners = held_d + jnp.asarray(np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T, dtype) * held_h @ held_Q.T
+    corners = held_d + jnp.asarray(CORNER_SIGNS, dtype) * held_h @ held_Q.T
     starts = jnp.concatenate([jax.vmap(lambda p: _rim_normal(z, side, p))(corners) for side in (-1.0, 1.0)])
     n, depth = _least_overlap(overlap, (rho, half, h, Q, d), jnp.concatenate([z[None], -z[None], axes, -axes, across,
                                                                               -across]), arcs, starts)
@@ -1092,14 +1096,9 @@ def _closest_on_triangle(p, a, b, c):
     return x, ~functools.reduce(jnp.logical_or, [where for where, _ in regions])
 
 
-#: The rows of a sphere's contact with a height field: one per triangle of
-#: the 3 x 3 cells around the one under it, and one for an edge or a vertex
-TERRAIN_ROWS = 19
-
-
 def _sphere_on_terrain(field, X_GS: Transform, center, r):
     """A sphere of radius r at ``center`` (in G) against a height field, as
-    ``TERRAIN_ROWS`` contacts: against each of the 18 triangles of the 3 x 3
+    19 contacts: against each of the 18 triangles of the 3 x 3
     cells around the one under it whose plane it is over (or under), along
     that triangle's normal (so that in a crease it rests on both sides),
     and at the surface's point closest to it where that point is on an edge
@@ -1145,8 +1144,7 @@ def height_field_brick(field, X1, brick, X2):
     vertex law, as on a half-space); a vertex beyond the field's rectangle
     does not touch."""
     X = X1.inverse().compose(X2)
-    signs = np.array(np.meshgrid(*[[-1.0, 1.0]] * 3)).reshape(3, -1).T
-    corners = jax.vmap(X.apply)(jnp.asarray(signs, X.p.dtype) * brick.half_lengths)
+    corners = jax.vmap(X.apply)(jnp.asarray(CORNER_SIGNS, X.p.dtype) * brick.half_lengths)
     heights, normals = jax.vmap(lambda p: _terrain_below(field, p))(corners)
     inside = jnp.all(jnp.abs(corners[:, :2]) <= field.half_lengths, axis=1)
     depth = jnp.where(inside, (heights - corners[:, 2]) * normals[:, 2], -1.0)
