@@ -399,7 +399,7 @@ def test_arms_compiled_by_mujoco_from_urdf(name):
 
 
 LEG = """<mujoco><compiler angle="radian"/><option gravity="0 0 -9.81"><flag contact="disable"/></option><worldbody>
-  <body name="pelvis" pos="0 0 1"><joint name="root" type="free" armature="0.3"/><geom type="box" size="0.1 0.1 0.1" mass="5"/>
+  <body name="pelvis" pos="0 0 1"><joint name="root" type="free" armature="0.3" damping="0.2"/><geom type="box" size="0.1 0.1 0.1" mass="5"/>
     <body name="thigh" pos="0.1 0 -0.1" euler="0.2 0 0">
       <joint name="hip_x" type="hinge" axis="1 0 0" pos="0 0 0.05" damping="0.3"/>
       <joint name="hip_y" type="hinge" axis="0 1 1" ref="0.4" stiffness="2" springref="0.1"/>
@@ -408,20 +408,21 @@ LEG = """<mujoco><compiler angle="radian"/><option gravity="0 0 -9.81"><flag con
         <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"/>
         <body name="foot" pos="0 0.05 -0.42" quat="0.9 0.1 0.3 0"><geom type="box" size="0.1 0.05 0.02" mass="0.5"/>
         </body></body></body>
-    <body name="arm" pos="0 0.2 0.1"><joint name="shoulder" type="ball" pos="0 0 0.05" armature="0.02"/>
+    <body name="arm" pos="0 0.2 0.1"><joint name="shoulder" type="ball" pos="0 0 0.05" armature="0.02" damping="0.5"/>
       <geom type="capsule" fromto="0 0 0 0 0.3 0" size="0.03" mass="1"/></body>
   </body></worldbody></mujoco>"""
 
 
 def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
     """An inline leg with every joint kind, two hinges in one body (a chain
-    through a massless body), refs, a damper, a spring, armature on the
-    free, ball and slide joints and a jointless foot: merged (default) and
-    welded, both equal to MuJoCo."""
+    through a massless body), refs, dampers on a hinge and the free and
+    ball joints, a spring, armature on the free, ball and slide joints and
+    a jointless foot: merged (default) and welded, both equal to MuJoCo."""
     robot, model, state, _ = _against_mujoco(LEG, seed=3, count=5, warns=False)
     assert robot["foot"] is robot["shin"] is robot["knee"] and robot["world"].is_ground()
     assert robot["hip_x"].name == "thigh.hip_x" and robot["hip_y"].name == "thigh"
-    assert set(robot.dampers) == {"hip_x"} and set(robot.springs) == {"hip_y"}
+    assert set(robot.dampers) == {"hip_x", "root", "shoulder"} and set(robot.springs) == {"hip_y"}
+    assert len(robot.dampers["root"]) == 6 and len(robot.dampers["shoulder"]) == 3
     assert robot.joints["hip_y"].ref == pytest.approx(0.4) and robot.joints["knee"].type == "slide"
     q_names, u_names = robot.coordinate_names(state)
     assert q_names[:7] == ["root.qw", "root.qx", "root.qy", "root.qz", "root.x", "root.y", "root.z"]
@@ -434,7 +435,7 @@ def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
 
 def test_mjcf_reports_what_it_drops_and_bad_sources():
     with pytest.warns(UserWarning, match=r"not modelled by the loaded system: equality constraints equality0 \(inactive\); joint "
-                                         r"limits on b; armature on a; friction loss on a; damping on b; "
+                                         r"limits on b; armature on a; friction loss on a; "
                                          r"tendon forces or limits on tt"):
         sx.io.load_mjcf("""<mujoco><worldbody><body name="x">
             <joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>

@@ -84,7 +84,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     MuJoCo's order, so simbodyx's u is MuJoCo's qvel joint by joint (up to
     the frames of ball and free velocities: ``simbodyx.interop.mujoco``).
     MuJoCo's gravity becomes a UniformGravity element; joint damping
-    (``damping``) a MobilityLinearDamper per hinge or slide, joint stiffness
+    (``damping``) a MobilityLinearDamper per hinge or slide and per
+    mobility of a ball or free joint (``_isotropic``), joint stiffness
     (``springs``) a MobilityLinearSpring, joint armature (``armature``) the
     mobilizer's (``MobilizedBody.set_armature``), joint friction loss
     (``frictionloss``) a MobilityCoulombFriction per hinge or slide whose
@@ -106,7 +107,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     State data: ``robot.set_controls``).
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
-    friction loss, damping or stiffness of ball and free joints, contact pairs
+    friction loss and stiffness of ball and free joints, contact pairs
     without a kernel, such as a height field and an ellipsoid) is reported
     in one warning listing it, with the mesh geoms that touch as the
     primitives MuJoCo fits to them (a box where a mesh touches only planes,
@@ -198,6 +199,10 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                     stops[joint.name] = _stop(mujoco, m, forces, handle, first + k, joint.range)
                 if frictionloss and m.dof_frictionloss[m.jnt_dofadr[first + k]] > 0:
                     frictions[joint.name] = _friction(mujoco, m, forces, handle, first + k)
+            if kind in ("Ball", "Free") and damping and any(joint.damping) and _isotropic(joint.damping):
+                coefficients = joint.damping[3:] + joint.damping[:3] if kind == "Free" else joint.damping
+                dampers[joint.name] = tuple(Force.MobilityLinearDamper(forces, handle, i, c)
+                                            for i, c in enumerate(coefficients) if c > 0)
         placed[body_names[b]], carried[handle] = (handle, np.eye(4)), [_body_part(mujoco, m, b)]
 
     for handle, parts in carried.items():  # welded bodies' masses join their carrier's
@@ -348,6 +353,14 @@ def _stop(mujoco, m, forces, handle, j, bounds):
     return Force.MobilityLinearStop(forces, handle, 0, stiffness, dissipation, *bounds)
 
 
+def _isotropic(damping) -> bool:
+    """Whether a joint's per-dof damping is the same on each of its groups
+    of three dofs (a ball's rotations; a free joint's translations and its
+    rotations): then -c w in MuJoCo's local frame is -c u in any frame, a
+    MobilityLinearDamper per mobility. A hinge's or slide's always is."""
+    return all(len(set(damping[i:i + 3])) == 1 for i in range(0, len(damping), 3))
+
+
 def _friction(mujoco, m, forces, handle, j):
     """MuJoCo joint j's frictionloss F as a MobilityCoulombFriction.
     MuJoCo's friction row (solreffriction's time constant tau;
@@ -486,7 +499,7 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
         "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
         "friction loss": [j.name for j, d in zip(joints.values(), m.jnt_dofadr) if m.dof_frictionloss[d] > 0
                           and (not frictionloss or j.type in ("ball", "free"))],
-        "damping": [j.name for j in joints.values() if any(j.damping) and (not damping or j.type in ("ball", "free"))],
+        "damping": [j.name for j in joints.values() if any(j.damping) and not (damping and _isotropic(j.damping))],
         "stiffness": [j.name for j in joints.values() if j.stiffness and (not springs or j.type in ("ball", "free"))],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
             mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in range(m.ntendon)

@@ -48,7 +48,8 @@ class Robot(Mapping):
     (:class:`Geometry`); ``root`` the root link's name; ``couplers`` the
     coupling constraint of each mimic joint or equality, ``dampers`` and
     ``springs`` the mobility force elements made for a joint's damping or
-    stiffness, ``stops`` the MobilityLinearStop made for a joint's limits,
+    stiffness (a ball's or free joint's dampers: a tuple, one per
+    mobility), ``stops`` the MobilityLinearStop made for a joint's limits,
     ``frictions`` the MobilityCoulombFriction made for a joint's friction;
     ``contact`` the HuntCrossleyForce made for the file's contacts (None:
     none); ``actuators`` the MobilityActuator of each actuator modelled, in
