@@ -716,8 +716,8 @@ def _with_axis(k, axis):
 
 
 def test_height_field_is_mujocos_triangulated_terrain():
-    """On a planar height field a sphere and a brick touch as on the
-    half-space of that plane; in a V-shaped crease a sphere rests on both
+    """On a planar height field a sphere, a brick and a cylinder (standing
+    and lying) touch as on the half-space of that plane; in a V-shaped crease a sphere rests on both
     sides; for 300 sphere centres over a random field the deepest row is
     MuJoCo's distance (its hfield contacts' least dist), negated, to 1e-12;
     derivatives are finite where the sphere sits over a grid point, an
@@ -748,6 +748,14 @@ def test_height_field_is_mujocos_triangulated_terrain():
     on_brick = jax.jit(detection.height_field_brick)(plane, _pose(), brick, brick_pose)
     vertex = detection.half_space_brick(CG.HalfSpace(), tilt, brick, brick_pose)
     np.testing.assert_allclose(np.sort(np.asarray(on_brick.depth))[-4:], np.sort(np.asarray(vertex.depth)), atol=ATOL)
+    cylinder = CG.Cylinder(0.1, 0.05)
+    for axis in (up, _with_axis(1, up)[:, 0]):  # standing and lying
+        X_cylinder = sx.Transform(_with_axis(2, axis), centre - (r - 0.004) * up + (0.05 if axis is up else 0.1) * up
+                                  - 0.003 * up)  # 3 mm into the plane
+        on_rims = jax.jit(detection.height_field_cylinder)(plane, _pose(), cylinder, X_cylinder)
+        rims = detection.half_space_cylinder(CG.HalfSpace(), tilt, cylinder, X_cylinder)
+        np.testing.assert_allclose(np.sort(np.asarray(on_rims.depth)), np.sort(np.asarray(rims.depth)), atol=ATOL)
+        assert np.sum(np.asarray(on_rims.depth) > 0) == (4 if axis is up else 2)
     in_crease = jax.jit(kernels)(crease, jnp.array([0.0, 0.1, r / np.cos(np.arctan(0.5)) - 0.003]))
     touching = np.asarray(in_crease.depth) > 0
     assert touching.sum() == 2  # one triangle on each side

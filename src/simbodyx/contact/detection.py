@@ -21,7 +21,8 @@ Brick-Ellipsoid, Cylinder-Ellipsoid, Cylinder-Brick and Cylinder-Cylinder
 minimize the overlap of the support functions over every feature's cone
 of normals (``_least_overlap``); a HeightField is MuJoCo's triangulated
 terrain, under spheres (a row per nearby triangle and one for a ridge),
-capsules (their end spheres) and bricks (their vertices).
+capsules (their end spheres), bricks (their vertices) and cylinders
+(their rim points).
 
 A HalfSpace-Brick contact's points are the vertices of the brick's face
 that faces the half-space: the force law there is Simbody's
@@ -1138,19 +1139,40 @@ def height_field_capsule(field, X1, capsule, X2):
     return jax.tree.map(lambda *a: jnp.concatenate(a), *ends)
 
 
-def height_field_brick(field, X1, brick, X2):
-    """The brick's 8 vertices against the height field, each under the plane
-    of the triangle below it by its depth along that triangle's normal (the
-    vertex law, as on a half-space); a vertex beyond the field's rectangle
-    does not touch."""
-    X = X1.inverse().compose(X2)
-    corners = jax.vmap(X.apply)(jnp.asarray(CORNER_SIGNS, X.p.dtype) * brick.half_lengths)
-    heights, normals = jax.vmap(lambda p: _terrain_below(field, p))(corners)
-    inside = jnp.all(jnp.abs(corners[:, :2]) <= field.half_lengths, axis=1)
-    depth = jnp.where(inside, (heights - corners[:, 2]) * normals[:, 2], -1.0)
-    location = corners + depth[:, None] / 2 * normals
-    return PointContact(jax.vmap(X1.apply)(location), jax.vmap(X1.rotate)(normals), depth, jnp.zeros_like(depth),
+def _points_on_terrain(field, X_GS: Transform, points):
+    """Points (k, 3) given in the height field's frame S as contacts with it
+    (the vertex law, ``radius`` 0): each under the plane of the triangle
+    below it by its depth along that triangle's normal, the force halfway
+    up the overlap; a point beyond the field's rectangle does not touch."""
+    heights, normals = jax.vmap(lambda p: _terrain_below(field, p))(points)
+    inside = jnp.all(jnp.abs(points[:, :2]) <= field.half_lengths, axis=1)
+    depth = jnp.where(inside, (heights - points[:, 2]) * normals[:, 2], -1.0)
+    location = points + depth[:, None] / 2 * normals
+    return PointContact(jax.vmap(X_GS.apply)(location), jax.vmap(X_GS.rotate)(normals), depth, jnp.zeros_like(depth),
                         jnp.ones_like(depth))
+
+
+def height_field_brick(field, X1, brick, X2):
+    """The brick's 8 vertices against the height field
+    (``_points_on_terrain``: the vertex law, as on a half-space)."""
+    X = X1.inverse().compose(X2)
+    return _points_on_terrain(field, X1, jax.vmap(X.apply)(jnp.asarray(CORNER_SIGNS, X.p.dtype) * brick.half_lengths))
+
+
+def height_field_cylinder(field, X1, cylinder, X2):
+    """The cylinder's rims against the height field (``_points_on_terrain``),
+    as on the half-space of the triangle under its centre
+    (``half_space_cylinder``): on each end, the rim point deepest along
+    that triangle's normal and three more a quarter turn apart."""
+    X = X1.inverse().compose(X2)
+    axis = X.R[:, 2]
+    inward = -jax.lax.stop_gradient(_terrain_below(field, X.p)[1])
+    e = _unit(inward - jnp.dot(inward, axis) * axis, _perpendicular(axis))
+    f = cross(axis, e)
+    turns = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], axis.dtype)
+    rim = cylinder.radius * (turns[:, :1] * e + turns[:, 1:] * f)
+    ends = jnp.stack([-axis, axis]) * cylinder.half_length
+    return _points_on_terrain(field, X1, (X.p + ends[:, None, :] + rim[None, :, :]).reshape(8, 3))
 
 
 def sphere_capsule(sphere, X1, capsule, X2):
@@ -1196,6 +1218,7 @@ KERNELS = {
     ("HeightField", "Sphere"): height_field_sphere,
     ("HeightField", "Capsule"): height_field_capsule,
     ("HeightField", "Brick"): height_field_brick,
+    ("HeightField", "Cylinder"): height_field_cylinder,
 }
 
 #: Kernels that take the pair's margin (an extra argument): their depths
@@ -1206,7 +1229,8 @@ MARGIN_KERNELS = frozenset({("Capsule", "Brick"), ("Capsule", "Cylinder")})
 #: Kernels whose points are a flat face's vertices or a rim's points: the
 #: force there is Simbody's BrickHalfSpacePenalty, k x (1 + c xdot), not Hertz's.
 VERTEX_KERNELS = frozenset({("HalfSpace", "Brick"), ("HalfSpace", "Cylinder"), ("Brick", "Brick"),
-                            ("Cylinder", "Brick"), ("Cylinder", "Cylinder"), ("HeightField", "Brick")})
+                            ("Cylinder", "Brick"), ("Cylinder", "Cylinder"), ("HeightField", "Brick"),
+                            ("HeightField", "Cylinder")})
 
 
 class PairGroup(NamedTuple):

@@ -557,9 +557,10 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     box against a plane, a sphere, a capsule, a box, an ellipsoid or a
     cylinder; a cylinder against any of these; a flat height field, as the
     plane of its base; any other height field, as a
-    ``ContactGeometry.HeightField`` against spheres, capsules and boxes; a
-    mesh, as the primitive MuJoCo's compiler fits to it, ``_fitted``: a box
-    where it touches only planes, else a capsule) that is in one of
+    ``ContactGeometry.HeightField`` against spheres, capsules, boxes and
+    cylinders; a mesh, as the primitive MuJoCo's compiler fits to it,
+    ``_fitted``: a box where it touches only planes, else a capsule) that
+    is in one of
     MuJoCo's colliding pairs becomes a
     surface of one contact set on its body; the set's other pairs are
     excluded. Material, from the
