@@ -453,13 +453,25 @@ def _least_overlap(overlap, params, directions, arcs, starts):
     return n, overlap(n, params)
 
 
-def _on_ellipsoid(n, depth, ellipsoid, X_GS: Transform, X_SE: Transform, extra=None):
-    """The contact of a convex shape S with an ellipsoid E along n (unit, in
-    S, from S into E) and its depth: at E's support point toward S, halfway
-    up the overlap, with E's curvatures there (plus ``extra``, a function
-    of the tangent basis t1, t2 in S giving S's (2, 2) curvatures; flat if
-    None)."""
-    M = X_SE.R @ jnp.diag(ellipsoid.radii ** 2) @ X_SE.R.T
+def _brick_support(h, Q, n):
+    """The support function sum h_i |q_i . n| of a brick centred at the
+    origin (half-lengths h, axes the columns of Q)."""
+    return jnp.sum(h * jnp.abs(Q.T @ n))
+
+
+def _cylinder_support(rho, half_length, a, n):
+    """The support function rho |n across a| + l |n . a| of a cylinder
+    centred at the origin (radius rho, half-length l, unit axis a)."""
+    along = jnp.dot(a, n)
+    return rho * safe_norm(n - along * a) + half_length * jnp.abs(along)
+
+
+def _on_ellipsoid(n, depth, ellipsoid, M, X_GS: Transform, X_SE: Transform, extra=None):
+    """The contact of a convex shape S with an ellipsoid E (M = R diag(radii^2)
+    R' in S, ``_ellipsoid_in``) along n (unit, in S, from S into E) and its
+    depth: at E's support point toward S, halfway up the overlap, with E's
+    curvatures there (plus ``extra``, a function of the tangent basis t1, t2
+    in S giving S's (2, 2) curvatures; flat if None)."""
     point = X_SE.p - M @ n / jnp.sqrt(n @ M @ n)  # E's support point along -n, in S
     t1 = _perpendicular(n)
     t2 = cross(n, t1)
@@ -489,11 +501,12 @@ def brick_ellipsoid(brick, X1, ellipsoid, X2):
     h = brick.half_lengths
     dtype = c.dtype
 
+    eye = jnp.eye(3, dtype=dtype)
+
     def overlap(n, params):
         h, c, M = params
-        return jnp.sum(h * jnp.abs(n)) + jnp.sqrt(n @ M @ n) - jnp.dot(n, c)
+        return _brick_support(h, eye, n) + jnp.sqrt(n @ M @ n) - jnp.dot(n, c)
 
-    eye = jnp.eye(3, dtype=dtype)
     edges = [(axis, sj, sk) for axis in range(3) for sj in (-1.0, 1.0) for sk in (-1.0, 1.0)]
     u = jnp.stack([sj * eye[(axis + 1) % 3] for axis, sj, _ in edges])
     v = jnp.stack([sk * eye[(axis + 2) % 3] for axis, _, sk in edges])
@@ -502,7 +515,7 @@ def brick_ellipsoid(brick, X1, ellipsoid, X2):
     starts = jax.vmap(lambda p: _unit(Minv @ (c - p), eye[0]))(jax.lax.stop_gradient(corners))
     n, depth = _least_overlap(overlap, (h, c, M), jnp.concatenate([eye, -eye]),
                               (u, v, jnp.zeros_like(quarter), quarter), starts)
-    return _on_ellipsoid(n, depth, ellipsoid, X1, X_SE)
+    return _on_ellipsoid(n, depth, ellipsoid, M, X1, X_SE)
 
 
 def cylinder_ellipsoid(cylinder, X1, ellipsoid, X2):
@@ -517,11 +530,12 @@ def cylinder_ellipsoid(cylinder, X1, ellipsoid, X2):
     rho, half = cylinder.radius, cylinder.half_length
     dtype = c.dtype
 
+    eye = jnp.eye(3, dtype=dtype)
+
     def overlap(n, params):
         rho, half, c, M = params
-        return rho * safe_norm(n[:2]) + half * jnp.abs(n[2]) + jnp.sqrt(n @ M @ n) - jnp.dot(n, c)
+        return _cylinder_support(rho, half, eye[2], n) + jnp.sqrt(n @ M @ n) - jnp.dot(n, c)
 
-    eye = jnp.eye(3, dtype=dtype)
     fixed = jax.lax.stop_gradient((rho, half, c, Minv))
     radial = _unit(fixed[2] * jnp.array([1.0, 1.0, 0.0], dtype), eye[0])
     rims = jnp.stack([fixed[0] * radial + side * fixed[1] * eye[2] for side in (-1.0, 1.0)])
@@ -529,14 +543,14 @@ def cylinder_ellipsoid(cylinder, X1, ellipsoid, X2):
     pi = jnp.full(1, jnp.pi, dtype)
     side = (radial[None], cross(eye[2], radial)[None], -pi, pi)
     n, depth = _least_overlap(overlap, (rho, half, c, M), jnp.stack([eye[2], -eye[2]]), side, starts)
-    on_side = jnp.abs(n[2]) < 1e-9
+    on_side = jnp.abs(n[2]) < FEATURE_TOLERANCE
 
     def around(t1, t2):  # the side's curvature 1 / rho around the axis (along z x n)
         w = cross(eye[2], n)
         w = jnp.stack([jnp.dot(w, t1), jnp.dot(w, t2)])
         return jnp.where(on_side, 1.0, 0.0) * jnp.outer(w, w) / rho
 
-    return _on_ellipsoid(n, depth, ellipsoid, X1, X_SE, around)
+    return _on_ellipsoid(n, depth, ellipsoid, M, X1, X_SE, around)
 
 
 #: How small a direction's component may be and still count as zero when
@@ -636,7 +650,7 @@ def cylinder_brick(cylinder, X1, brick, X2):
 
     def overlap(n, params):
         rho, half, h, Q, d = params
-        return rho * safe_norm(n[:2]) + half * jnp.abs(n[2]) + jnp.sum(h * jnp.abs(Q.T @ n)) - jnp.dot(n, d)
+        return _cylinder_support(rho, half, z, n) + _brick_support(h, Q, n) - jnp.dot(n, d)
 
     axes = Q.T  # the brick's axes, one per row
     across = jax.vmap(lambda q: _unit(cross(z, q), _perpendicular(q)))(axes)
@@ -668,9 +682,7 @@ def cylinder_cylinder(cylinder1, X1, cylinder2, X2):
 
     def overlap(n, params):
         rho1, half1, rho2, half2, b, d = params
-        along = jnp.dot(n, b)
-        return (rho1 * safe_norm(n[:2]) + half1 * jnp.abs(n[2]) + rho2 * safe_norm(n - along * b)
-                + half2 * jnp.abs(along) - jnp.dot(n, d))
+        return _cylinder_support(rho1, half1, z, n) + _cylinder_support(rho2, half2, b, n) - jnp.dot(n, d)
 
     sides = _unit(cross(z, b), _perpendicular(b))
     u2 = _perpendicular(b)
@@ -1017,14 +1029,20 @@ def half_space_cylinder(half_space, X1, cylinder, X2):
     (8 points, the vertex law: ``radius`` 0). Standing upright the deepest
     direction is undefined and any quarter-turned four serve."""
     X_HC = X1.inverse().compose(X2)
-    axis = X_HC.R[:, 2]
-    inward = jnp.array([1.0, 0.0, 0.0], axis.dtype)  # H's x: depth grows along it
+    inward = jnp.array([1.0, 0.0, 0.0], X_HC.p.dtype)  # H's x: depth grows along it
+    return _points_in_half_space(X1, _rim_points(cylinder, X_HC, inward))
+
+
+def _rim_points(cylinder, X, inward):
+    """(8, 3) on each end of the cylinder posed at X, the rim point farthest
+    along ``inward`` and three more a quarter turn apart (in X's frame)."""
+    axis = X.R[:, 2]
     e = _unit(inward - jnp.dot(inward, axis) * axis, _perpendicular(axis))
     f = cross(axis, e)
     turns = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], axis.dtype)
-    rim = cylinder.radius * (turns[:, :1] * e + turns[:, 1:] * f)  # (4, 3) in H, from an end's centre
+    rim = cylinder.radius * (turns[:, :1] * e + turns[:, 1:] * f)  # (4, 3) from an end's centre
     ends = jnp.stack([-axis, axis]) * cylinder.half_length
-    return _points_in_half_space(X1, (X_HC.p + ends[:, None, :] + rim[None, :, :]).reshape(8, 3))
+    return (X.p + ends[:, None, :] + rim[None, :, :]).reshape(8, 3)
 
 
 def half_space_capsule(half_space, X1, capsule, X2):
@@ -1165,14 +1183,8 @@ def height_field_cylinder(field, X1, cylinder, X2):
     (``half_space_cylinder``): on each end, the rim point deepest along
     that triangle's normal and three more a quarter turn apart."""
     X = X1.inverse().compose(X2)
-    axis = X.R[:, 2]
     inward = -jax.lax.stop_gradient(_terrain_below(field, X.p)[1])
-    e = _unit(inward - jnp.dot(inward, axis) * axis, _perpendicular(axis))
-    f = cross(axis, e)
-    turns = jnp.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]], axis.dtype)
-    rim = cylinder.radius * (turns[:, :1] * e + turns[:, 1:] * f)
-    ends = jnp.stack([-axis, axis]) * cylinder.half_length
-    return _points_on_terrain(field, X1, (X.p + ends[:, None, :] + rim[None, :, :]).reshape(8, 3))
+    return _points_on_terrain(field, X1, _rim_points(cylinder, X, inward))
 
 
 def sphere_capsule(sphere, X1, capsule, X2):
