@@ -790,6 +790,10 @@ def test_height_field_is_mujocos_triangulated_terrain():
     assert over.sum() > 150 and np.all(np.isfinite(np.asarray(jacobians)))
 
 
+#: A small bumpy terrain (m) for the float32 test
+TERRAIN = 0.02 * np.sin(np.arange(20.0).reshape(4, 5))
+
+
 @pytest.mark.parametrize("kernel, first, second", [
     (detection.capsule_brick, CG.Capsule(0.05, 0.2), CG.Brick([0.2, 0.15, 0.1])),
     (detection.sphere_ellipsoid, CG.Sphere(0.05), CG.Ellipsoid([0.3, 0.15, 0.08])),
@@ -802,6 +806,8 @@ def test_height_field_is_mujocos_triangulated_terrain():
     (detection.cylinder_ellipsoid, CG.Cylinder(0.2, 0.1), CG.Ellipsoid([0.1, 0.2, 0.05])),
     (detection.cylinder_brick, CG.Cylinder(0.2, 0.1), CG.Brick([0.1, 0.2, 0.05])),
     (detection.cylinder_cylinder, CG.Cylinder(0.2, 0.1), CG.Cylinder(0.1, 0.15)),
+    (detection.height_field_sphere, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Sphere(0.05)),
+    (detection.height_field_cylinder, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Cylinder(0.05, 0.03)),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_the_search_kernels_run_in_float32(kernel, first, second):
     """In float32 under jit, each kernel returns float32 depths equal to its
