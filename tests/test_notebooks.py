@@ -23,9 +23,9 @@ def test_there_are_notebooks_and_their_outputs_are_stripped():
 
 #: Notebooks whose time goes to running batches of long simulations rather
 #: than to compiling: their kernels compile with XLA's optimizations, as a
-#: user's do (1.3-3x faster end to end here), where the suite's tests compile
+#: user's do (1.1-3x faster end to end here), where the suite's tests compile
 #: without them (tests/conftest.py).
-OPTIMIZED = {"arm_reaching", "batched_simulation", "contact", "load_a_robot", "rigid_contact"}
+OPTIMIZED = {"arm_reaching", "batched_simulation", "contact", "rigid_contact"}
 
 #: What notebooks print that must hold: per notebook, (pattern, check), the
 #: check given the pattern's groups as numbers (a group of several numbers
