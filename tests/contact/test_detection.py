@@ -790,6 +790,81 @@ def test_height_field_is_mujocos_triangulated_terrain():
     assert over.sum() > 150 and np.all(np.isfinite(np.asarray(jacobians)))
 
 
+def test_height_field_ellipsoid_is_the_sphere_in_its_scaled_norm():
+    """Equal radii give the sphere's 19 rows (any rotation) to 1e-12; on a
+    planar field one row, the half-space kernel's; over a random field,
+    the deepest row is MuJoCo's distance (its prisms' least dist) to 1e-9
+    for every pose within 5 cm apart, and for overlaps under 2 cm whose
+    deepest row is a face's, no less and at most 2e-5 more than MuJoCo's
+    (its overlap of one prism can leave sideways through the prism's
+    walls; a ridge poking in is compared with nothing, as MuJoCo's prisms
+    measure it their own way); derivatives finite over a grid point and
+    an edge."""
+    mujoco = pytest.importorskip("mujoco")
+    rng = np.random.default_rng(0)
+    nrow, ncol, radii = 5, 6, [0.12, 0.07, 0.05]
+    xml = (f'<mujoco><asset><hfield name="h" nrow="{nrow}" ncol="{ncol}" size="1 0.8 0.3 0.1" elevation="'
+           f'{" ".join(map(str, rng.uniform(0, 1, nrow * ncol)))}"/></asset><worldbody><geom type="hfield" '
+           f'hfield="h"/><body><freejoint/><geom type="ellipsoid" size="{" ".join(map(str, radii))}" margin="1"/>'
+           '</body></worldbody></mujoco>')
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    field = CG.HeightField(model.hfield_data.reshape(nrow, ncol) * model.hfield_size[0][2], [1.0, 0.8])
+    poses, distance = [], []
+    for _ in range(300):
+        data.qpos[:3] = [rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(0.0, 0.45)]
+        data.qpos[3:7] = rng.normal(size=4)
+        data.qpos[3:7] /= np.linalg.norm(data.qpos[3:7])
+        mujoco.mj_forward(model, data)
+        if data.ncon:
+            poses.append((data.xmat[1].reshape(3, 3).copy(), data.qpos[:3].copy()))
+            distance.append(min(data.contact[i].dist for i in range(data.ncon)))
+    degenerate = [(np.eye(3), [-0.6, 0.0, 0.4]), (np.eye(3), [-0.5, -0.2, 0.4])]  # over a grid point, an edge
+    R, p = (jnp.asarray(np.stack(a)) for a in zip(*poses + degenerate))
+    slope = np.array([0.2, -0.1])
+    x, y = np.meshgrid(np.linspace(-1.0, 1.0, 6), np.linspace(-0.8, 0.8, 5))
+    plane = CG.HeightField(0.3 + slope[0] * x + slope[1] * y, [1.0, 0.8])
+    up = np.array([-slope[0], -slope[1], 1.0]) / np.linalg.norm([slope[0], slope[1], 1.0])
+    ellipsoid, ball = CG.Ellipsoid(radii), CG.Ellipsoid(np.full(3, 0.1))
+
+    def outputs(contact):
+        return jnp.concatenate([contact.location.ravel(), contact.normal.ravel(), contact.depth])
+
+    @jax.jit
+    def run(R, p):
+        on = lambda shape, field, p: detection.height_field_ellipsoid(field, _pose(), shape, sx.Transform(R, p))
+        sphere = detection.height_field_sphere(field, _pose(), CG.Sphere(0.1), sx.Transform(jnp.eye(3), p))
+        tilted = sx.Transform(R, jnp.array([0.13, 0.21, 0.3 + slope @ [0.13, 0.21]]) + 0.06 * up)
+        return (on(ellipsoid, field, p), on(ball, field, p), sphere,
+                detection.height_field_ellipsoid(plane, _pose(), ellipsoid, tilted),
+                detection.half_space_ellipsoid(CG.HalfSpace(), sx.Transform(_with_axis(0, -up), [0.0, 0.0, 0.3]),
+                                               ellipsoid, tilted),
+                jax.jacfwd(lambda p: outputs(on(ellipsoid, field, p)))(p))
+
+    rows, round_rows, sphere_rows, on_plane, reference, jacobian = jax.vmap(run)(R, p)
+    touching = np.asarray(sphere_rows.depth) > -1
+    np.testing.assert_array_equal(np.asarray(round_rows.depth) > -1, touching)
+    for name in ("depth", "location", "normal", "radius", "ratio"):
+        np.testing.assert_allclose(np.asarray(getattr(round_rows, name))[touching],
+                                   np.asarray(getattr(sphere_rows, name))[touching], atol=ATOL)
+    assert np.all(np.sum(np.asarray(on_plane.depth) > -1, axis=1) == 1)
+    k = np.argmax(np.asarray(on_plane.depth), axis=1)
+    for name in ("depth", "location", "normal", "radius", "ratio"):
+        np.testing.assert_allclose(np.take_along_axis(np.asarray(getattr(on_plane, name)).reshape(len(k), 19, -1),
+                                                      k[:, None, None], 1)[:, 0],
+                                   np.asarray(getattr(reference, name)).reshape(len(k), -1), atol=ATOL)
+    n = len(poses)
+    depth = np.asarray(rows.depth)[:n]
+    deepest, face = depth.max(axis=1), depth.argmax(axis=1) < 18
+    over = np.array([float(detection._terrain_below(field, jnp.asarray(c))[0]) < c[2] for _, c in poses])
+    apart = over & (deepest < 0) & (deepest > -0.05)
+    overlapping = over & (deepest > 0) & (deepest < 0.02) & face
+    excess = deepest + np.array(distance)  # ours less MuJoCo's depth
+    np.testing.assert_allclose(excess[apart], 0.0, atol=1e-9)
+    assert np.all((excess[overlapping] > -1e-9) & (excess[overlapping] < 2e-5))
+    assert apart.sum() > 30 and overlapping.sum() > 8 and np.all(np.isfinite(np.asarray(jacobian)))
+
+
 #: A small bumpy terrain (m) for the float32 test
 TERRAIN = 0.02 * np.sin(np.arange(20.0).reshape(4, 5))
 
@@ -808,6 +883,7 @@ TERRAIN = 0.02 * np.sin(np.arange(20.0).reshape(4, 5))
     (detection.cylinder_cylinder, CG.Cylinder(0.2, 0.1), CG.Cylinder(0.1, 0.15)),
     (detection.height_field_sphere, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Sphere(0.05)),
     (detection.height_field_cylinder, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Cylinder(0.05, 0.03)),
+    (detection.height_field_ellipsoid, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Ellipsoid([0.05, 0.03, 0.02])),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_the_search_kernels_run_in_float32(kernel, first, second):
     """In float32 under jit, each kernel returns float32 depths equal to its

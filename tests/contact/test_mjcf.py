@@ -53,6 +53,16 @@ def test_the_contact_pairs_are_the_ones_mujoco_reports():
     assert modelled == reported
 
 
+def test_an_ellipsoid_on_a_height_field_is_modelled_without_a_warning():
+    xml = """<mujoco><asset><hfield name="bumps" nrow="3" ncol="3" size="1 1 0.2 0.1" elevation="0 1 0 1 0 1 0 1 0"/>
+      </asset><worldbody><geom type="hfield" hfield="bumps"/>
+      <body pos="0 0 0.3"><freejoint/><geom type="ellipsoid" size="0.12 0.07 0.05"/></body></worldbody></mujoco>"""
+    with warnings.catch_warnings(action="error"):
+        system, _, _, robot = sx.io.load_mjcf(xml)
+    model, _ = system.realize_topology()
+    assert [g.kinds for g in robot.contact.element(model).groups] == [("HeightField", "Ellipsoid")]
+
+
 def _rest(xml, steps=6000, dt=5e-4, warn=False):
     with warnings.catch_warnings(action="default" if warn else "error"):
         system, _, _, robot = sx.io.load_mjcf(xml)

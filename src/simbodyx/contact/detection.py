@@ -273,6 +273,31 @@ def sphere_ellipsoid(sphere, X1, ellipsoid, X2):
 SEGMENT_NEWTON_STEPS = 4
 
 
+def _deepest_in_ellipsoid(radii, a, d):
+    """t in [0, 1] where the segment a + t d (in the ellipsoid's frame) is
+    deepest in the ellipsoid of semi-axes ``radii`` (least signed distance
+    ``_ellipsoid_closest``): Newton's method along it from its point
+    deepest in the ellipsoid's scaled norm, each step the best of
+    ``STEP_SCALES`` of it (the distance never rises: inside, the first-order
+    distance is not convex along a line). Held constant under
+    differentiation: callers evaluate their distance at it, whose
+    derivative along the segment is zero there."""
+    fixed = jax.lax.stop_gradient((radii, a, d))
+    scaled_a, scaled_d = fixed[1] / fixed[0], fixed[2] / fixed[0]
+    t = jnp.clip(-jnp.dot(scaled_a, scaled_d) / jnp.maximum(jnp.dot(scaled_d, scaled_d), 1e-30), 0.0, 1.0)
+
+    def distance_at(t):
+        return _ellipsoid_closest(fixed[0], fixed[1] + t * fixed[2])[2]
+
+    def newton(_, t):  # the best of STEP_SCALES along Newton's step (a quarter of the segment where not convex)
+        slope, bend = jax.jvp(jax.grad(distance_at), (t,), (jnp.ones_like(t),))
+        step = jnp.where(bend > 0, -slope / jnp.where(bend > 0, bend, 1.0), -0.25 * jnp.sign(slope))
+        tried = jnp.clip(t + jnp.asarray(STEP_SCALES, t.dtype) * step, 0.0, 1.0)
+        return tried[jnp.argmin(jax.vmap(distance_at)(tried))]
+
+    return jax.lax.fori_loop(0, SEGMENT_NEWTON_STEPS, newton, t)
+
+
 def capsule_ellipsoid(capsule, X1, ellipsoid, X2):
     """The capsule against the ellipsoid at its segment's point deepest in
     it (Newton's method on ``_ellipsoid_closest``'s distance along the
@@ -285,18 +310,7 @@ def capsule_ellipsoid(capsule, X1, ellipsoid, X2):
     X_inverse = X2.inverse()
     a, d = X_inverse.apply(top), X_inverse.rotate(bottom - top)  # in the ellipsoid's frame
     radii, r = ellipsoid.radii, capsule.radius
-    fixed = jax.lax.stop_gradient((radii, a, d))
-    scaled_a, scaled_d = fixed[1] / fixed[0], fixed[2] / fixed[0]
-    t = jnp.clip(-jnp.dot(scaled_a, scaled_d) / jnp.maximum(jnp.dot(scaled_d, scaled_d), 1e-30), 0.0, 1.0)
-
-    def distance_at(t):
-        return _ellipsoid_closest(fixed[0], fixed[1] + t * fixed[2])[2]
-
-    def newton(_, t):
-        slope, bend = jax.jvp(jax.grad(distance_at), (t,), (jnp.ones_like(t),))
-        return jnp.clip(t - slope / jnp.where(bend > 0, bend, jnp.inf), 0.0, 1.0)
-
-    t = jax.lax.fori_loop(0, SEGMENT_NEWTON_STEPS, newton, t)
+    t = _deepest_in_ellipsoid(radii, a, d)
     x, n, distance = _ellipsoid_closest(radii, a + t * d)
     t1 = _perpendicular(n)
     t2 = cross(n, t1)
@@ -1092,6 +1106,11 @@ def _terrain_below(field, p):
     return triangle[0, 2] - jnp.dot(normal[:2], p[:2] - triangle[0, :2]) / normal[2], normal
 
 
+def _over_terrain(field, p):
+    """Whether p (in S) is over the height field's surface (or on it)."""
+    return p[2] >= _terrain_below(field, p)[0]
+
+
 def _closest_on_triangle(p, a, b, c):
     """(the point of the triangle abc closest to p, whether it is inside the
     triangle rather than on an edge or a vertex), by its Voronoi regions."""
@@ -1115,29 +1134,37 @@ def _closest_on_triangle(p, a, b, c):
     return x, ~functools.reduce(jnp.logical_or, [where for where, _ in regions])
 
 
+def _triangles_around(field, p):
+    """(18, 3, 3) the triangles of the 3 x 3 cells around the cell under p
+    (in S; at the field's border, its border cells repeated)."""
+    row, column, _, _ = _cell(field, p)
+    nrow, ncol = field.heights.shape
+    offsets = np.array([(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1)])
+    return jax.vmap(lambda o: _cell_triangles(field, jnp.clip(row + o[0], 0, nrow - 2),
+                                              jnp.clip(column + o[1], 0, ncol - 2)))(offsets).reshape(-1, 3, 3)
+
+
 def _sphere_on_terrain(field, X_GS: Transform, center, r):
     """A sphere of radius r at ``center`` (in G) against a height field, as
     19 contacts: against each of the 18 triangles of the 3 x 3
     cells around the one under it whose plane it is over (or under), along
     that triangle's normal (so that in a crease it rests on both sides),
     and at the surface's point closest to it where that point is on an edge
-    or a vertex (a ridge), along the line to the centre. Exact for radii up
-    to a cell; the effective radius is the sphere's."""
+    or a vertex (a ridge), along the line to the centre. A centre over the
+    surface does not touch a triangle from behind (past a peak, under the
+    plane of the face beyond it). Exact for radii up to a cell; the
+    effective radius is the sphere's."""
     local = X_GS.inverse().apply(center)
-    row, column, _, _ = _cell(field, local)
-    nrow, ncol = field.heights.shape
-    offsets = np.array([(i, j) for i in (-1, 0, 1) for j in (-1, 0, 1)])
-    triangles = jax.vmap(lambda o: _cell_triangles(field, jnp.clip(row + o[0], 0, nrow - 2),
-                                                   jnp.clip(column + o[1], 0, ncol - 2)))(offsets).reshape(-1, 3, 3)
+    triangles = _triangles_around(field, local)
     points, interior = jax.vmap(lambda t: _closest_on_triangle(local, *t))(triangles)
     normals = jax.vmap(_triangle_normal)(triangles)
     heights = jax.vmap(jnp.dot)(local - triangles[:, 0], normals)  # over each triangle's plane
-    face_depth = jnp.where(interior, r - heights, -1.0)
+    over = _over_terrain(field, local)
+    face_depth = jnp.where(interior & ((heights >= 0) | ~over), r - heights, -1.0)
     gaps = jax.vmap(safe_norm)(local - points)
     nearest = jnp.argmin(jax.lax.stop_gradient(gaps))
-    above = heights[nearest] >= 0
-    ridge = _unit(local - points[nearest], normals[nearest]) * jnp.where(above, 1.0, -1.0)
-    ridge_depth = jnp.where(interior[nearest], -1.0, r - jnp.where(above, gaps[nearest], -gaps[nearest]))
+    ridge = _unit(local - points[nearest], normals[nearest]) * jnp.where(over, 1.0, -1.0)
+    ridge_depth = jnp.where(interior[nearest], -1.0, r - jnp.where(over, gaps[nearest], -gaps[nearest]))
     depth = jnp.concatenate([face_depth, ridge_depth[None]])
     outward = jnp.concatenate([normals, ridge[None]])
     location = local - (r - depth[:, None] / 2) * outward
@@ -1155,6 +1182,55 @@ def height_field_capsule(field, X1, capsule, X2):
     half-space: a capsule lying on it touches at both ends)."""
     ends = [_sphere_on_terrain(field, X1, end, capsule.radius) for end in _segment(capsule, X2)]
     return jax.tree.map(lambda *a: jnp.concatenate(a), *ends)
+
+
+def height_field_ellipsoid(field, X1, ellipsoid, X2):
+    """The ellipsoid against the height field as the sphere is
+    (``_sphere_on_terrain``), as 19 rows: one per triangle of the 3 x 3
+    cells around the one under its centre where its deepest point under
+    that triangle's plane (its support point) is over the triangle, along
+    the triangle's normal with that support depth (as on a half-space);
+    and one at an edge point (a ridge) where the triangle the ellipsoid
+    overlaps most, or is nearest, meets it at an edge or a vertex rather
+    than its face: that triangle's edge point deepest in the ellipsoid
+    (``_deepest_in_ellipsoid``), along the ellipsoid's normal at its
+    surface point closest to it, the depth minus its signed distance
+    (``_ellipsoid_closest``; first order inside, and for choosing the
+    triangle the lower bound (1 - |p / radii|) min(radii), so that a flat
+    patch is never taken for a ridge). A centre over the
+    surface does not touch a triangle from behind. Each at the
+    ellipsoid's support point along its normal with its curvatures there
+    (the terrain flat). Equal radii give ``_sphere_on_terrain``'s rows."""
+    X_SE = X1.inverse().compose(X2)
+    radii, R = ellipsoid.radii, X_SE.R
+    centre, M, _ = _ellipsoid_in(X_SE, ellipsoid)
+    triangles = _triangles_around(field, centre)
+    normals = jax.vmap(_triangle_normal)(triangles)
+    support = centre - jax.vmap(lambda n: M @ n / jnp.sqrt(n @ M @ n))(normals)  # its deepest point under each plane
+    _, interior = jax.vmap(_closest_on_triangle)(support, triangles[:, 0], triangles[:, 1], triangles[:, 2])
+    heights = jax.vmap(jnp.dot)(centre - triangles[:, 0], normals)  # the centre over each triangle's plane
+    over = _over_terrain(field, centre)
+    faces = interior & ((heights >= 0) | ~over)
+    face_depth = jax.vmap(jnp.dot)(support - triangles[:, 0], -normals)
+    # each triangle's edges (18, 3, 3) in the ellipsoid's frame, and their points deepest in it
+    starts = (triangles - centre) @ R
+    directions = jnp.roll(starts, -1, axis=1) - starts
+    deepest = jax.vmap(jax.vmap(lambda a, d: a + _deepest_in_ellipsoid(radii, a, d) * d))(starts, directions)
+    _, surface_normals, distances = jax.vmap(jax.vmap(lambda p: _ellipsoid_closest(radii, p)))(deepest)
+    # for the choice, a depth no more than the true one: inside, (1 - |p / radii|) min(radii)
+    scaled = jax.vmap(jax.vmap(lambda p: safe_norm(p / radii)))(deepest)
+    overlap = jax.lax.stop_gradient(jnp.where(scaled < 1, (1 - scaled) * jnp.min(radii), -distances))
+    edge = jnp.argmax(overlap, axis=1)
+    by_triangle = jnp.where(faces, face_depth, jnp.take_along_axis(overlap, edge[:, None], 1)[:, 0])
+    k = jnp.argmax(jax.lax.stop_gradient(by_triangle))
+    ridge = R @ surface_normals[k, edge[k]] * jnp.where(over, -1.0, 1.0)  # a centre under the surface is pushed up
+    anchor = centre + R @ deepest[k, edge[k]]
+    reach = jnp.sqrt(ridge @ M @ ridge)
+    ridge_depth = jnp.where(over, -distances[k, edge[k]], reach - jnp.dot(centre - anchor, ridge))
+    depth = jnp.where(jnp.concatenate([faces, ~faces[k][None]]), jnp.append(face_depth, ridge_depth), -1.0)
+    rows = jax.vmap(lambda n, d: _on_ellipsoid(n, d, ellipsoid, M, X1, X_SE))(jnp.concatenate([normals, ridge[None]]),
+                                                                               depth)
+    return jax.tree.map(lambda a: a[:, 0], rows)
 
 
 def _points_on_terrain(field, X_GS: Transform, points):
@@ -1229,6 +1305,7 @@ KERNELS = {
     ("Cylinder", "Cylinder"): cylinder_cylinder,
     ("HeightField", "Sphere"): height_field_sphere,
     ("HeightField", "Capsule"): height_field_capsule,
+    ("HeightField", "Ellipsoid"): height_field_ellipsoid,
     ("HeightField", "Brick"): height_field_brick,
     ("HeightField", "Cylinder"): height_field_cylinder,
 }

@@ -108,7 +108,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
     friction loss and stiffness of ball and free joints, contact pairs
-    without a kernel, such as a height field and an ellipsoid) is reported
+    without a kernel: a plane or a height field against another) is reported
     in one warning listing it, with the mesh geoms that touch as the
     primitives MuJoCo fits to them (a box where a mesh touches only planes,
     else a capsule); ``robot.joints`` keeps the numbers.
@@ -557,8 +557,8 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     box against a plane, a sphere, a capsule, a box, an ellipsoid or a
     cylinder; a cylinder against any of these; a flat height field, as the
     plane of its base; any other height field, as a
-    ``ContactGeometry.HeightField`` against spheres, capsules, boxes and
-    cylinders; a mesh, as the primitive MuJoCo's compiler fits to it,
+    ``ContactGeometry.HeightField`` against spheres, capsules, ellipsoids,
+    boxes and cylinders; a mesh, as the primitive MuJoCo's compiler fits to it,
     ``_fitted``: a box where it touches only planes, else a capsule) that
     is in one of
     MuJoCo's colliding pairs becomes a
