@@ -270,6 +270,56 @@ def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():
             np.testing.assert_allclose(x[i // 10], d.qpos[0], atol=0.006, err_msg=f"t = {i * 5e-4} s")
 
 
+def test_ball_and_free_joints_stiffness_and_friction_loss_are_mujocos():
+    """A ball joint and a free joint with stiffness and frictionloss: at
+    random poses and speeds the springs' generalized forces, mapped to
+    MuJoCo's dofs, are its qfrc_spring to 1e-12; at the spring's rest pose
+    each dof's friction is MuJoCo's friction constraint force where that
+    is sliding (|f| = F), to the smooth law's own shortfall F (1 - |u| /
+    sqrt(u^2 + vt^2)); the springs' energy is MuJoCo's to 1e-12, and its
+    gradient at their rest pose is zero (no NaN from the rotation's log
+    at the identity)."""
+    from simbodyx.interop import mujoco as interop
+
+    xml = """<mujoco><option gravity="0 0 0"/><worldbody>
+      <body name="arm" pos="0 0 1"><joint name="shoulder" type="ball" stiffness="3" frictionloss="0.4"/>
+        <geom type="capsule" size="0.05 0.2" pos="0 0 -0.2" mass="1"/></body>
+      <body name="puck" pos="1 0 0.5" quat="0.9 0.1 0.3 0.2"><joint type="free" name="float" stiffness="5" frictionloss="0.3"/>
+        <geom type="box" size="0.1 0.2 0.05" mass="2"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(1)
+    with warnings.catch_warnings(action="error"):
+        system, matter, _, robot = sx.io.load_mjcf(xml)
+    assert robot.springs["shoulder"] is robot.frictions["shoulder"]
+    model, state = system.realize_topology()
+    sliding = 0
+    for moved in (True, True, True, False, False, False, False):
+        d.qpos[:] = m.qpos0 + rng.normal(scale=0.5, size=m.nq) * moved
+        for a in (0, 7):
+            d.qpos[a:a + 4] /= np.linalg.norm(d.qpos[a:a + 4])
+        d.qvel[:] = rng.normal(scale=2.0, size=m.nv) * (not moved)  # at rest the friction is 0: the springs alone
+        mujoco.mj_forward(m, d)
+        s = model.realize(interop.state_from(model, matter, state, d.qpos, d.qvel, [1, 2]), sx.Stage.Dynamics)
+        ours = np.linalg.solve(interop.velocity_map(matter, s, [1, 2]).T, np.asarray(s.dynamics.mobility_forces))
+        if moved:
+            np.testing.assert_allclose(ours, d.qfrc_spring, atol=1e-12)
+            np.testing.assert_allclose(float(model.forces.calc_potential_energy(s)), d.energy[0], rtol=1e-12)
+            continue
+        F = np.concatenate([np.full(3, 0.4), np.full(6, 0.3)])
+        vt = np.concatenate([np.asarray(robot.frictions["shoulder"].params["transition_velocity"]),
+                             np.asarray(robot.frictions["float"].params["transition_velocity"])[[3, 4, 5, 0, 1, 2]]])
+        slides = np.isclose(np.abs(d.qfrc_constraint), F, rtol=1e-9)
+        sliding += slides.sum()
+        shortfall = F * (1 - np.abs(d.qvel) / np.sqrt(d.qvel ** 2 + vt ** 2))
+        assert np.all(np.abs(ours - d.qfrc_constraint)[slides] <= shortfall[slides] + 1e-12)
+    assert sliding > 20
+    energy = jax.jit(jax.grad(lambda q: model.forces.calc_potential_energy(
+        model.realize(state.with_q(q), sx.Stage.Position))))
+    assert np.all(np.asarray(energy(state.q)) == 0)  # at the springs' rest: finite, and no force
+
+
 ASSETS = pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
 
 

@@ -20,6 +20,7 @@ import dataclasses
 import pathlib
 import warnings
 
+import jax.numpy as jnp
 import numpy as np
 
 from simbodyx import functions
@@ -47,6 +48,8 @@ from simbodyx.io.robot import (
     transform,
 )
 from simbodyx.spatial import MassProperties, Transform
+from simbodyx.spatial.rotation import matrix_to_quaternion, quaternion_to_matrix
+from simbodyx.spatial.vectors import safe_norm
 
 #: MuJoCo joint type (mjtJoint) -> (mobilizer, its own axis or None)
 MOBILIZERS = {0: ("Free", None), 1: ("Ball", None), 2: ("Slider", (1.0, 0.0, 0.0)), 3: ("Pin", (0.0, 0.0, 1.0))}
@@ -90,7 +93,9 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     mobilizer's (``MobilizedBody.set_armature``), joint friction loss
     (``frictionloss``) a MobilityCoulombFriction per hinge or slide whose
     transition velocity follows from the joint's solreffriction and
-    solimpfriction (``_friction``). The free joint's default
+    solimpfriction (``_friction``); a ball's or free joint's stiffness and
+    friction loss are one Force.Custom with MuJoCo's laws in its dofs'
+    frames (``_ball_passive``), in ``robot.springs`` and ``robot.frictions``. The free joint's default
     q is the body's pose in the file, a hinge's or slide's its ``ref``.
     With ``contact``, the geoms MuJoCo would collide become contact surfaces
     with a Hunt-Crossley force (``robot.contact``), as ``_contact``
@@ -107,8 +112,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     State data: ``robot.set_controls``).
     What Simbody does not model (other actuators, tendons' own forces and limits,
     equality constraints other than those below, limits of ball joints,
-    friction loss and stiffness of ball and free joints, contact pairs
-    without a kernel: a plane or a height field against another) is reported
+    contact pairs without a kernel: a plane or a height field against
+    another) is reported
     in one warning listing it, with the mesh geoms that touch as the
     primitives MuJoCo fits to them (a box where a mesh touches only planes,
     else a capsule); ``robot.joints`` keeps the numbers.
@@ -203,6 +208,14 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                 coefficients = joint.damping[3:] + joint.damping[:3] if kind == "Free" else joint.damping
                 dampers[joint.name] = tuple(Force.MobilityLinearDamper(forces, handle, i, c)
                                             for i, c in enumerate(coefficients) if c > 0)
+            if kind in ("Ball", "Free"):
+                dof, ndof = int(m.jnt_dofadr[first + k]), 6 if kind == "Free" else 3
+                spring = springs and joint.stiffness > 0
+                friction = frictionloss and bool(np.any(m.dof_frictionloss[dof:dof + ndof] > 0))
+                if spring or friction:
+                    element = _ball_passive(mujoco, m, forces, handle, first + k, spring, friction)
+                    spring_elements.update({joint.name: element} if spring else {})
+                    frictions.update({joint.name: element} if friction else {})
         placed[body_names[b]], carried[handle] = (handle, np.eye(4)), [_body_part(mujoco, m, b)]
 
     for handle, parts in carried.items():  # welded bodies' masses join their carrier's
@@ -361,21 +374,75 @@ def _isotropic(damping) -> bool:
     return all(len(set(damping[i:i + 3])) == 1 for i in range(0, len(damping), 3))
 
 
-def _friction(mujoco, m, forces, handle, j):
-    """MuJoCo joint j's frictionloss F as a MobilityCoulombFriction.
-    MuJoCo's friction row (solreffriction's time constant tau;
-    solimpfriction's dmax and its dmin d, the impedance at zero velocity)
-    lets a joint of effective inertia I (1 / dof_invweight0) under a
-    generalized force |f| < F creep at u = (1 - d) f / (d b I),
-    b = 2 / (dmax tau): a damper c = d b I / (1 - d) up to F. The smooth
-    law's slope at rest, F / vt, is that c, so both creep alike under small
-    forces and both slide against F."""
-    dof = int(m.jnt_dofadr[j])
+def _transition_velocity(mujoco, m, dof):
+    """The transition velocity vt of MobilityCoulombFriction's smooth law
+    for MuJoCo dof ``dof``'s frictionloss F. MuJoCo's friction row
+    (solreffriction's time constant tau; solimpfriction's dmax and its dmin
+    d, the impedance at zero velocity) lets a dof of effective inertia I
+    (1 / dof_invweight0) under a generalized force |f| < F creep at
+    u = (1 - d) f / (d b I), b = 2 / (dmax tau): a damper c = d b I / (1 - d)
+    up to F. The smooth law's slope at rest, F / vt, is that c, so both
+    creep alike under small forces and both slide against F."""
     tau, _ = _time_constant(mujoco, m, m.dof_solref[dof])
     d, dmax = (float(x) for x in m.dof_solimp[dof][:2])
     damping = d * 2 / (dmax * tau) / ((1 - d) * float(m.dof_invweight0[dof]))
-    friction = float(m.dof_frictionloss[dof])
-    return Force.MobilityCoulombFriction(forces, handle, 0, friction, friction / damping)
+    return float(m.dof_frictionloss[dof]) / damping
+
+
+def _friction(mujoco, m, forces, handle, j):
+    """MuJoCo hinge or slide j's frictionloss as a MobilityCoulombFriction
+    (``_transition_velocity``)."""
+    dof = int(m.jnt_dofadr[j])
+    return Force.MobilityCoulombFriction(forces, handle, 0, float(m.dof_frictionloss[dof]),
+                                         _transition_velocity(mujoco, m, dof))
+
+
+def _rotation_vector(R):
+    """Axis times angle (the angle in [0, pi]) of the rotation R: MuJoCo's
+    ``mju_quat2Vel`` of its quaternion, with zero derivatives finite."""
+    q = matrix_to_quaternion(R)
+    q = jnp.where(q[0] < 0, -q, q)
+    s = safe_norm(q[1:])
+    return q[1:] * jnp.where(s > 0, 2 * jnp.arctan2(s, q[0]) / jnp.where(s > 0, s, 1.0), 2 / q[0])
+
+
+def _ball_passive(mujoco, m, forces, handle, j, spring: bool, friction: bool):
+    """MuJoCo's stiffness (if ``spring``) and frictionloss (if ``friction``)
+    of ball or free joint j as one Force.Custom, MuJoCo's per-dof laws in
+    its dofs' frames (the rotation's in M, a free joint's translation's in
+    G = F): the spring -k (p_FM - p_spring) and -k log(R_spring' R_FM)
+    (``mju_subQuat``, in M) with energy k |.|^2 / 2; each dof's friction
+    the smooth law of MobilityCoulombFriction with that dof's transition
+    velocity (``_transition_velocity``). Its numbers are the element's
+    params (Model leaves)."""
+    free, dof, adr = int(m.jnt_type[j]) == 0, int(m.jnt_dofadr[j]), int(m.jnt_qposadr[j])
+    ndof = 6 if free else 3
+    reference = np.asarray(m.qpos_spring[adr:adr + ndof + 1], float)
+    loss = np.asarray(m.dof_frictionloss[dof:dof + ndof], float) * friction
+    params = {"stiffness": float(m.jnt_stiffness[j]) * spring,
+              "R_spring": np.asarray(quaternion_to_matrix(reference[-4:])), "p_spring": reference[:3 * free],
+              "friction": loss[::-1] if free else loss,  # ours: rotation first
+              "transition_velocity": np.array([_transition_velocity(mujoco, m, dof + i) if loss[i] > 0 else 1.0
+                                               for i in range(ndof)])[::-1 if free else 1]}
+
+    def errors(state, p):  # (rotation's error in M, translation's in G = F)
+        X = handle.get_mobilizer_transform(state)
+        return _rotation_vector(p["R_spring"].T @ X.R), (X.p - p["p_spring"]) if free else jnp.zeros(0, X.p.dtype)
+
+    def calc(model, state, p):
+        R, u = handle.get_mobilizer_transform(state).R, handle.get_u_as_vector(state)
+        local = jnp.concatenate([R.T @ u[:3], u[3:]])  # MuJoCo's dof velocities, rotation first
+        slip = -p["friction"] * local / jnp.sqrt(local * local + p["transition_velocity"] ** 2)
+        rotation, translation = errors(state, p)
+        f = slip - p["stiffness"] * jnp.concatenate([rotation, translation])
+        first = handle.get_first_u_index(state)
+        mobility = jnp.zeros_like(state.u).at[first:first + ndof].set(jnp.concatenate([R @ f[:3], f[3:]]))
+        return mobility, jnp.zeros(0, state.u.dtype)
+
+    def potential_energy(model, state, p):
+        return p["stiffness"] / 2 * sum(jnp.sum(e * e) for e in errors(state, p))
+
+    return Force.Custom(forces, calc, potential_energy, params)
 
 
 def _pose(mujoco, pos, quat):
@@ -498,9 +565,9 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
                          if j.range is not None and (not limits or j.type in ("ball", "free"))],
         "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
         "friction loss": [j.name for j, d in zip(joints.values(), m.jnt_dofadr) if m.dof_frictionloss[d] > 0
-                          and (not frictionloss or j.type in ("ball", "free"))],
+                          and not frictionloss],
         "damping": [j.name for j in joints.values() if any(j.damping) and not (damping and _isotropic(j.damping))],
-        "stiffness": [j.name for j in joints.values() if j.stiffness and (not springs or j.type in ("ball", "free"))],
+        "stiffness": [j.name for j in joints.values() if j.stiffness and not springs],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
             mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in range(m.ntendon)
             if m.tendon_limited[t] or any(np.any(getattr(m, f"tendon_{what}", np.zeros((m.ntendon, 1)))[t])
