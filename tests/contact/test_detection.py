@@ -715,6 +715,19 @@ def _with_axis(k, axis):
     return np.stack(columns[-k:] + columns[:-k] if k else columns, axis=1)
 
 
+def _random_terrain(mujoco, rng, geom):
+    """(MjModel, MjData, HeightField): a 5 x 6 height field of random
+    elevations over 2 m x 1.6 m (0.3 m high) and a free body with ``geom``
+    (a margin of 1 m, so that MuJoCo reports distances apart too)."""
+    nrow, ncol = 5, 6
+    xml = (f'<mujoco><asset><hfield name="h" nrow="{nrow}" ncol="{ncol}" size="1 0.8 0.3 0.1" elevation="'
+           f'{" ".join(map(str, rng.uniform(0, 1, nrow * ncol)))}"/></asset><worldbody><geom type="hfield" '
+           f'hfield="h"/><body><freejoint/><geom {geom} margin="1"/></body></worldbody></mujoco>')
+    model = mujoco.MjModel.from_xml_string(xml)
+    field = CG.HeightField(model.hfield_data.reshape(nrow, ncol) * model.hfield_size[0][2], [1.0, 0.8])
+    return model, mujoco.MjData(model), field
+
+
 def test_height_field_is_mujocos_triangulated_terrain():
     """On a planar height field a sphere, a brick and a cylinder (standing
     and lying) touch as on the half-space of that plane; in a V-shaped crease a sphere rests on both
@@ -762,13 +775,7 @@ def test_height_field_is_mujocos_triangulated_terrain():
     np.testing.assert_allclose(np.asarray(in_crease.depth)[touching], 0.003 * np.cos(np.arctan(0.5)), atol=ATOL)
 
     rng = np.random.default_rng(0)
-    nrow, ncol = 5, 6
-    xml = (f'<mujoco><asset><hfield name="h" nrow="{nrow}" ncol="{ncol}" size="1 0.8 0.3 0.1" elevation="'
-           f'{" ".join(map(str, rng.uniform(0, 1, nrow * ncol)))}"/></asset><worldbody><geom type="hfield" '
-           f'hfield="h"/><body><freejoint/><geom type="sphere" size="{r}" margin="1"/></body></worldbody></mujoco>')
-    model = mujoco.MjModel.from_xml_string(xml)
-    data = mujoco.MjData(model)
-    field = CG.HeightField(model.hfield_data.reshape(nrow, ncol) * model.hfield_size[0][2], [1.0, 0.8])
+    model, data, field = _random_terrain(mujoco, rng, f'type="sphere" size="{r}"')
     centres, distance = [], []
     for _ in range(300):
         data.qpos[:3] = [rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(0.0, 0.6)]
@@ -801,15 +808,8 @@ def test_height_field_ellipsoid_is_the_sphere_in_its_scaled_norm():
     measure it their own way); derivatives finite over a grid point and
     an edge."""
     mujoco = pytest.importorskip("mujoco")
-    rng = np.random.default_rng(0)
-    nrow, ncol, radii = 5, 6, [0.12, 0.07, 0.05]
-    xml = (f'<mujoco><asset><hfield name="h" nrow="{nrow}" ncol="{ncol}" size="1 0.8 0.3 0.1" elevation="'
-           f'{" ".join(map(str, rng.uniform(0, 1, nrow * ncol)))}"/></asset><worldbody><geom type="hfield" '
-           f'hfield="h"/><body><freejoint/><geom type="ellipsoid" size="{" ".join(map(str, radii))}" margin="1"/>'
-           '</body></worldbody></mujoco>')
-    model = mujoco.MjModel.from_xml_string(xml)
-    data = mujoco.MjData(model)
-    field = CG.HeightField(model.hfield_data.reshape(nrow, ncol) * model.hfield_size[0][2], [1.0, 0.8])
+    rng, radii = np.random.default_rng(0), [0.12, 0.07, 0.05]
+    model, data, field = _random_terrain(mujoco, rng, f'type="ellipsoid" size="{" ".join(map(str, radii))}"')
     poses, distance = [], []
     for _ in range(300):
         data.qpos[:3] = [rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(0.0, 0.45)]
