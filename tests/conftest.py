@@ -41,33 +41,6 @@ FD_TOL = 1e-8
 FD_STEP = 1e-6
 
 
-#: The files that take longest (each 40 s or more of a worker's time on a
-#: cold cache, longest first). The parallel workers take whole files (one
-#: compile of a file's shared models); these go first and the rest, many
-#: short files, after, so both workers finish near the same time rather than
-#: one running a long file alone at the end (pyproject.toml's
-#: --no-loadscope-reorder keeps this order).
-LONGEST_FILES = ("test_notebooks.py", "constraints/test_constraints.py", "algorithms/test_residual_tangent.py",
-                 "algorithms/test_dynamics.py", "test_benchmarks.py", "contact/test_rigid.py", "test_examples.py",
-                 "algorithms/test_dynamics_numerics.py", "contact/test_gradients.py", "test_simulation.py",
-                 "test_io.py", "contact/test_mjcf.py", "test_properties.py", "test_scalarize.py",
-                 "mobilizers/test_all_types.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    """The longest files first (LONGEST_FILES), then the others, those with
-    more tests first; within a file, the order of its tests."""
-    tests = pathlib.Path(__file__).parent
-    names = [item.path.relative_to(tests).as_posix() for item in items]
-    counts = {name: names.count(name) for name in set(names)}
-
-    def rank(pair):
-        name = pair[0]
-        return (LONGEST_FILES.index(name), 0) if name in LONGEST_FILES else (len(LONGEST_FILES), -counts[name])
-
-    items[:] = [item for _, item in sorted(zip(names, items), key=rank)]
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     """Drop a test file's compiled programs after it. From jaxlib 0.7 each
