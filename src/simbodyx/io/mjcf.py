@@ -418,12 +418,13 @@ def _ball_passive(mujoco, m, forces, handle, j, spring: bool, friction: bool):
     free, dof, adr = int(m.jnt_type[j]) == 0, int(m.jnt_dofadr[j]), int(m.jnt_qposadr[j])
     ndof = 6 if free else 3
     reference = np.asarray(m.qpos_spring[adr:adr + ndof + 1], float)
-    loss = np.asarray(m.dof_frictionloss[dof:dof + ndof], float) * friction
+    ours = [3, 4, 5, 0, 1, 2] if free else [0, 1, 2]  # MuJoCo's dofs in our order: rotation first
+    loss = np.asarray(m.dof_frictionloss[dof:dof + ndof], float)[ours] * friction
     params = {"stiffness": float(m.jnt_stiffness[j]) * spring,
               "R_spring": np.asarray(quaternion_to_matrix(reference[-4:])), "p_spring": reference[:3 * free],
-              "friction": loss[::-1] if free else loss,  # ours: rotation first
-              "transition_velocity": np.array([_transition_velocity(mujoco, m, dof + i) if loss[i] > 0 else 1.0
-                                               for i in range(ndof)])[::-1 if free else 1]}
+              "friction": loss,
+              "transition_velocity": np.array([_transition_velocity(mujoco, m, dof + i) if f > 0 else 1.0
+                                               for i, f in zip(ours, loss)])}
 
     def errors(state, p):  # (rotation's error in M, translation's in G = F)
         X = handle.get_mobilizer_transform(state)
