@@ -50,7 +50,9 @@ class Robot(Mapping):
     ``springs`` the mobility force elements made for a joint's damping or
     stiffness (a ball's or free joint's dampers: a tuple, one per
     mobility), ``stops`` the MobilityLinearStop made for a joint's limits,
-    ``frictions`` the MobilityCoulombFriction made for a joint's friction;
+    ``frictions`` the MobilityCoulombFriction made for a joint's friction
+    (a ball's or free joint's stiffness and friction: one Force.Custom, in
+    both ``springs`` and ``frictions``);
     ``contact`` the HuntCrossleyForce made for the file's contacts (None:
     none); ``actuators`` the MobilityActuator of each actuator modelled, in
     the file's order (``set_controls``)."""
