@@ -272,8 +272,9 @@ def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():
 
 def test_ball_and_free_joints_stiffness_and_friction_loss_are_mujocos():
     """A ball joint and a free joint with stiffness and frictionloss: at
-    random poses and speeds the springs' generalized forces, mapped to
-    MuJoCo's dofs, are its qfrc_spring to 1e-12; at the spring's rest pose
+    random poses at rest (no friction) the springs' generalized forces,
+    mapped to MuJoCo's dofs, are its qfrc_spring to 1e-12; at the springs'
+    rest pose with random speeds
     each dof's friction is MuJoCo's friction constraint force where that
     is sliding (|f| = F), to the smooth law's own shortfall F (1 - |u| /
     sqrt(u^2 + vt^2)); the springs' energy is MuJoCo's to 1e-12, and its

@@ -44,6 +44,22 @@ def test_matrix_to_quaternion_near_special_angles(angle):
         np.testing.assert_allclose(spatial.quaternion_to_matrix(q), R, atol=1e-14)
 
 
+def test_rotation_vector_inverts_axis_angle_and_is_smooth_at_the_identity():
+    rng = np.random.default_rng(3)
+    for axis, angle in zip(rng.normal(size=(20, 3)), rng.uniform(0.0, np.pi - 1e-3, 20)):
+        n = axis / np.linalg.norm(axis)
+        np.testing.assert_allclose(spatial.matrix_to_rotation_vector(spatial.axis_angle_to_matrix(n, angle)),
+                                   angle * n, atol=1e-12)
+    np.testing.assert_allclose(spatial.matrix_to_rotation_vector(spatial.axis_angle_to_matrix(n, -0.4)), -0.4 * n,
+                               atol=1e-12)  # a negative angle: the same rotation the other way about n
+    # at the identity, d(vector)/d(angles about x, y, z) is the identity
+    J = jax.jit(jax.jacfwd(lambda a: spatial.matrix_to_rotation_vector(spatial.body_fixed_xyz_to_matrix(a))))(
+        jnp.zeros(3))
+    np.testing.assert_allclose(J, np.eye(3), atol=1e-12)
+    batch = jax.vmap(spatial.matrix_to_rotation_vector)(spatial.axis_angle_to_matrix(np.eye(3), 0.3))
+    np.testing.assert_allclose(batch, 0.3 * np.eye(3), atol=1e-12)
+
+
 def test_quaternion_rotation_matches_axis_angle():
     axis, angle = np.array([1.0, -2.0, 0.5]), 1.1
     n = axis / np.linalg.norm(axis)

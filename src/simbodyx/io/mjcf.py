@@ -48,8 +48,7 @@ from simbodyx.io.robot import (
     transform,
 )
 from simbodyx.spatial import MassProperties, Transform
-from simbodyx.spatial.rotation import matrix_to_quaternion, quaternion_to_matrix
-from simbodyx.spatial.vectors import safe_norm
+from simbodyx.spatial.rotation import matrix_to_rotation_vector, quaternion_to_matrix
 
 #: MuJoCo joint type (mjtJoint) -> (mobilizer, its own axis or None)
 MOBILIZERS = {0: ("Free", None), 1: ("Ball", None), 2: ("Slider", (1.0, 0.0, 0.0)), 3: ("Pin", (0.0, 0.0, 1.0))}
@@ -397,15 +396,6 @@ def _friction(mujoco, m, forces, handle, j):
                                          _transition_velocity(mujoco, m, dof))
 
 
-def _rotation_vector(R):
-    """Axis times angle (the angle in [0, pi]) of the rotation R: MuJoCo's
-    ``mju_quat2Vel`` of its quaternion, with zero derivatives finite."""
-    q = matrix_to_quaternion(R)
-    q = jnp.where(q[0] < 0, -q, q)
-    s = safe_norm(q[1:])
-    return q[1:] * jnp.where(s > 0, 2 * jnp.arctan2(s, q[0]) / jnp.where(s > 0, s, 1.0), 2 / q[0])
-
-
 def _ball_passive(mujoco, m, forces, handle, j, spring: bool, friction: bool):
     """MuJoCo's stiffness (if ``spring``) and frictionloss (if ``friction``)
     of ball or free joint j as one Force.Custom, MuJoCo's per-dof laws in
@@ -426,22 +416,22 @@ def _ball_passive(mujoco, m, forces, handle, j, spring: bool, friction: bool):
               "transition_velocity": np.array([_transition_velocity(mujoco, m, dof + i) if f > 0 else 1.0
                                                for i, f in zip(ours, loss)])}
 
-    def errors(state, p):  # (rotation's error in M, translation's in G = F)
-        X = handle.get_mobilizer_transform(state)
-        return _rotation_vector(p["R_spring"].T @ X.R), (X.p - p["p_spring"]) if free else jnp.zeros(0, X.p.dtype)
+    def error(X, p):  # the springs' stretch, rotation first (in M), then a free joint's translation (in G = F)
+        rotation = matrix_to_rotation_vector(p["R_spring"].T @ X.R)
+        return jnp.concatenate([rotation, X.p - p["p_spring"]]) if free else rotation
 
     def calc(model, state, p):
-        R, u = handle.get_mobilizer_transform(state).R, handle.get_u_as_vector(state)
-        local = jnp.concatenate([R.T @ u[:3], u[3:]])  # MuJoCo's dof velocities, rotation first
+        X, u = handle.get_mobilizer_transform(state), handle.get_u_as_vector(state)
+        local = jnp.concatenate([X.R.T @ u[:3], u[3:]])  # MuJoCo's dof velocities, rotation first
         slip = -p["friction"] * local / jnp.sqrt(local * local + p["transition_velocity"] ** 2)
-        rotation, translation = errors(state, p)
-        f = slip - p["stiffness"] * jnp.concatenate([rotation, translation])
+        f = slip - p["stiffness"] * error(X, p)
         first = handle.get_first_u_index(state)
-        mobility = jnp.zeros_like(state.u).at[first:first + ndof].set(jnp.concatenate([R @ f[:3], f[3:]]))
+        mobility = jnp.zeros_like(state.u).at[first:first + ndof].set(jnp.concatenate([X.R @ f[:3], f[3:]]))
         return mobility, jnp.zeros(0, state.u.dtype)
 
     def potential_energy(model, state, p):
-        return p["stiffness"] / 2 * sum(jnp.sum(e * e) for e in errors(state, p))
+        e = error(handle.get_mobilizer_transform(state), p)
+        return p["stiffness"] / 2 * jnp.sum(e * e)
 
     return Force.Custom(forces, calc, potential_energy, params)
 

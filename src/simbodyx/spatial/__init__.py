@@ -16,6 +16,7 @@ from simbodyx.spatial.rotation import (
     body_fixed_xyz_to_quaternion as body_fixed_xyz_to_quaternion,
     matrix_to_body_fixed_xyz as matrix_to_body_fixed_xyz,
     matrix_to_quaternion as matrix_to_quaternion,
+    matrix_to_rotation_vector as matrix_to_rotation_vector,
     quaternion_to_matrix as quaternion_to_matrix,
     rot_x as rot_x,
     rot_y as rot_y,

@@ -131,6 +131,16 @@ def axis_angle_to_matrix(axis, angle):
     return eye + jnp.sin(angle) * K + (1 - jnp.cos(angle)) * mat_mul(K, K)
 
 
+def matrix_to_rotation_vector(R):
+    """Axis times angle (3,), the angle in [0, pi], of the rotation R (3, 3):
+    the inverse of ``axis_angle_to_matrix`` (MuJoCo's ``mju_quat2Vel`` of
+    R's quaternion), its derivatives finite at the identity."""
+    q = matrix_to_quaternion(R)
+    q = jnp.where(q[0] < 0, -q, q)
+    s = safe_norm(q[1:])
+    return q[1:] * jnp.where(s > 0, 2 * jnp.arctan2(s, q[0]) / jnp.where(s > 0, s, 1.0), 2 / q[0])
+
+
 def rotation_problem(R, tol=1e-6) -> str | None:
     """Why a concrete 3x3 matrix is not a proper rotation (finite, R^T R = 1 to
     ``tol``, det R > 0), or None if it is."""
