@@ -58,6 +58,9 @@ def test_rotation_vector_inverts_axis_angle_and_is_smooth_at_the_identity():
     np.testing.assert_allclose(J, np.eye(3), atol=1e-12)
     batch = jax.vmap(spatial.matrix_to_rotation_vector)(spatial.axis_angle_to_matrix(np.eye(3), 0.3))
     np.testing.assert_allclose(batch, 0.3 * np.eye(3), atol=1e-12)
+    single = jax.jit(spatial.matrix_to_rotation_vector)(spatial.axis_angle_to_matrix(n, 2.0).astype(jnp.float32))
+    assert single.dtype == jnp.float32
+    np.testing.assert_allclose(single, 2.0 * n, atol=tol(np.float32))
 
 
 def test_quaternion_rotation_matches_axis_angle():
