@@ -607,6 +607,24 @@ def _colliding_pairs(mujoco, m) -> list:
     return sorted(pairs)
 
 
+def _resting_on_world(mujoco, m, seconds: float = 2.0) -> set:
+    """The geoms that carry a normal force from a geom fixed to the world
+    after MuJoCo has moved the model for ``seconds`` from its initial pose
+    (qpos0, at rest, no control): the feet a robot stands on, or the side
+    a body lies on."""
+    d = mujoco.MjData(m)
+    for _ in range(int(round(seconds / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    world = np.asarray(m.body_weldid)[np.asarray(m.geom_bodyid)] == 0
+    force, carrying = np.zeros(6), set()
+    for i in range(d.ncon):
+        contact = d.contact[i]
+        mujoco.mj_contactForce(m, d, i, force)
+        if force[0] > 0 and np.all(np.isfinite(force)) and world[contact.geom1] != world[contact.geom2]:
+            carrying.add(int(contact.geom2 if world[contact.geom1] else contact.geom1))
+    return carrying
+
+
 def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     """(HuntCrossleyForce or None, [the colliding pairs left out], [the mesh
     geoms modelled as fitted primitives, with the primitive]).
@@ -627,7 +645,9 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     mass (``_resting_depth``); the geom's stiffness E is the one at which a sphere
     of the geom's radius (an ellipsoid: its radii's geometric mean) rests
     at that depth under its share W of its tree's weight (the tree's mass
-    times |g|, over the number of its geoms that can touch the world):
+    times |g|, over the number of its geoms MuJoCo rests it on,
+    ``_resting_on_world``; where none, of its geoms that can touch the
+    world):
     E = 3 W / (4 sqrt(r) d^(3/2)). Its dissipation makes Hunt-Crossley's
     damping at rest, 3/2 c g per unit mass, MuJoCo's 2 / (dmax tau):
     c = 4 / (3 g dmax tau). A box rests on 4 vertices, each k d (1 + c v)
@@ -700,6 +720,9 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
         for g, other in ((g1, g2), (g2, g1)):
             if not on_world(g) and on_world(other):
                 touching_world.setdefault(root[m.geom_bodyid[g]], set()).add(g)
+    carrying = {}  # each tree's geoms MuJoCo rests it on
+    for g in _resting_on_world(mujoco, m) & set().union(*touching_world.values()):
+        carrying.setdefault(root[m.geom_bodyid[g]], set()).add(g)
 
     # A pair's force law: a box's vertices or a cylinder's rim points on a
     # plane, and two boxes' patch points (stiffness N/m), else Hertz's (Pa).
@@ -744,7 +767,7 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
             return RIGID, dissipation, friction
         depth = _resting_depth(np.asarray(m.geom_solimp[g], float), gravity / resting * tau ** 2 * ratio ** 2)
         tree = root[m.geom_bodyid[g]]
-        load = tree_mass[tree] * gravity / max(len(touching_world.get(tree, ())), 1)
+        load = tree_mass[tree] * gravity / max(len(carrying.get(tree) or touching_world.get(tree, ())), 1)
         if vertices > 1:
             return load / (vertices * depth), dissipation, friction
         return 3 * load / (4 * np.sqrt(radius) * depth ** 1.5), dissipation, friction
