@@ -346,6 +346,10 @@ STRUCTURAL = {
 #: named "jit" from JAX 0.11).
 CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr", "remat": "jaxpr",
          "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr"}
+#: Primitives of simbodyx's own that stand for a function of jax.numpy in a
+#: traced program (their ``impl``, also their lowering): that function's
+#: program is evaluated in their place.
+INLINED = ("cross",)
 #: Primitives that only move or annotate their operands: placement and sharding
 #: annotations mean nothing to single entries (a sharded batch's program
 #: holds "reshard"; XLA places the scalar program from its inputs).
@@ -407,6 +411,8 @@ def _eval_eqn(eqn, ins, budget):
         return _eval_closed(inner, ins, budget) if hasattr(inner, "consts") else _eval(inner, [], ins, budget)
     if name in IDENTITY:
         return ins if eqn.primitive.multiple_results else ins[0]
+    if name in INLINED:
+        return _eval_closed(_program(eqn.primitive, tuple(v.aval for v in eqn.invars)), ins, budget)[0]
     if name in ("gather", "dynamic_slice"):
         return _moved(eqn, ins[:1], ins[1:])
     if name == "dynamic_update_slice":
@@ -416,6 +422,12 @@ def _eval_eqn(eqn, ins, budget):
     if name == "scan":
         return _scan(ins, budget, **params)
     raise NotScalarizable(f"the scalar path does not evaluate {name!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _program(primitive, avals):
+    """The program of an :data:`INLINED` primitive's function on operands of these types."""
+    return jax.make_jaxpr(primitive.impl)(*avals)
 
 
 def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):

@@ -114,10 +114,37 @@ def safe_norm(x, axis=-1, keepdims=False):
 
 
 def cross(a, b):
-    """a x b along the last axis, written elementwise so XLA fuses it."""
+    """a x b along the last axis (operands broadcast against each other).
+    One primitive in a traced program (its derivative and its transposes
+    are cross products again), lowered to the entries' products, which XLA
+    fuses: 16 operations fewer to trace per product."""
+    dtype = jnp.result_type(a, b)
+    a, b = jnp.broadcast_arrays(jnp.asarray(a, dtype), jnp.asarray(b, dtype))
+    return cross_p.bind(a, b)
+
+
+def cross_entries(a, b):
+    """a x b written entry by entry: :func:`cross`'s program (same shapes)."""
     a0, a1, a2 = (_slice(a, k, -1) for k in range(3))
     b0, b1, b2 = (_slice(b, k, -1) for k in range(3))
     return jnp.concatenate([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def _cross_batch(args, dims):
+    """Batch axes in front, an unbatched operand broadcast along the batch."""
+    size = next(x.shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
+    a, b = (jnp.broadcast_to(x, (size,) + x.shape) if d is batching.not_mapped else jnp.moveaxis(x, d, 0)
+            for x, d in zip(args, dims))
+    return cross_p.bind(a, b), 0
+
+
+#: :func:`cross` as a primitive (bilinear: (a x b).c = a.(b x c) = b.(c x a)).
+cross_p = Primitive("cross")
+cross_p.def_impl(cross_entries)
+cross_p.def_abstract_eval(lambda a, b: jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type and b.weak_type))
+mlir.register_lowering(cross_p, mlir.lower_fun(cross_entries, multiple_results=False))
+ad.defbilinear(cross_p, lambda ct, a, b: cross(b, ct), lambda ct, a, b: cross(ct, a))
+batching.primitive_batchers[cross_p] = _cross_batch
 
 
 def times_skew(M, r):
