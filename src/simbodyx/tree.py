@@ -40,6 +40,9 @@ from functools import cached_property
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
 
 from simbodyx._xla import releases
 
@@ -434,13 +437,68 @@ def _take(tree, index):
     return jax.tree.map(lambda a: a[index], tree)
 
 
+def _unstacked(tree):
+    """Each leaf's rows (axis 0), as a list of pytrees: one equation per leaf (:data:`rows_of_p`)."""
+    leaves, structure = jax.tree.flatten(tree)
+    rows = [rows_of_p.bind(a) for a in leaves]
+    return [jax.tree.unflatten(structure, row) for row in zip(*rows)] if leaves else []
+
+
+def _rows_of(a):
+    """``a``'s rows along axis 0, each without that axis: :data:`rows_of_p`'s program."""
+    return [lax.index_in_dim(a, i, 0, keepdims=False) for i in range(a.shape[0])]
+
+
+def _rows_stacked(*rows):
+    """Rows stacked along a new axis 0: :data:`stacked_p`'s program."""
+    return lax.concatenate([lax.expand_dims(r, (0,)) for r in rows], 0)
+
+
+def _instantiated(ct):
+    """A cotangent as an array (a symbolic zero as zeros)."""
+    return jnp.zeros(ct.aval.shape, ct.aval.dtype) if type(ct) is ad.Zero else ct
+
+
+def _rows_of_batch(args, dims):
+    a = jnp.moveaxis(args[0], dims[0], 1)  # rows first, the batch next: each row batched in front
+    return rows_of_p.bind(a), [0] * a.shape[0]
+
+
+def _stacked_batch(args, dims):
+    size = next(x.shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
+    rows = [jnp.broadcast_to(x, (size,) + x.shape) if d is batching.not_mapped else jnp.moveaxis(x, d, 0)
+            for x, d in zip(args, dims)]
+    return stacked_p.bind(*rows), 1
+
+
+#: A leaf's rows, and rows stacked into a leaf, as one primitive each (linear,
+#: each the other's transpose), lowered to the slices and the concatenation
+#: they stand for: the unrolled levels of a sweep trace one equation per
+#: leaf instead of two per row (the scalar path inlines them).
+rows_of_p = Primitive("rows_of")
+rows_of_p.multiple_results = True
+rows_of_p.def_impl(_rows_of)
+rows_of_p.def_abstract_eval(lambda a: [a.update(shape=a.shape[1:])] * a.shape[0])
+mlir.register_lowering(rows_of_p, mlir.lower_fun(_rows_of, multiple_results=True))
+ad.deflinear2(rows_of_p, lambda cts, a: [stacked_p.bind(*map(_instantiated, cts))])
+batching.primitive_batchers[rows_of_p] = _rows_of_batch
+stacked_p = Primitive("stacked")
+stacked_p.def_impl(_rows_stacked)
+stacked_p.def_abstract_eval(lambda *rows: rows[0].update(shape=(len(rows),) + rows[0].shape))
+mlir.register_lowering(stacked_p, mlir.lower_fun(_rows_stacked, multiple_results=False))
+ad.deflinear2(stacked_p, lambda ct, *rows: rows_of_p.bind(_instantiated(ct)))
+batching.primitive_batchers[stacked_p] = _stacked_batch
+
+
 def _rows(tree, axes):
     """Merge the leading ``axes`` axes of every leaf (level layout -> flat rows)."""
     return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[axes:]), tree)
 
 
 def _stack(rows):
-    return jax.tree.map(lambda *r: jnp.stack(r), *rows)
+    """Each leaf's rows stacked: one equation per leaf (:data:`stacked_p`) where they share a type."""
+    return jax.tree.map(lambda *r: stacked_p.bind(*r) if len({jax.typeof(x) for x in r}) == 1 else jnp.stack(r),
+                        *rows)
 
 
 def to_levels(schedule: TreeSchedule, tree, bodies=None):
@@ -501,8 +559,8 @@ def outward_levels(schedule: TreeSchedule, step, root, levels, vectorized=False)
             _, (value, extra) = jax.lax.scan(scan_step, carry, inputs)
         else:
             rows = []
-            for l in range(segment.length):
-                rows.append(vstep(carry, _take(inputs, l)))
+            for level in _unstacked(inputs):
+                rows.append(vstep(carry, level))
                 carry = rows[-1][0]
             value, extra = _stack(rows)
         values.append(value)
@@ -553,8 +611,8 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero, vectorized=Fals
             carry, out = jax.lax.scan(scan_step, carry, inputs, reverse=True)
         else:
             rows = []
-            for l in reversed(range(segment.length)):
-                row, carry = vstep(_take(inputs, l), carry)
+            for level in reversed(_unstacked(inputs)):
+                row, carry = vstep(level, carry)
                 rows.append(row)
             out = _stack(rows[::-1])
         outputs[i] = out

@@ -349,7 +349,7 @@ CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_cal
 #: Primitives of simbodyx's own that stand for a function of jax.numpy in a
 #: traced program (their ``impl``, also their lowering): that function's
 #: program is evaluated in their place.
-INLINED = ("cross",)
+INLINED = ("cross", "rows_of", "stacked")
 #: Primitives that only move or annotate their operands: placement and sharding
 #: annotations mean nothing to single entries (a sharded batch's program
 #: holds "reshard"; XLA places the scalar program from its inputs).
@@ -412,7 +412,8 @@ def _eval_eqn(eqn, ins, budget):
     if name in IDENTITY:
         return ins if eqn.primitive.multiple_results else ins[0]
     if name in INLINED:
-        return _eval_closed(_program(eqn.primitive, tuple(v.aval for v in eqn.invars)), ins, budget)[0]
+        outs = _eval_closed(_program(eqn.primitive, tuple(v.aval for v in eqn.invars)), ins, budget)
+        return outs if eqn.primitive.multiple_results else outs[0]
     if name in ("gather", "dynamic_slice"):
         return _moved(eqn, ins[:1], ins[1:])
     if name == "dynamic_update_slice":
