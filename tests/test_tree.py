@@ -262,24 +262,27 @@ def test_rows_and_stacking_are_one_equation_each_under_jit_vmap_and_both_modes()
     rng = np.random.default_rng(0)
     a = rng.normal(size=(3, 2, 4))
     tree_in = {"x": a, "y": a[:, 0]}
-    rows = tree._unstacked(tree_in)
+    rows = tree._unstacked(tree_in, 3)
+    assert tree._unstacked((), 2) == [(), ()]
     assert len(rows) == 3 and all(np.array_equal(r["x"], a[i]) and np.array_equal(r["y"], a[i, 0])
                                   for i, r in enumerate(rows))
-    assert [e.primitive.name for e in jax.make_jaxpr(tree._unstacked)(tree_in).jaxpr.eqns] == ["rows_of"] * 2
+    equations = jax.make_jaxpr(lambda t: tree._unstacked(t, 3))(tree_in).jaxpr.eqns
+    assert [e.primitive.name for e in equations] == ["rows_of"] * 2
     np.testing.assert_array_equal(tree._stack([a[0], a[1], a[2]]), a)
-    np.testing.assert_array_equal(jax.jit(lambda a: tree._stack(tree._unstacked(a)[::-1]))(a), a[::-1])
+    np.testing.assert_array_equal(jax.jit(lambda a: tree._stack(tree._unstacked(a, 3)[::-1]))(a), a[::-1])
     for axis in (0, 1, 2):
-        np.testing.assert_array_equal(jax.vmap(lambda a: tree._stack(tree._unstacked(a)), in_axes=axis)(a),
+        np.testing.assert_array_equal(jax.vmap(lambda a: tree._stack(tree._unstacked(a, len(a))), in_axes=axis)(a),
                                       np.moveaxis(a, axis, 0))
-    np.testing.assert_array_equal(jax.vmap(lambda r: tree._stack([a[0, 0], r, a[2, 0]]))(a[1]),
-                                  np.stack([np.broadcast_to(a[0, 0], (2, 4)), a[1], np.broadcast_to(a[2, 0], (2, 4))], 1))
+    shared = [np.broadcast_to(a[0, 0], (2, 4)), a[1], np.broadcast_to(a[2, 0], (2, 4))]  # rows 0 and 2 unbatched
+    np.testing.assert_array_equal(jax.vmap(lambda r: tree._stack([a[0, 0], r, a[2, 0]]))(a[1]), np.stack(shared, 1))
 
     def loss(f):
         return lambda a: jnp.sum(jnp.sin(f(a)) * a[::-1])
 
-    ours = loss(lambda a: tree._stack([2.0 * r for r in tree._unstacked(a)[:2]] + [a[2] * 0]) + tree._unstacked(a)[1])
+    ours = loss(lambda a: tree._stack([2.0 * r for r in tree._unstacked(a, 3)[:2]] + [a[2] * 0])
+                + tree._unstacked(a, 3)[1])
     theirs = loss(lambda a: jnp.stack([2.0 * a[0], 2.0 * a[1], a[2] * 0]) + a[1])
     np.testing.assert_allclose(jax.grad(ours)(a), jax.grad(theirs)(a), rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(jax.jacfwd(ours)(a), jax.jacfwd(theirs)(a), rtol=1e-14, atol=1e-14)
-    fn = scalarize(lambda a: tree._stack(tree._unstacked(a)[::-1]) + 1.0)
+    fn = scalarize(lambda a: tree._stack(tree._unstacked(a, 3)[::-1]) + 1.0)
     np.testing.assert_array_equal(fn(a), a[::-1] + 1.0)

@@ -437,11 +437,14 @@ def _take(tree, index):
     return jax.tree.map(lambda a: a[index], tree)
 
 
-def _unstacked(tree):
-    """Each leaf's rows (axis 0), as a list of pytrees: one equation per leaf (:data:`rows_of_p`)."""
+def _unstacked(tree, length: int):
+    """The ``length`` rows (axis 0) of every leaf, as a list of pytrees: one
+    equation per leaf (:data:`rows_of_p`); a pytree without leaves is its
+    own every row."""
     leaves, structure = jax.tree.flatten(tree)
-    rows = [rows_of_p.bind(a) for a in leaves]
-    return [jax.tree.unflatten(structure, row) for row in zip(*rows)] if leaves else []
+    if not leaves:
+        return [tree] * length
+    return [jax.tree.unflatten(structure, row) for row in zip(*(rows_of_p.bind(a) for a in leaves))]
 
 
 def _rows_of(a):
@@ -559,7 +562,7 @@ def outward_levels(schedule: TreeSchedule, step, root, levels, vectorized=False)
             _, (value, extra) = jax.lax.scan(scan_step, carry, inputs)
         else:
             rows = []
-            for level in _unstacked(inputs):
+            for level in _unstacked(inputs, segment.length):
                 rows.append(vstep(carry, level))
                 carry = rows[-1][0]
             value, extra = _stack(rows)
@@ -611,7 +614,7 @@ def inward_levels(schedule: TreeSchedule, step, levels, up_zero, vectorized=Fals
             carry, out = jax.lax.scan(scan_step, carry, inputs, reverse=True)
         else:
             rows = []
-            for level in reversed(_unstacked(inputs)):
+            for level in reversed(_unstacked(inputs, segment.length)):
                 row, carry = vstep(level, carry)
                 rows.append(row)
             out = _stack(rows[::-1])

@@ -123,7 +123,7 @@ def cross(a, b):
     return cross_p.bind(a, b)
 
 
-def cross_entries(a, b):
+def _cross_entries(a, b):
     """a x b written entry by entry: :func:`cross`'s program (same shapes)."""
     a0, a1, a2 = (_slice(a, k, -1) for k in range(3))
     b0, b1, b2 = (_slice(b, k, -1) for k in range(3))
@@ -140,9 +140,9 @@ def _cross_batch(args, dims):
 
 #: :func:`cross` as a primitive (bilinear: (a x b).c = a.(b x c) = b.(c x a)).
 cross_p = Primitive("cross")
-cross_p.def_impl(cross_entries)
+cross_p.def_impl(_cross_entries)
 cross_p.def_abstract_eval(lambda a, b: jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type and b.weak_type))
-mlir.register_lowering(cross_p, mlir.lower_fun(cross_entries, multiple_results=False))
+mlir.register_lowering(cross_p, mlir.lower_fun(_cross_entries, multiple_results=False))
 ad.defbilinear(cross_p, lambda ct, a, b: cross(b, ct), lambda ct, a, b: cross(ct, a))
 batching.primitive_batchers[cross_p] = _cross_batch
 
