@@ -457,11 +457,6 @@ def _rows_stacked(*rows):
     return lax.concatenate([lax.expand_dims(r, (0,)) for r in rows], 0)
 
 
-def _instantiated(ct):
-    """A cotangent as an array (a symbolic zero as zeros)."""
-    return jnp.zeros(ct.aval.shape, ct.aval.dtype) if type(ct) is ad.Zero else ct
-
-
 def _rows_of_batch(args, dims):
     a = jnp.moveaxis(args[0], dims[0], 1)  # rows first, the batch next: each row batched in front
     return rows_of_p.bind(a), [0] * a.shape[0]
@@ -469,9 +464,7 @@ def _rows_of_batch(args, dims):
 
 def _stacked_batch(args, dims):
     size = next(x.shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
-    rows = [jnp.broadcast_to(x, (size,) + x.shape) if d is batching.not_mapped else jnp.moveaxis(x, d, 0)
-            for x, d in zip(args, dims)]
-    return stacked_p.bind(*rows), 1
+    return stacked_p.bind(*(batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))), 1
 
 
 #: A leaf's rows, and rows stacked into a leaf, as one primitive each (linear,
@@ -483,13 +476,13 @@ rows_of_p.multiple_results = True
 rows_of_p.def_impl(_rows_of)
 rows_of_p.def_abstract_eval(lambda a: [a.update(shape=a.shape[1:])] * a.shape[0])
 mlir.register_lowering(rows_of_p, mlir.lower_fun(_rows_of, multiple_results=True))
-ad.deflinear2(rows_of_p, lambda cts, a: [stacked_p.bind(*map(_instantiated, cts))])
+ad.deflinear2(rows_of_p, lambda cts, a: [stacked_p.bind(*map(ad.instantiate_zeros, cts))])
 batching.primitive_batchers[rows_of_p] = _rows_of_batch
 stacked_p = Primitive("stacked")
 stacked_p.def_impl(_rows_stacked)
 stacked_p.def_abstract_eval(lambda *rows: rows[0].update(shape=(len(rows),) + rows[0].shape))
 mlir.register_lowering(stacked_p, mlir.lower_fun(_rows_stacked, multiple_results=False))
-ad.deflinear2(stacked_p, lambda ct, *rows: rows_of_p.bind(_instantiated(ct)))
+ad.deflinear2(stacked_p, lambda ct, *rows: rows_of_p.bind(ad.instantiate_zeros(ct)))
 batching.primitive_batchers[stacked_p] = _stacked_batch
 
 

@@ -133,9 +133,7 @@ def _cross_entries(a, b):
 def _cross_batch(args, dims):
     """Batch axes in front, an unbatched operand broadcast along the batch."""
     size = next(x.shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
-    a, b = (jnp.broadcast_to(x, (size,) + x.shape) if d is batching.not_mapped else jnp.moveaxis(x, d, 0)
-            for x, d in zip(args, dims))
-    return cross_p.bind(a, b), 0
+    return cross_p.bind(*(batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))), 0
 
 
 #: :func:`cross` as a primitive (bilinear: (a x b).c = a.(b x c) = b.(c x a)).
