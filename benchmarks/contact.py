@@ -6,6 +6,9 @@ same step on the same scene.
     python benchmarks/contact.py [--steps 1000] [--batch 1024] [--repeats 5] [--scenes brick,spheres3]
                                  [--robots ant,humanoid] [--dtype float64]
 
+Rigid contact runs with each impulse solver: PGS (``simbodyx_rigid``, the
+default) and Simbody's PLUS (``simbodyx_rigid_plus``).
+
 Scenes, under gravity, dropped onto a floor and settling on it:
 
 * **brick**: a 2 kg box (0.4 x 0.1 x 0.2 m) dropped from 0.3 m with a
@@ -203,11 +206,15 @@ def _mujoco_step_us(m, d, steps, repeats):
     return 1e6 * min(times) / steps
 
 
+#: the simbodyx kinds: rigid contact with either impulse solver, compliant contact with RK4
+KINDS = {"rigid": "PGS", "rigid_plus": "PLUS", "compliant": None}
+
+
 def simbodyx_rows(sx, scene, kind, steps, batch, repeats):
-    system = rigid(sx, scene) if kind == "rigid" else compliant(sx, scene)
+    system = compliant(sx, scene) if kind == "compliant" else rigid(sx, scene)
     model, state = system.realize_topology()
     start = start_state(sx, model, state, scene)
-    method = sx.SemiExplicitEulerTimeStepper() if kind == "rigid" else "rk4"
+    method = "rk4" if kind == "compliant" else sx.SemiExplicitEulerTimeStepper(impulse_solver_type=KINDS[kind])
 
     def rollout(s, n):
         return sx.integrate.rollout(model, s, DT, n, n, method=method, energy=False)[0]
@@ -296,7 +303,7 @@ def robot_rows(sx, name, steps, batch, repeats, mujoco=True):
 def contact_rows(sx, steps=1000, batch=1024, repeats=5, mujoco=True, scenes=("brick", "spheres3")):
     rows, note = [], None
     for scene in scenes:
-        for kind in ("rigid", "compliant"):
+        for kind in KINDS:
             rows += simbodyx_rows(sx, scene, kind, steps, batch, repeats)
         if mujoco:
             try:

@@ -83,6 +83,7 @@ from simbodyx.simulation import (
     simulate as simulate,
 )
 from simbodyx.impulse import PGSImpulseSolver as PGSImpulseSolver
+from simbodyx.impulse import PLUSImpulseSolver as PLUSImpulseSolver
 from simbodyx.motion import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model

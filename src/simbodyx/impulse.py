@@ -1,5 +1,6 @@
-"""Simbody's projected Gauss-Seidel impulse solver (PGSImpulseSolver), with a
-fixed shape so that it runs under ``jit``, ``vmap`` and ``grad``.
+"""Simbody's impulse solvers, projected Gauss-Seidel (PGSImpulseSolver) and
+PLUS (PLUSImpulseSolver), with a fixed shape so that they run under
+``jit``, ``vmap`` and ``grad``.
 
 Given the constraint-space compliance A = G M^-1 G^T (m x m) and a right
 side v (the constraint velocity errors to remove), find impulses pi with
@@ -35,6 +36,10 @@ one of that fixed point with the bounds that hold there (normals pushing or
 off, friction rolling or sliding at the cone's edge in its direction). It
 is exact wherever the set of bounds does not change, for forward and
 reverse mode alike, and costs one m x m pseudo-inverse.
+
+PLUS solves the same problem by Newton's method on the equations of an
+active set, in sliding intervals (see :class:`PLUSImpulseSolver`); its
+derivative is rebuilt from the decisions of each interval.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
+from simbodyx.spatial.vectors import safe_norm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,10 +91,11 @@ class Problem(NamedTuple):
 class SolveStats(Module):
     """What one solve did (arrays, batched under vmap)."""
 
-    residual: jnp.ndarray  #: RMS error of the enforced rows at the last sweep
-    iterations: jnp.ndarray  #: int32 sweeps until converged (max_iterations when not)
+    residual: jnp.ndarray  #: RMS error of the enforced rows at the last sweep (PGS) or Newton iterate (PLUS)
+    iterations: jnp.ndarray  #: int32 sweeps (PGS) or Newton iterations over all intervals (PLUS)
     converged: jnp.ndarray  #: bool
     active: jnp.ndarray  #: (nc,) bool: the normal takes part and is not at its bound (Simbody's UniActive)
+    intervals: jnp.ndarray  #: int32 sliding intervals (PLUS; 1 for PGS)
 
 
 class PGSImpulseSolver(Module):
@@ -121,14 +128,10 @@ class PGSImpulseSolver(Module):
         applied in full (their rows must not participate), ``bounds``
         (len(rows.bounded), 2) each bounded row's [lowest, highest] impulse,
         ``limits`` (len(rows.limited),) each limited group's largest impulse."""
-        dtype = A.dtype
-        mu = jnp.zeros(rows.num_contacts, dtype) if mu is None else mu
-        known = jnp.zeros(A.shape[0], dtype) if known is None else known
-        bounds = jnp.zeros((len(rows.bounded), 2), dtype) if bounds is None else bounds
-        limits = jnp.zeros(len(rows.limited), dtype) if limits is None else limits
-        problem = Problem(A, rhs, jnp.asarray(participating, bool), mu, known, bounds, limits)
-        pi, *stats = _solve(self, rows, problem)
-        return pi, SolveStats(*stats)
+        problem = _problem(A, rhs, rows, participating, mu, known, bounds, limits)
+        pi, *stats = self.iterate(rows, jax.lax.stop_gradient(problem))
+        pi = _root(functools.partial(_fixed_point_map, rows), pi, problem)
+        return pi, SolveStats(*stats, jnp.ones((), jnp.int32))
 
     def iterate(self, rows: Rows, problem: Problem):
         """The sweeps themselves: (pi, residual, iterations, converged, active)."""
@@ -247,24 +250,409 @@ def _fixed_point_map(rows: Rows, pi, problem: Problem):
     return y - pi
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def _solve(solver: PGSImpulseSolver, rows: Rows, problem: Problem):
-    return solver.iterate(rows, problem)
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _root(residual, x, args):
+    """x, a root of residual(x, args) = 0 found by a solver that is not
+    differentiated (its inputs held constant), as a function of ``args``: its
+    derivative is the implicit one, dx = -(dr/dx)^+ (dr/dargs) dargs, for
+    forward and reverse mode alike. The pseudo-inverse gives the minimum-norm
+    change where the residual leaves directions of x free (redundant
+    contacts move nothing along them)."""
+    return x
 
 
-@_solve.defjvp
-def _solve_jvp(solver, rows, primals, tangents):
-    """The implicit derivative of the solution: F(pi, A, rhs, mu, known) = 0 for
-    ``_fixed_point_map`` F, so dpi = -(dF/dpi)^+ (dF/dtheta dtheta) with the
-    bounds that hold at the solution (a minimum-norm solve: redundant contacts
-    leave directions of pi that move nothing, which it sets to zero)."""
-    (problem,), (d_problem,) = primals, tangents
-    out = _solve(solver, rows, problem)
-    pi = out[0]
+@_root.defjvp
+def _root_jvp(residual, primals, tangents):
+    x, args = primals
+    _, d_args = tangents
+    K = jax.jacfwd(lambda x: residual(x, args))(x)
+    _, b = jax.jvp(lambda args: residual(x, args), (args,), (d_args,))
+    return x, -jnp.linalg.pinv(K) @ b
 
-    K = jax.jacfwd(lambda pi: _fixed_point_map(rows, pi, problem))(pi)
-    _, b = jax.jvp(lambda problem: _fixed_point_map(rows, pi, problem), (problem,), (d_problem,))
-    dpi = -jnp.linalg.pinv(K) @ b
-    zeros = tuple(np.zeros(x.shape, jax.dtypes.float0) if not jnp.issubdtype(x.dtype, jnp.inexact)
-                  else jnp.zeros_like(x) for x in out[1:])
-    return out, (dpi,) + zeros
+
+def _problem(A, rhs, rows: Rows, participating, mu, known, bounds, limits) -> Problem:
+    """The numbers of one solve, absent ones zero."""
+    dtype = A.dtype
+    mu = jnp.zeros(rows.num_contacts, dtype) if mu is None else mu
+    known = jnp.zeros(A.shape[0], dtype) if known is None else known
+    bounds = jnp.zeros((len(rows.bounded), 2), dtype) if bounds is None else bounds
+    limits = jnp.zeros(len(rows.limited), dtype) if limits is None else limits
+    return Problem(A, rhs, jnp.asarray(participating, bool), mu, known, bounds, limits)
+
+
+# -- PLUS ----------------------------------------------------------------------------------------
+
+ROLLING, SLIDING, IMPENDING = 0, 1, 2  #: a friction's condition during an interval (Simbody's FricCond)
+_FULL, _UNUSED = -1, -2  #: an interval taken whole, an interval not taken (limiter codes)
+_ORIGIN, _TURN = 0, 1  #: what cut an interval short: a slip through (or to) zero, or a turn of the slip
+
+
+class _Conditions(NamedTuple):
+    """The conditions that hold during one Newton solve of a PLUS interval."""
+
+    on: jnp.ndarray  #: (m,) bool: the row's equation holds; the others are pinned (to zero, or a bound)
+    at_bound: jnp.ndarray  #: (len(rows.bounded),) int32: 0 free, -1 at its lowest, 1 at its highest
+    mode: jnp.ndarray  #: (number of friction groups,) int32: ROLLING, SLIDING or IMPENDING
+
+
+class _Record(NamedTuple):
+    """What each interval of a PLUS solve decided (stacked over intervals), from
+    which the solution is rebuilt as a differentiable function of the problem."""
+
+    pi: jnp.ndarray  #: (K, m) the interval's full impulse, before scaling by its length
+    conditions: _Conditions  #: stacked over the K intervals
+    limiter: jnp.ndarray  #: (K,) int32: _FULL, _UNUSED, or the friction group that cut the interval short
+    case: jnp.ndarray  #: (K,) int32: _ORIGIN or _TURN, for a limiter group
+
+
+@dataclasses.dataclass(frozen=True)
+class _Groups:
+    """The friction groups of a Rows structure (static): each contact's
+    friction pair, then each state-limited friction, stacked and padded to 3
+    rows (padding index m: gathered as zero, never scattered)."""
+
+    index: np.ndarray  #: (ng, 3) rows
+    contact: np.ndarray  #: (ng,) owning contact, num_contacts for a state-limited friction
+    limited: np.ndarray  #: (ng,) state-limited friction, len(rows.limited) for a contact's
+    normal: np.ndarray  #: (ng,) the owning contact's normal row (0 for a state-limited friction)
+    sign: np.ndarray  #: (ng,) its sign (0 for a state-limited friction)
+
+    @classmethod
+    def of(cls, rows: Rows, m: int) -> "_Groups":
+        members = [tuple(pair) for pair in rows.friction] + [tuple(group) for group in rows.limited]
+        index = np.full((len(members), 3), m, np.int32)
+        for g, member in enumerate(members):
+            index[g, :len(member)] = member
+        nf, nc = len(rows.friction), rows.num_contacts
+        contact = np.asarray(list(rows.friction_contact) + [nc] * len(rows.limited), np.int32)
+        limited = np.asarray([len(rows.limited)] * nf + list(range(len(rows.limited))), np.int32)
+        normal = np.asarray([rows.normal[k] for k in rows.friction_contact] + [0] * len(rows.limited), np.int32)
+        sign = np.asarray([rows.sign[k] for k in rows.friction_contact] + [0] * len(rows.limited), np.float64)
+        return cls(index, contact, limited, normal, sign)
+
+    def __len__(self):
+        return len(self.contact)
+
+    def gather(self, x):
+        """(ng, 3) the groups' entries of x (m,)."""
+        return x.at[self.index].get(mode="fill", fill_value=0)
+
+    def scatter(self, x, values):
+        """x (m,) with the groups' entries set to values (ng, 3)."""
+        return x.at[self.index].set(values, mode="drop")
+
+    def limit(self, problem: Problem, normal_impulse):
+        """(ng,) each group's largest impulse: mu times the normal impulse
+        (ng,) for a contact's friction, the given limit for a state-limited one."""
+        def take(x, index):  # zero past the end (x may be empty)
+            return x.at[index].get(mode="fill", fill_value=0) if x.shape[0] else jnp.zeros(index.shape, x.dtype)
+
+        return jnp.where(self.contact < len(problem.mu), take(problem.mu, self.contact) * normal_impulse,
+                         take(problem.limits, self.limited))
+
+
+class PLUSImpulseSolver(Module):
+    """Simbody's PLUS impulse solver (Poisson-Lankarani-Uchida-Sherman), with
+    a fixed shape so that it runs under ``jit``, ``vmap`` and ``grad``.
+
+    It solves the problem of :class:`PGSImpulseSolver` in sliding intervals.
+    In each interval every friction is classified from its slip at the
+    interval's start: Rolling (slip at most ``transition_velocity``, its
+    velocity error removed) or Sliding (its impulse mu N along that slip).
+    Newton's method with a backtracking line search (Simbody's: halving down
+    to 1/100; a stop after three iterations that gain less than 5%) solves
+    the equations of the conditions that hold; the worst violation is then
+    corrected (a normal or ratchet that pulls is released, a rolling
+    friction beyond its cone becomes Impending, its impulse along the slip
+    it is about to have, a bounded row is pinned at the bound it passed;
+    the normal of a rolling friction keeps its equation until the friction
+    is released) and Newton runs again, until no condition is violated.
+    The interval is then cut short where a sliding friction's slip would
+    turn by more than ``max_sliding_direction_change`` (30 degrees) or pass
+    through zero (at the point of least slip), the impulse scaled by the
+    interval's length, a Poisson expansion impulse (``known``) applied in
+    the same share, and the next interval starts from what is left. The
+    friction impulse so follows the slip's direction through the impact
+    rather than its end alone, which is what PLUS is for.
+
+    Beyond Simbody's (whose PLUS leaves them to do), ratchets, bounded rows
+    and state-limited frictions take part, the last like contact friction
+    with a known limit. The impending slip is the one at the interval's end
+    (what is left of the velocity error), so friction opposes the slip it
+    is about to have.
+
+    Fixed shape: every row is in the program, conditions are masks, the
+    Newton and active-set loops are ``while_loop``s and the intervals at
+    most ``max_sliding_intervals`` (the last one is taken whole). The
+    solution's derivative is rebuilt from what each interval decided: each
+    interval's impulse is the root of its equations (its derivative the
+    implicit one), and the interval lengths follow their formulas, so
+    forward and reverse mode are exact wherever the decisions do not
+    change."""
+
+    transition_velocity: float = eqx.field(static=True)  #: m/s, the fastest slip that counts as rolling
+    convergence_tolerance: float = eqx.field(static=True, default=1e-10)  #: on the 2-norm of the equations' error
+    max_iterations: int = eqx.field(static=True, default=20)  #: Newton iterations per active set
+    max_sliding_direction_change: float = eqx.field(static=True, default=np.pi / 6)  #: rad
+    max_sliding_intervals: int = eqx.field(static=True, default=10)
+
+    def __check_init__(self):
+        label = "PLUSImpulseSolver"
+        for name in ("transition_velocity", "convergence_tolerance"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{label}: {name} must be positive, got {value}")
+        for name in ("max_iterations", "max_sliding_intervals"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"{label}: {name} must be a positive int, got {value!r}")
+        if not 0 < self.max_sliding_direction_change < np.pi / 2:
+            raise ValueError(f"{label}: max_sliding_direction_change must be in (0, pi/2) rad, got "
+                             f"{self.max_sliding_direction_change}")
+
+    def get_max_rolling_speed(self) -> float:
+        return self.transition_velocity
+
+    def get_convergence_tol(self) -> float:
+        return self.convergence_tolerance
+
+    def get_max_iterations(self) -> int:
+        return self.max_iterations
+
+    def solve(self, A, rhs, rows: Rows, participating, mu=None, *, known=None, bounds=None, limits=None):
+        """(pi (m,), SolveStats), as :meth:`PGSImpulseSolver.solve`."""
+        problem = _problem(A, rhs, rows, participating, mu, known, bounds, limits)
+        record, stats = self.iterate(rows, jax.lax.stop_gradient(problem))
+        return self.replay(rows, problem, record), stats
+
+    def iterate(self, rows: Rows, problem: Problem):
+        """The intervals themselves: (_Record, SolveStats)."""
+        A, rhs, participating, _, known, _, _ = problem
+        dtype, m, K = A.dtype, A.shape[0], self.max_sliding_intervals
+        normal, sign = np.asarray(rows.normal, np.int32), np.asarray(rows.sign)
+        groups = _Groups.of(rows, m)
+        empty = _Conditions(jnp.zeros((K, m), bool), jnp.zeros((K, len(rows.bounded)), jnp.int32),
+                            jnp.zeros((K, len(groups)), jnp.int32))
+        record = _Record(jnp.zeros((K, m), dtype), empty, jnp.full(K, _UNUSED, jnp.int32), jnp.zeros(K, jnp.int32))
+
+        def body(carry):
+            k, verr_left, expand_left, remaining, record, iterations, norm, converged, _, _ = carry
+            slipping = safe_norm(groups.gather(verr_left)) > self.transition_velocity
+            start = _Conditions(participating, jnp.zeros(len(rows.bounded), jnp.int32),
+                                jnp.where(slipping, SLIDING, ROLLING).astype(jnp.int32))
+            left = _left(problem, remaining)
+            conditions, pi, its, norm = self._settle(rows, left, verr_left, expand_left, start)
+            length, limiter, case = self._interval(groups, A, verr_left, expand_left, conditions, pi)
+            capped = (k == K - 1) & (limiter != _FULL)  # the last interval is taken whole
+            length, limiter = jnp.where(capped, 1.0, length), jnp.where(capped, _FULL, limiter)
+            record = jax.tree.map(lambda r, x: r.at[k].set(x), record, _Record(pi, conditions, limiter, case))
+            verr_left, expand_left = _advance(A, verr_left, expand_left, pi, length)
+            active = conditions.on[normal] & (sign * pi[normal] < 0)
+            converged = converged & (norm < self.convergence_tolerance) & ~capped
+            return (k + 1, verr_left, expand_left, remaining * (1 - length), record, iterations + its, norm, converged,
+                    length >= 1, active)
+
+        nothing = ~jnp.any(participating)
+        carry = (jnp.zeros((), jnp.int32), rhs, known, jnp.ones((), dtype), record, jnp.zeros((), jnp.int32),
+                 jnp.zeros((), dtype), jnp.ones((), bool), nothing, jnp.zeros(len(normal), bool))
+        k, _, _, _, record, iterations, norm, converged, _, active = jax.lax.while_loop(lambda c: ~c[8], body, carry)
+        return record, SolveStats(norm, iterations, converged, active, k)
+
+    def _settle(self, rows: Rows, problem: Problem, verr_left, expand_left, conditions: _Conditions):
+        """One interval's active set: Newton on the equations of the conditions
+        that hold, then the worst violation corrected, until none is left:
+        (conditions, pi, Newton iterations, error norm). The conditions that
+        can be violated, in order: normals, ratchets, bounded rows, frictions."""
+        A, bounds = problem.A, problem.bounds
+        m = A.shape[0]
+        normal, sign = np.asarray(rows.normal, np.int32), np.asarray(rows.sign)
+        speed, speed_sign = np.asarray(rows.speed, np.int32), np.asarray(rows.speed_sign)
+        bounded = np.asarray(rows.bounded, np.int32)
+        groups = _Groups.of(rows, m)
+        nc, ns, nb, ng = len(normal), len(speed), len(bounded), len(groups)
+        n = nc + ns + nb + ng
+        # what correcting each condition does (one row more: nothing to correct)
+        releases = np.zeros((n + 1, m), bool)  # rows taken out of play
+        releases[np.arange(nc), normal] = True
+        releases[nc + np.arange(ns), speed] = True
+        releases[nc + ns + np.arange(nb), bounded] = True
+        group_of = np.full(n + 1, -1, np.int32)  # the friction a condition concerns
+        for g, (k, index) in enumerate(zip(groups.contact, groups.index)):
+            if k < nc:  # a normal's friction is taken out with it
+                releases[k, index[index < m]] = True
+                group_of[k] = g
+        group_of[nc + ns + nb + np.arange(ng)] = np.arange(ng)
+        is_normal = np.arange(n + 1) < nc
+        target = verr_left - A @ expand_left
+        significant = float(jnp.finfo(A.dtype).eps) ** 0.875  # Simbody's SignificantReal
+
+        def body(carry):
+            conditions, guess, iterations, count, _, _, _ = carry
+            args = (problem, verr_left, expand_left, conditions)
+            # Simbody's start for each normal in play: a small impulse of the sign its equation asks for
+            start = guess.at[normal].set(jnp.where(conditions.on[normal], 0.01 * jnp.sign(target[normal]),
+                                                   guess[normal]))
+            pi, norm, its = self._newton(functools.partial(_plus_residual, rows, False, args=args),
+                                         jax.jacfwd(functools.partial(_plus_residual, rows, True, args=args)), start)
+            projected, violations = pi, []
+            for index, signs in ((normal, sign), (speed, speed_sign)):
+                pulls = signs * pi[index] > 0
+                projected = projected.at[index].set(jnp.where(pulls, 0.0, pi[index]))
+                violations.append(jnp.where(conditions.on[index] & pulls, jnp.abs(pi[index]), 0.0))
+            free, inside = conditions.on[bounded], jnp.clip(pi[bounded], bounds[:, 0], bounds[:, 1])
+            projected = projected.at[bounded].set(jnp.where(free, inside, pi[bounded]))
+            violations.append(jnp.where(free, jnp.abs(pi[bounded] - inside), 0.0))
+            magnitude = safe_norm(groups.gather(pi))
+            limit = groups.limit(problem, jnp.abs(projected[groups.normal] + expand_left[groups.normal]))
+            over = conditions.on[groups.index[:, 0]] & (conditions.mode == ROLLING) & (magnitude > limit)
+            projected = groups.scatter(projected, groups.gather(pi) * jnp.where(
+                over, limit / jnp.where(over, magnitude, 1.0), 1.0)[:, None])
+            violations = jnp.concatenate(violations + [jnp.where(over, magnitude - limit, 0.0), jnp.zeros(1)])
+            worst = jnp.argmax(violations)
+            settled = violations[worst] <= significant
+            # correct the worst: a normal whose friction rolls keeps its equation while the friction goes Impending
+            g = jnp.asarray(group_of)[worst]
+            rolling = (conditions.mode[jnp.maximum(g, 0)] == ROLLING) if ng else False
+            defer = jnp.asarray(is_normal)[worst] & (g >= 0) & rolling
+            release = jnp.asarray(releases)[worst] & ~defer & ~settled
+            impend = (jnp.arange(ng) == g) & (defer | ~jnp.asarray(is_normal)[worst]) & ~settled
+            j = worst - nc - ns
+            pin = (jnp.arange(nb) == j) & ~settled
+            conditions = _Conditions(
+                conditions.on & ~release,
+                jnp.where(pin, jnp.where(pi[bounded] < bounds[:, 0], -1, 1), conditions.at_bound).astype(jnp.int32),
+                jnp.where(impend, IMPENDING, conditions.mode).astype(jnp.int32))
+            return conditions, projected, iterations + its, count + 1, settled, pi, norm
+
+        carry = (conditions, jnp.zeros_like(target), jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32),
+                 jnp.zeros((), bool), jnp.zeros_like(target), jnp.zeros((), target.dtype))
+        conditions, _, iterations, _, _, pi, norm = jax.lax.while_loop(lambda c: ~c[4] & (c[3] <= n), body, carry)
+        return conditions, pi, iterations, norm
+
+    def _newton(self, residual, jacobian, pi):
+        """Simbody's Newton iteration with backtracking: (pi, |residual|, iterations)."""
+        backs = 0.5 ** np.arange(8)  # from a whole step down to the first below 1/100
+        tol = self.convergence_tolerance
+
+        def body(carry):
+            pi, norm, iterations, _ = carry
+            step = jnp.linalg.lstsq(jacobian(pi), residual(pi))[0]
+            trials = pi - backs[:, None] * step
+            norms = jnp.linalg.norm(jax.vmap(residual)(trials), axis=1)
+            better = norms < norm
+            i = jnp.where(jnp.any(better), jnp.argmax(better), len(backs) - 1)
+            iterations = iterations + 1
+            stalled = (iterations >= 3) & (norms[i] > 0.95 * norm)  # a local minimum: infeasible
+            return trials[i], norms[i], iterations, (norms[i] < tol) | stalled | (iterations >= self.max_iterations)
+
+        norm = jnp.linalg.norm(residual(pi))
+        pi, norm, iterations, _ = jax.lax.while_loop(lambda c: ~c[3], body,
+                                                     (pi, norm, jnp.zeros((), jnp.int32), norm <= tol))
+        return pi, norm, iterations
+
+    def _interval(self, groups: _Groups, A, verr_left, expand_left, conditions: _Conditions, pi):
+        """(length, limiter, case): the share of the interval to take, and what
+        cut it short (Simbody's rules, for each sliding friction)."""
+        if not len(groups):
+            return jnp.ones((), pi.dtype), jnp.asarray(_FULL, jnp.int32), jnp.asarray(_ORIGIN, jnp.int32)
+        start, end, origin, turn = _slips(groups, A, verr_left, expand_left, pi, self.max_sliding_direction_change)
+        significant = float(jnp.finfo(pi.dtype).eps) ** 0.875
+        v0, v1 = safe_norm(start), safe_norm(end)
+        cos = jnp.sum(start * end, axis=1) / jnp.where((v0 > 0) & (v1 > 0), v0 * v1, 1.0)
+        nearest = safe_norm(start + origin[:, None] * (end - start))
+        slow = v1 <= self.transition_velocity
+        whole = (slow & (v1 < significant)) | (~slow & (cos >= np.cos(self.max_sliding_direction_change)))
+        case = jnp.where(slow | (nearest <= self.transition_velocity), _ORIGIN, _TURN)
+        length = jnp.where(whole, 1.0, jnp.where(case == _ORIGIN, origin, turn))
+        sliding = conditions.on[groups.index[:, 0]] & (conditions.mode == SLIDING)
+        length = jnp.where(sliding, length, 1.0)
+        g = jnp.argmin(length)
+        full = length[g] > 1 - float(jnp.finfo(pi.dtype).eps) ** 0.5  # no sliver of an interval left
+        return jnp.where(full, 1.0, length[g]), jnp.where(full, _FULL, g).astype(jnp.int32), case[g].astype(jnp.int32)
+
+    def replay(self, rows: Rows, problem: Problem, record: _Record):
+        """The solution rebuilt from the decisions in ``record``: each interval's
+        impulse the root of its equations, each length its formula, as
+        differentiable functions of ``problem``."""
+        A = problem.A
+        groups = _Groups.of(rows, A.shape[0])
+
+        def interval(carry, decided: _Record):
+            verr_left, expand_left, remaining, total = carry
+            pi = _root(functools.partial(_plus_residual, rows, False), decided.pi,
+                       (_left(problem, remaining), verr_left, expand_left, decided.conditions))
+            length = jnp.where(decided.limiter == _UNUSED, 0.0, 1.0)
+            if len(groups):
+                _, _, origin, turn = _slips(groups, A, verr_left, expand_left, pi, self.max_sliding_direction_change)
+                g = jnp.maximum(decided.limiter, 0)
+                length = jnp.where(decided.limiter >= 0, jnp.where(decided.case == _TURN, turn[g], origin[g]), length)
+            verr_left, expand_left = _advance(A, verr_left, expand_left, pi, length)
+            return (verr_left, expand_left, remaining * (1 - length), total + length * pi), None
+
+        start = (problem.rhs, problem.known, jnp.ones((), A.dtype), jnp.zeros_like(problem.rhs))
+        (_, _, _, total), _ = jax.lax.scan(interval, start, record)
+        return total
+
+
+def _left(problem: Problem, remaining) -> Problem:
+    """The problem's bounds and limits on what is left of the impact, a share
+    ``remaining`` of it (each interval takes its share of them as of the
+    velocity errors and the expansion)."""
+    return problem._replace(bounds=remaining * problem.bounds, limits=remaining * problem.limits)
+
+
+def _advance(A, verr_left, expand_left, pi, length):
+    """(velocity errors, expansion impulse) left after taking ``length`` of an
+    interval whose whole impulse is pi (with the whole expansion left)."""
+    return verr_left - length * (A @ (pi + expand_left)), (1 - length) * expand_left
+
+
+def _slips(groups: _Groups, A, verr_left, expand_left, pi, max_turn):
+    """For each friction group (ng, 3): its slip at the interval's start and
+    end, and the interval lengths (ng,) at which the slip is nearest zero and
+    at which it has turned by ``max_turn``."""
+    start = groups.gather(verr_left)
+    end = start - groups.gather(A @ (pi + expand_left))
+    significant = float(jnp.finfo(pi.dtype).eps) ** 0.875
+    w = end - start
+    ww = jnp.sum(w * w, axis=1)
+    short = ww < significant
+    origin = jnp.where(short, 1.0, jnp.clip(-jnp.sum(start * w, axis=1) / jnp.where(short, 1.0, ww), 0.0, 1.0))
+    # angle(start, start + t w) = max_turn: (aw^2 - c^2 aa ww) t^2 + 2 aa aw (1 - c^2) t + aa^2 (1 - c^2) = 0
+    c2 = np.cos(max_turn) ** 2
+    aa, aw = jnp.sum(start * start, axis=1), jnp.sum(start * w, axis=1)
+    qa, qb, qc = aw * aw - c2 * aa * ww, 2 * aa * aw * (1 - c2), aa * aa * (1 - c2)
+    disc = qb * qb - 4 * qa * qc
+    root = jnp.where(disc > 0, jnp.sqrt(jnp.where(disc > 0, disc, 1.0)), 0.0)
+    q = -0.5 * (qb + jnp.where(qb >= 0, root, -root))
+    safe = lambda x: jnp.where(x == 0, 1.0, x)  # noqa: E731
+    roots = jnp.stack([jnp.where(qa == 0, jnp.inf, q / safe(qa)), jnp.where(q == 0, jnp.inf, qc / safe(q))])
+    turn = jnp.min(jnp.where(roots > 0, roots, jnp.inf), axis=0)
+    return start, end, origin, jnp.clip(jnp.where(jnp.isfinite(turn), turn, 1.0), 0.0, 1.0)
+
+
+def _plus_residual(rows: Rows, smooth: bool, pi, args):
+    """The error of a PLUS interval's equations at pi (m,): a row in play
+    removes its velocity error (A pi = target), a pinned row keeps its value
+    (zero, or its bound), and a sliding or impending friction's impulse lies
+    along its slip v with the length of its limit L: |v| pi - L v = 0 (L =
+    mu N for contact friction, N the normal impulse pushing, known or not).
+    ``smooth`` uses Simbody's smooth min(z, 0) in N, for the Newton
+    Jacobian."""
+    problem, verr_left, expand_left, conditions = args
+    A, bounds = problem.A, problem.bounds
+    groups = _Groups.of(rows, A.shape[0])
+    linear = A @ pi - (verr_left - A @ expand_left)
+    at = conditions.at_bound
+    pinned = jnp.zeros_like(pi).at[np.asarray(rows.bounded, np.int32)].set(
+        jnp.where(at < 0, bounds[:, 0], jnp.where(at > 0, bounds[:, 1], 0.0)))
+    error = jnp.where(conditions.on, linear, pi - pinned)
+    if not len(groups):
+        return error
+    slip = jnp.where((conditions.mode == IMPENDING)[:, None], -groups.gather(linear), groups.gather(verr_left))
+    z = groups.sign * pi[groups.normal]
+    pushing = (z - jnp.sqrt(z * z + float(jnp.finfo(pi.dtype).eps) ** 0.5)) / 2 if smooth else jnp.minimum(z, 0.0)
+    normal_impulse = -(groups.sign * expand_left[groups.normal] + jnp.where(conditions.on[groups.normal], pushing, 0.0))
+    law = safe_norm(slip)[:, None] * groups.gather(pi) - groups.limit(problem, normal_impulse)[:, None] * slip
+    sliding = conditions.on[groups.index[:, 0]] & (conditions.mode != ROLLING)
+    return groups.scatter(error, jnp.where(sliding[:, None], law, groups.gather(error)))

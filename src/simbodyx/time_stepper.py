@@ -73,10 +73,15 @@ the same.
 Auxiliary states z (a Force.Thermostat's) advance explicitly, z += h
 zdot at the velocities after the step's impacts, as Simbody's do.
 
+The impulse solver is PGS (``simbodyx.impulse.PGSImpulseSolver``) unless
+``impulse_solver_type="PLUS"`` or a ``PLUSImpulseSolver`` is given
+(Simbody's default; see ``simbodyx.impulse``): PLUS follows a sliding
+contact's slip through an impact in sliding intervals, for about three
+times the compile time and twice the time per step of PGS.
+
 Not provided: Simbody's Sequential and Mixed induced-impact models (a
 data-dependent number of impact rounds; Simultaneous resolves every impact
-in one to three rounds of fixed shape), the PLUS impulse solver, and
-prescribed motion and locks.
+in one to three rounds of fixed shape), and prescribed motion and locks.
 """
 
 from __future__ import annotations
@@ -97,7 +102,7 @@ from simbodyx.algorithms.kinematics import realize_velocity
 from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
 from simbodyx.forces.subsystem import z_derivatives
-from simbodyx.impulse import PGSImpulseSolver, Rows, SolveStats
+from simbodyx.impulse import PGSImpulseSolver, PLUSImpulseSolver, Rows, SolveStats
 from simbodyx.spatial.vectors import safe_norm
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -249,14 +254,15 @@ class SemiExplicitEulerTimeStepper(Module):
     ``restitution_model`` (Poisson, Newton, NoRestitution; "Poisson"),
     ``induced_impact_model`` (only Simultaneous), ``position_projection_method``
     (Bilateral, Unilateral, NoPositionProjection; "Bilateral"),
-    ``impulse_solver_type`` (only PGS; Simbody's default PLUS is not
-    provided), ``accuracy`` (1e-2; unused by fixed steps, kept for Simbody's
+    ``impulse_solver_type`` ("PGS" or "PLUS"; None: the solver given's, else
+    PGS, where Simbody's default is PLUS), ``accuracy`` (1e-2; unused by fixed steps, kept for Simbody's
     getter), ``constraint_tolerance`` (accuracy / 10, m or rad),
     ``default_impact_capture_velocity``, ``default_impact_min_cor_velocity``
     and ``default_friction_transition_velocity`` (m/s; 0 means Simbody's
     floors: twice the constraint tolerance for the capture and transition
     velocities, the capture velocity for the min-COR velocity), and
-    ``solver``, the PGSImpulseSolver; ``min_significant_force`` (N; None:
+    ``solver``, a PGSImpulseSolver or PLUSImpulseSolver (None: one of the
+    type chosen, with its defaults); ``min_significant_force`` (N; None:
     Simbody's SignificantReal) selects the state-limited frictions that take
     part; ``localize_impacts`` (False) splits a step at the moment of an
     impact (see the module notes)."""
@@ -269,14 +275,15 @@ class SemiExplicitEulerTimeStepper(Module):
     position_projection_method: PositionProjectionMethod = eqx.field(
         static=True, default=PositionProjectionMethod.Bilateral,
         converter=lambda v: _enum(PositionProjectionMethod, v, "position_projection_method"))
-    impulse_solver_type: ImpulseSolverType = eqx.field(
-        static=True, default=ImpulseSolverType.PGS, converter=lambda v: _enum(ImpulseSolverType, v, "impulse_solver_type"))
+    impulse_solver_type: ImpulseSolverType | None = eqx.field(
+        static=True, default=None,
+        converter=lambda v: None if v is None else _enum(ImpulseSolverType, v, "impulse_solver_type"))
     accuracy: float = eqx.field(static=True, default=1e-2)
     constraint_tolerance: float | None = eqx.field(static=True, default=None)
     default_impact_capture_velocity: float = eqx.field(static=True, default=0.0)
     default_impact_min_cor_velocity: float = eqx.field(static=True, default=0.0)
     default_friction_transition_velocity: float = eqx.field(static=True, default=0.0)
-    solver: PGSImpulseSolver = eqx.field(static=True, default=PGSImpulseSolver())
+    solver: PGSImpulseSolver | PLUSImpulseSolver | None = eqx.field(static=True, default=None)
     localize_impacts: bool = eqx.field(static=True, default=False)
     min_significant_force: float | None = eqx.field(static=True, default=None)
 
@@ -291,8 +298,6 @@ class SemiExplicitEulerTimeStepper(Module):
             raise ValueError(f"{label}: induced_impact_model {self.induced_impact_model.name} is not provided: its "
                              "number of impact rounds depends on the data, which a fixed-shape program cannot "
                              "follow; Simultaneous resolves every impact in one program")
-        if self.impulse_solver_type != ImpulseSolverType.PGS:
-            raise ValueError(f"{label}: the PLUS impulse solver is not provided; use impulse_solver_type='PGS'")
         for name in ("accuracy", "constraint_tolerance", "min_significant_force"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0):
@@ -302,8 +307,14 @@ class SemiExplicitEulerTimeStepper(Module):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0):
                 raise ValueError(f"{label}: {name} must be nonnegative, got {value}")
-        if not isinstance(self.solver, PGSImpulseSolver):
-            raise TypeError(f"{label}: solver must be a PGSImpulseSolver, got {type(self.solver).__name__}")
+        if self.solver is not None:
+            kinds = {PGSImpulseSolver: ImpulseSolverType.PGS, PLUSImpulseSolver: ImpulseSolverType.PLUS}
+            if type(self.solver) not in kinds:
+                raise TypeError(f"{label}: solver must be a PGSImpulseSolver or a PLUSImpulseSolver, got "
+                                f"{type(self.solver).__name__}")
+            if self.impulse_solver_type not in (None, kinds[type(self.solver)]):
+                raise ValueError(f"{label}: impulse_solver_type {self.impulse_solver_type.name} disagrees with "
+                                 f"the solver given, a {type(self.solver).__name__}")
 
     # -- Simbody's getters ------------------------------------------------------------------
     def get_restitution_model(self) -> RestitutionModel:
@@ -316,10 +327,19 @@ class SemiExplicitEulerTimeStepper(Module):
         return self.position_projection_method
 
     def get_impulse_solver_type(self) -> ImpulseSolverType:
-        return self.impulse_solver_type
+        if self.solver is not None:
+            return ImpulseSolverType.PLUS if isinstance(self.solver, PLUSImpulseSolver) else ImpulseSolverType.PGS
+        return ImpulseSolverType.PGS if self.impulse_solver_type is None else self.impulse_solver_type
 
-    def get_impulse_solver(self) -> PGSImpulseSolver:
-        return self.solver
+    def get_impulse_solver(self) -> PGSImpulseSolver | PLUSImpulseSolver:
+        """The solver given, or one of the type chosen with its defaults (a
+        PLUSImpulseSolver's transition velocity the friction transition
+        velocity in use, as Simbody builds it)."""
+        if self.solver is not None:
+            return self.solver
+        if self.get_impulse_solver_type() == ImpulseSolverType.PLUS:
+            return PLUSImpulseSolver(self.get_default_friction_transition_velocity_in_use())
+        return PGSImpulseSolver()
 
     def get_accuracy_in_use(self) -> float:
         return self.accuracy
@@ -456,7 +476,8 @@ class SemiExplicitEulerTimeStepper(Module):
                              | problem.contact_rows(proximal) | problem.limited_rows(limited))
             closing = free_end.at[normal].add(sign * jnp.maximum(gap, 0) / h)  # may close a gap, not pass it
             bounds = -h * problem.force_bounds[:, ::-1]  # lower <= -lambda <= upper, lambda = pi / h
-            lam, stats = self.solver.solve(A, closing, rows, participating, mu, bounds=bounds, limits=limits)
+            lam, stats = self.get_impulse_solver().solve(A, closing, rows, participating, mu, bounds=bounds,
+                                                         limits=limits)
             u2 = u1 + h * udot0 - M_inv_Gt @ lam
 
         with jax.named_scope("position_phase"):
@@ -501,7 +522,7 @@ class SemiExplicitEulerTimeStepper(Module):
         normal = np.asarray(rows.normal, np.int32)
         sign = jnp.asarray(rows.sign, dtype)
         tol = self.get_constraint_tolerance_in_use()
-        solve = self.solver.solve
+        solve = self.get_impulse_solver().solve
 
         def hit(v):
             return proximal & (sign * v[normal] < -0.1 * tol)
@@ -519,21 +540,28 @@ class SemiExplicitEulerTimeStepper(Module):
                 cor = jnp.where(speed >= -tol, 0.0, cor)
             newton = self.restitution_model == RestitutionModel.Newton
             target = verr.at[normal].add(cor * verr[normal]) if newton else verr
-            compression, _ = solve(A, target, rows, participating, mu)
-            verr = verr - A @ compression
-            if newton:
-                return compression, jnp.ones((), jnp.int32)
-            expanding = impacters & (cor > 0) & (jnp.abs(compression[normal]) >= jnp.finfo(dtype).eps ** 0.875)
-            known = jnp.zeros_like(verr).at[normal].set(jnp.where(expanding, cor * compression[normal], 0.0))
-            expansion = jnp.any(expanding)
-            reaction, _ = solve(A, verr, rows, participating.at[normal].set(participating[normal] & ~expanding), mu,
-                                known=known)
-            verr_after = verr - A @ (known + reaction)
-            again = jnp.any(hit(verr_after))
-            correction, _ = solve(A, verr_after, rows, participating, mu)
-            total = compression + jnp.where(expansion, known + reaction + jnp.where(again, correction, 0.0), 0.0)
-            rounds = 1 + expansion.astype(jnp.int32) * (1 + again.astype(jnp.int32))
-            return total, rounds
+
+            def impact_round(carry, i):
+                """Round 0 compresses, round 1 applies the expansion (Poisson), round 2
+                removes any approach that creates; a round counts while ``counts``."""
+                verr, total, known, expanding, counts = carry
+                first, expand = i == 0, i == 1
+                sitting_out = participating.at[normal].set(participating[normal] & ~expanding)  # the expanding normals
+                pi, _ = solve(A, jnp.where(first, target, verr), rows, jnp.where(expand, sitting_out, participating),
+                              mu, known=jnp.where(expand, known, 0.0))
+                applied = pi + jnp.where(expand, known, 0.0)
+                verr = verr - A @ applied
+                total = total + jnp.where(first | counts, applied, 0.0)
+                fresh = impacters & (cor > 0) & (jnp.abs(pi[normal]) >= jnp.finfo(dtype).eps ** 0.875)
+                expanding = jnp.where(first, fresh, expanding)
+                known = jnp.where(first, jnp.zeros_like(verr).at[normal].set(jnp.where(fresh, cor * pi[normal], 0.0)),
+                                  known)
+                counts = jnp.where(first, jnp.any(fresh), counts & jnp.any(hit(verr)))
+                return (verr, total, known, expanding, counts), counts
+
+            start = (verr, jnp.zeros_like(verr), jnp.zeros_like(verr), jnp.zeros_like(impacters), jnp.zeros((), bool))
+            (_, total, _, _, _), counted = jax.lax.scan(impact_round, start, jnp.arange(1 if newton else 3))
+            return total, (1 + jnp.sum(counted[:-1])).astype(jnp.int32)
 
         def no_impact(verr):
             return jnp.zeros_like(verr), jnp.zeros((), jnp.int32)
@@ -556,7 +584,7 @@ class SemiExplicitEulerTimeStepper(Module):
         holonomic = problem.bilateral_on & (jnp.arange(A.shape[0]) < mp)
         if method == PositionProjectionMethod.Bilateral:
             correcting = active | (proximal & (gap < 0))
-            x, _ = self.solver.solve(A, rhs, problem.bilateral_rows, holonomic.at[normal].set(correcting))
+            x, _ = self.get_impulse_solver().solve(A, rhs, problem.bilateral_rows, holonomic.at[normal].set(correcting))
         else:
-            x, _ = self.solver.solve(A, rhs, problem.position_rows, holonomic.at[normal].set(proximal))
+            x, _ = self.get_impulse_solver().solve(A, rhs, problem.position_rows, holonomic.at[normal].set(proximal))
         return u - M_inv_Gt @ x

@@ -176,6 +176,26 @@ def test_brick_slides_at_g_sin_minus_mu_d_cos():
     assert x[-1] > x[0]
 
 
+def test_the_plus_solver_meets_the_closed_forms_and_drops_the_brick_without_penetrating():
+    """Simbody's PLUS impulse solver in the same scenes (one compiled
+    rollout): the brick sticks (1e-9 over 1 s) and slides at
+    g (sin(theta) - mu_d cos(theta)) (1e-6); two random drops, impacts and
+    sliding included, stay above the incline to the constraint tolerance."""
+    model, state = brick()
+    stepper = sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")
+    _, stuck = run(model, state, 1e-3, 1000, stepper, 100)
+    assert np.abs(np.asarray(stuck.q[:, 4:] - state.q[4:])).max() < 1e-9
+    _, sliding = run(with_friction(model, 0.2, 0.2), state, 1e-3, 1000, stepper, 100)
+    velocity = np.asarray(sliding.u[:, 3:]) @ DOWNHILL
+    accel = np.diff(velocity) / np.diff(np.asarray(sliding.t))
+    np.testing.assert_allclose(accel[1:], G * (np.sin(INCLINE) - 0.2 * np.cos(INCLINE)), rtol=1e-6)
+    for key in jax.random.split(jax.random.PRNGKey(2), 2):
+        _, drop = run(model, rigid_contact.dropped(state, key), 1e-3, 1000, stepper, 100)
+        assert np.all(np.isfinite(np.asarray(drop.q)))
+        heights = jax.vmap(rigid_contact.corner_heights)(drop.q)
+        assert float(heights.min()) > -stepper.get_constraint_tolerance_in_use()
+
+
 # -- batches, gradients, the State ---------------------------------------------------------------
 
 def test_batched_drops_do_not_penetrate_and_values_and_derivatives_are_finite():
@@ -297,8 +317,13 @@ def test_bad_input_names_the_element():
         sx.SemiExplicitEulerTimeStepper(min_significant_force=0.0)
     with pytest.raises(ValueError, match="Sequential is not provided"):
         sx.SemiExplicitEulerTimeStepper(induced_impact_model="Sequential")
-    with pytest.raises(ValueError, match="PLUS impulse solver is not provided"):
-        sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")
+    with pytest.raises(ValueError, match="impulse_solver_type PLUS disagrees with the solver given, a PGSImpulse"):
+        sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS", solver=sx.PGSImpulseSolver())
+    with pytest.raises(TypeError, match="solver must be a PGSImpulseSolver or a PLUSImpulseSolver, got str"):
+        sx.SemiExplicitEulerTimeStepper(solver="PLUS")
+    plus = sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")
+    assert plus.get_impulse_solver().get_max_rolling_speed() == plus.get_default_friction_transition_velocity_in_use()
+    assert sx.SemiExplicitEulerTimeStepper(solver=sx.PLUSImpulseSolver(1e-3)).get_impulse_solver_type().name == "PLUS"
     with pytest.raises(ValueError, match="unknown restitution_model 'Hertz'"):
         sx.SemiExplicitEulerTimeStepper(restitution_model="Hertz")
     model, state = ball()
