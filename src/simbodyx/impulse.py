@@ -327,7 +327,7 @@ class _Groups:
         contact = np.asarray(list(rows.friction_contact) + [nc] * len(rows.limited), np.int32)
         limited = np.asarray([len(rows.limited)] * nf + list(range(len(rows.limited))), np.int32)
         normal = np.asarray([rows.normal[k] for k in rows.friction_contact] + [0] * len(rows.limited), np.int32)
-        sign = np.asarray([rows.sign[k] for k in rows.friction_contact] + [0] * len(rows.limited), np.float64)
+        sign = np.asarray([rows.sign[k] for k in rows.friction_contact] + [0] * len(rows.limited), np.int32)
         return cls(index, contact, limited, normal, sign)
 
     def __len__(self):
@@ -370,8 +370,9 @@ class PLUSImpulseSolver(Module):
     The interval is then cut short where a sliding friction's slip would
     turn by more than ``max_sliding_direction_change`` (30 degrees) or pass
     through zero (at the point of least slip), the impulse scaled by the
-    interval's length, a Poisson expansion impulse (``known``) applied in
-    the same share, and the next interval starts from what is left. The
+    interval's length, a Poisson expansion impulse (``known``) applied and
+    the bounds and limits used up in the same share, and the next interval
+    starts from what is left. The
     friction impulse so follows the slip's direction through the impact
     rather than its end alone, which is what PLUS is for.
 
@@ -531,7 +532,7 @@ class PLUSImpulseSolver(Module):
 
     def _newton(self, residual, jacobian, pi):
         """Simbody's Newton iteration with backtracking: (pi, |residual|, iterations)."""
-        backs = 0.5 ** np.arange(8)  # from a whole step down to the first below 1/100
+        backs = jnp.asarray(0.5 ** np.arange(8), pi.dtype)  # from a whole step down to the first below 1/100
         tol = self.convergence_tolerance
 
         def body(carry):
@@ -561,7 +562,7 @@ class PLUSImpulseSolver(Module):
         cos = jnp.sum(start * end, axis=1) / jnp.where((v0 > 0) & (v1 > 0), v0 * v1, 1.0)
         nearest = safe_norm(start + origin[:, None] * (end - start))
         slow = v1 <= self.transition_velocity
-        whole = (slow & (v1 < significant)) | (~slow & (cos >= np.cos(self.max_sliding_direction_change)))
+        whole = (slow & (v1 < significant)) | (~slow & (cos >= float(np.cos(self.max_sliding_direction_change))))
         case = jnp.where(slow | (nearest <= self.transition_velocity), _ORIGIN, _TURN)
         length = jnp.where(whole, 1.0, jnp.where(case == _ORIGIN, origin, turn))
         sliding = conditions.on[groups.index[:, 0]] & (conditions.mode == SLIDING)
@@ -619,7 +620,7 @@ def _slips(groups: _Groups, A, verr_left, expand_left, pi, max_turn):
     short = ww < significant
     origin = jnp.where(short, 1.0, jnp.clip(-jnp.sum(start * w, axis=1) / jnp.where(short, 1.0, ww), 0.0, 1.0))
     # angle(start, start + t w) = max_turn: (aw^2 - c^2 aa ww) t^2 + 2 aa aw (1 - c^2) t + aa^2 (1 - c^2) = 0
-    c2 = np.cos(max_turn) ** 2
+    c2 = float(np.cos(max_turn)) ** 2
     aa, aw = jnp.sum(start * start, axis=1), jnp.sum(start * w, axis=1)
     qa, qb, qc = aw * aw - c2 * aa * ww, 2 * aa * aw * (1 - c2), aa * aa * (1 - c2)
     disc = qb * qb - 4 * qa * qc

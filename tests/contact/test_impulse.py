@@ -147,6 +147,19 @@ def test_plus_derivatives_match_central_differences_in_both_modes():
     np.testing.assert_allclose(reverse, forward, atol=1e-12)
 
 
+def test_plus_keeps_a_float32_problem_in_float32():
+    """Under x64 (the suite's setting) a float32 problem stays float32 through
+    every kind of row, in value and gradient."""
+    A, rhs = jnp.eye(8, dtype=jnp.float32), jnp.arange(-4, 4, dtype=jnp.float32)
+
+    def impulse(rhs):
+        return PLUS.solve(A, rhs, EVERY_KIND, jnp.ones(8, bool), jnp.ones(1, jnp.float32),
+                          bounds=jnp.array([[-1.0, 1.0]], jnp.float32), limits=jnp.array([0.5], jnp.float32))[0]
+
+    assert impulse(rhs).dtype == jnp.float32
+    assert jax.grad(lambda rhs: impulse(rhs).sum())(rhs).dtype == jnp.float32
+
+
 def test_plus_settings_are_checked():
     with pytest.raises(ValueError, match="transition_velocity must be positive"):
         sx.PLUSImpulseSolver(0.0)
