@@ -305,6 +305,28 @@ class _Record(NamedTuple):
     case: jnp.ndarray  #: (K,) int32: _ORIGIN or _TURN, for a limiter group
 
 
+class _Progress(NamedTuple):
+    """Where a PLUS solve stands, one pass of its loop to the next."""
+
+    k: jnp.ndarray  #: the interval
+    verr_left: jnp.ndarray  #: (m,) the velocity errors left at its start
+    expand_left: jnp.ndarray  #: (m,) the expansion impulse left
+    remaining: jnp.ndarray  #: the share of the impact left (of the bounds and limits)
+    conditions: _Conditions  #: those that hold
+    pi: jnp.ndarray  #: (m,) the Newton iterate
+    norm: jnp.ndarray  #: its error's 2-norm
+    iterations: jnp.ndarray  #: Newton iterations on these conditions
+    solved: jnp.ndarray  #: Newton has stopped on these conditions
+    changes: jnp.ndarray  #: conditions corrected in this interval
+    record: _Record  #: the intervals' decisions so far
+    impulse: jnp.ndarray  #: (m,) the impulse of the intervals so far
+    total: jnp.ndarray  #: Newton iterations in all
+    converged: jnp.ndarray  #: every Newton solve met the tolerance and no interval was cut by the cap
+    active: jnp.ndarray  #: (nc,) the normals pushing at the last interval's end
+    done: jnp.ndarray
+    starting: jnp.ndarray  #: an interval is to begin
+
+
 @dataclasses.dataclass(frozen=True)
 class _Groups:
     """The friction groups of a Rows structure (static): each contact's
@@ -423,57 +445,23 @@ class PLUSImpulseSolver(Module):
     def solve(self, A, rhs, rows: Rows, participating, mu=None, *, known=None, bounds=None, limits=None):
         """(pi (m,), SolveStats), as :meth:`PGSImpulseSolver.solve`."""
         problem = _problem(A, rhs, rows, participating, mu, known, bounds, limits)
-        record, stats = self.iterate(rows, jax.lax.stop_gradient(problem))
-        return self.replay(rows, problem, record), stats
+        return _plus_solve(self, rows, problem)
 
     def iterate(self, rows: Rows, problem: Problem):
-        """The intervals themselves: (_Record, SolveStats)."""
-        A, rhs, participating, _, known, _, _ = problem
+        """The intervals themselves: (pi, _Record, SolveStats). One ``while_loop``
+        whose every pass takes one Newton iteration, or corrects a violated
+        condition, or ends an interval (and starts the next), so that under
+        ``vmap`` the batch takes as many passes as its longest solve rather
+        than the product of its longest loops."""
+        A, rhs, participating, _, known, bounds, _ = problem
         dtype, m, K = A.dtype, A.shape[0], self.max_sliding_intervals
-        normal, sign = np.asarray(rows.normal, np.int32), np.asarray(rows.sign)
-        groups = _Groups.of(rows, m)
-        empty = _Conditions(jnp.zeros((K, m), bool), jnp.zeros((K, len(rows.bounded)), jnp.int32),
-                            jnp.zeros((K, len(groups)), jnp.int32))
-        record = _Record(jnp.zeros((K, m), dtype), empty, jnp.full(K, _UNUSED, jnp.int32), jnp.zeros(K, jnp.int32))
-
-        def body(carry):
-            k, verr_left, expand_left, remaining, record, iterations, norm, converged, _, _ = carry
-            slipping = safe_norm(groups.gather(verr_left)) > self.transition_velocity
-            start = _Conditions(participating, jnp.zeros(len(rows.bounded), jnp.int32),
-                                jnp.where(slipping, SLIDING, ROLLING).astype(jnp.int32))
-            left = _left(problem, remaining)
-            conditions, pi, its, norm = self._settle(rows, left, verr_left, expand_left, start)
-            length, limiter, case = self._interval(groups, A, verr_left, expand_left, conditions, pi)
-            capped = (k == K - 1) & (limiter != _FULL)  # the last interval is taken whole
-            length, limiter = jnp.where(capped, 1.0, length), jnp.where(capped, _FULL, limiter)
-            record = jax.tree.map(lambda r, x: r.at[k].set(x), record, _Record(pi, conditions, limiter, case))
-            verr_left, expand_left = _advance(A, verr_left, expand_left, pi, length)
-            active = conditions.on[normal] & (sign * pi[normal] < 0)
-            converged = converged & (norm < self.convergence_tolerance) & ~capped
-            return (k + 1, verr_left, expand_left, remaining * (1 - length), record, iterations + its, norm, converged,
-                    length >= 1, active)
-
-        nothing = ~jnp.any(participating)
-        carry = (jnp.zeros((), jnp.int32), rhs, known, jnp.ones((), dtype), record, jnp.zeros((), jnp.int32),
-                 jnp.zeros((), dtype), jnp.ones((), bool), nothing, jnp.zeros(len(normal), bool))
-        k, _, _, _, record, iterations, norm, converged, _, active = jax.lax.while_loop(lambda c: ~c[8], body, carry)
-        return record, SolveStats(norm, iterations, converged, active, k)
-
-    def _settle(self, rows: Rows, problem: Problem, verr_left, expand_left, conditions: _Conditions):
-        """One interval's active set: Newton on the equations of the conditions
-        that hold, then the worst violation corrected, until none is left:
-        (conditions, pi, Newton iterations, error norm). The conditions that
-        can be violated, in order: normals, ratchets, bounded rows, frictions."""
-        A, bounds = problem.A, problem.bounds
-        m = A.shape[0]
         normal, sign = np.asarray(rows.normal, np.int32), np.asarray(rows.sign)
         speed, speed_sign = np.asarray(rows.speed, np.int32), np.asarray(rows.speed_sign)
         bounded = np.asarray(rows.bounded, np.int32)
         groups = _Groups.of(rows, m)
         nc, ns, nb, ng = len(normal), len(speed), len(bounded), len(groups)
-        n = nc + ns + nb + ng
-        # what correcting each condition does (one row more: nothing to correct)
-        releases = np.zeros((n + 1, m), bool)  # rows taken out of play
+        n = nc + ns + nb + ng  # the conditions that can be violated: normals, ratchets, bounded rows, frictions
+        releases = np.zeros((n + 1, m), bool)  # the rows correcting each takes out of play (one more: nothing)
         releases[np.arange(nc), normal] = True
         releases[nc + np.arange(ns), speed] = True
         releases[nc + ns + np.arange(nb), bounded] = True
@@ -484,72 +472,111 @@ class PLUSImpulseSolver(Module):
                 group_of[k] = g
         group_of[nc + ns + nb + np.arange(ng)] = np.arange(ng)
         is_normal = np.arange(n + 1) < nc
-        target = verr_left - A @ expand_left
-        significant = float(jnp.finfo(A.dtype).eps) ** 0.875  # Simbody's SignificantReal
+        significant = float(jnp.finfo(dtype).eps) ** 0.875  # Simbody's SignificantReal
+        tol = self.convergence_tolerance
+        backs = jnp.asarray(0.5 ** np.arange(8), dtype)  # line search: a whole step down to the first below 1/100
 
-        def body(carry):
-            conditions, guess, iterations, count, _, _, _ = carry
-            args = (problem, verr_left, expand_left, conditions)
-            # Simbody's start for each normal in play: a small impulse of the sign its equation asks for
-            start = guess.at[normal].set(jnp.where(conditions.on[normal], 0.01 * jnp.sign(target[normal]),
-                                                   guess[normal]))
-            pi, norm, its = self._newton(functools.partial(_plus_residual, rows, False, args=args),
-                                         jax.jacfwd(functools.partial(_plus_residual, rows, True, args=args)), start)
+        def residual(c: _Progress, pi, smooth=False):
+            return _plus_residual(rows, smooth, pi, (_left(problem, c.remaining), c.verr_left, c.expand_left,
+                                                     c.conditions))
+
+        def restart(c: _Progress, guess):
+            """Newton from ``guess``, each normal in play at Simbody's start: a
+            small impulse of the sign its equation asks for."""
+            target = c.verr_left - A @ c.expand_left
+            pi = guess.at[normal].set(jnp.where(c.conditions.on[normal], 0.01 * jnp.sign(target[normal]),
+                                                guess[normal]))
+            norm = jnp.linalg.norm(residual(c, pi))
+            return c._replace(pi=pi, norm=norm, iterations=jnp.zeros((), jnp.int32), solved=norm <= tol)
+
+        def begin(c: _Progress):
+            """An interval's start: each friction rolling or sliding by its slip."""
+            slipping = safe_norm(groups.gather(c.verr_left)) > self.transition_velocity
+            conditions = _Conditions(participating, jnp.zeros(nb, jnp.int32),
+                                     jnp.where(slipping, SLIDING, ROLLING).astype(jnp.int32))
+            c = c._replace(conditions=conditions, changes=jnp.zeros((), jnp.int32), starting=jnp.zeros((), bool))
+            return restart(c, jnp.zeros(m, dtype))
+
+        def newton(c: _Progress):
+            """One Newton iteration with Simbody's backtracking (a step that does
+            not reduce the error is halved, down to below 1/100); its Jacobian
+            with Simbody's smooth min, its step by damped least squares."""
+            J = jax.jacfwd(lambda pi: residual(c, pi, smooth=True))(c.pi)
+            JtJ = J.T @ J
+            damping = 1e-12 * jnp.trace(JtJ) / m + jnp.finfo(dtype).tiny
+            L = jnp.linalg.cholesky(JtJ + damping * jnp.eye(m, dtype=dtype))
+            step = jax.scipy.linalg.cho_solve((L, True), J.T @ residual(c, c.pi))
+            trials = c.pi - backs[:, None] * step
+            norms = jnp.linalg.norm(jax.vmap(lambda pi: residual(c, pi))(trials), axis=1)
+            better = norms < c.norm
+            i = jnp.where(jnp.any(better), jnp.argmax(better), len(backs) - 1)
+            iterations = c.iterations + 1
+            stalled = (iterations >= 3) & (norms[i] > 0.95 * c.norm)  # a local minimum: infeasible
+            return c._replace(pi=trials[i], norm=norms[i], iterations=iterations, total=c.total + 1,
+                              solved=(norms[i] < tol) | stalled | (iterations >= self.max_iterations))
+
+        def decide(c: _Progress):
+            """After Newton: correct the worst violated condition and restart, or,
+            with none left, end the interval."""
+            pi, conditions, left = c.pi, c.conditions, _left(problem, c.remaining)
             projected, violations = pi, []
             for index, signs in ((normal, sign), (speed, speed_sign)):
                 pulls = signs * pi[index] > 0
                 projected = projected.at[index].set(jnp.where(pulls, 0.0, pi[index]))
                 violations.append(jnp.where(conditions.on[index] & pulls, jnp.abs(pi[index]), 0.0))
-            free, inside = conditions.on[bounded], jnp.clip(pi[bounded], bounds[:, 0], bounds[:, 1])
+            free, inside = conditions.on[bounded], jnp.clip(pi[bounded], left.bounds[:, 0], left.bounds[:, 1])
             projected = projected.at[bounded].set(jnp.where(free, inside, pi[bounded]))
             violations.append(jnp.where(free, jnp.abs(pi[bounded] - inside), 0.0))
             magnitude = safe_norm(groups.gather(pi))
-            limit = groups.limit(problem, jnp.abs(projected[groups.normal] + expand_left[groups.normal]))
+            limit = groups.limit(left, jnp.abs(projected[groups.normal] + c.expand_left[groups.normal]))
             over = conditions.on[groups.index[:, 0]] & (conditions.mode == ROLLING) & (magnitude > limit)
             projected = groups.scatter(projected, groups.gather(pi) * jnp.where(
                 over, limit / jnp.where(over, magnitude, 1.0), 1.0)[:, None])
             violations = jnp.concatenate(violations + [jnp.where(over, magnitude - limit, 0.0), jnp.zeros(1)])
             worst = jnp.argmax(violations)
-            settled = violations[worst] <= significant
+            settled = (violations[worst] <= significant) | (c.changes > n)
             # correct the worst: a normal whose friction rolls keeps its equation while the friction goes Impending
             g = jnp.asarray(group_of)[worst]
             rolling = (conditions.mode[jnp.maximum(g, 0)] == ROLLING) if ng else False
             defer = jnp.asarray(is_normal)[worst] & (g >= 0) & rolling
-            release = jnp.asarray(releases)[worst] & ~defer & ~settled
-            impend = (jnp.arange(ng) == g) & (defer | ~jnp.asarray(is_normal)[worst]) & ~settled
-            j = worst - nc - ns
-            pin = (jnp.arange(nb) == j) & ~settled
-            conditions = _Conditions(
-                conditions.on & ~release,
-                jnp.where(pin, jnp.where(pi[bounded] < bounds[:, 0], -1, 1), conditions.at_bound).astype(jnp.int32),
-                jnp.where(impend, IMPENDING, conditions.mode).astype(jnp.int32))
-            return conditions, projected, iterations + its, count + 1, settled, pi, norm
+            pin = jnp.arange(nb) == worst - nc - ns
+            corrected = c._replace(conditions=_Conditions(
+                conditions.on & ~(jnp.asarray(releases)[worst] & ~defer),
+                jnp.where(pin, jnp.where(pi[bounded] < left.bounds[:, 0], -1, 1), conditions.at_bound).astype(
+                    jnp.int32),
+                jnp.where((jnp.arange(ng) == g) & (defer | ~jnp.asarray(is_normal)[worst]), IMPENDING,
+                          conditions.mode).astype(jnp.int32)), changes=c.changes + 1)
+            return jax.tree.map(functools.partial(jnp.where, settled), finish(c), restart(corrected, projected))
 
-        carry = (conditions, jnp.zeros_like(target), jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32),
-                 jnp.zeros((), bool), jnp.zeros_like(target), jnp.zeros((), target.dtype))
-        conditions, _, iterations, _, _, pi, norm = jax.lax.while_loop(lambda c: ~c[4] & (c[3] <= n), body, carry)
-        return conditions, pi, iterations, norm
+        def finish(c: _Progress):
+            """An interval's end: take the share of it that Simbody's rules allow."""
+            length, limiter, case = self._interval(groups, A, c.verr_left, c.expand_left, c.conditions, c.pi)
+            capped = (c.k == K - 1) & (limiter != _FULL)  # the last interval is taken whole
+            length, limiter = jnp.where(capped, 1.0, length), jnp.where(capped, _FULL, limiter)
+            record = jax.tree.map(lambda r, x: r.at[c.k].set(x), c.record, _Record(c.pi, c.conditions, limiter, case))
+            verr_left, expand_left = _advance(A, c.verr_left, c.expand_left, c.pi, length)
+            return c._replace(k=c.k + 1, verr_left=verr_left, expand_left=expand_left, impulse=c.impulse + length * c.pi,
+                              remaining=c.remaining * (1 - length), record=record,
+                              converged=c.converged & (c.norm < tol) & ~capped,
+                              active=c.conditions.on[normal] & (sign * c.pi[normal] < 0),
+                              done=length >= 1, starting=length < 1)
 
-    def _newton(self, residual, jacobian, pi):
-        """Simbody's Newton iteration with backtracking: (pi, |residual|, iterations)."""
-        backs = jnp.asarray(0.5 ** np.arange(8), pi.dtype)  # from a whole step down to the first below 1/100
-        tol = self.convergence_tolerance
+        def tick(c: _Progress):
+            c = jax.lax.cond(c.starting, begin, lambda c: c, c)
+            c = jax.lax.cond(c.solved, decide, newton, c)
+            return c
 
-        def body(carry):
-            pi, norm, iterations, _ = carry
-            step = jnp.linalg.lstsq(jacobian(pi), residual(pi))[0]
-            trials = pi - backs[:, None] * step
-            norms = jnp.linalg.norm(jax.vmap(residual)(trials), axis=1)
-            better = norms < norm
-            i = jnp.where(jnp.any(better), jnp.argmax(better), len(backs) - 1)
-            iterations = iterations + 1
-            stalled = (iterations >= 3) & (norms[i] > 0.95 * norm)  # a local minimum: infeasible
-            return trials[i], norms[i], iterations, (norms[i] < tol) | stalled | (iterations >= self.max_iterations)
-
-        norm = jnp.linalg.norm(residual(pi))
-        pi, norm, iterations, _ = jax.lax.while_loop(lambda c: ~c[3], body,
-                                                     (pi, norm, jnp.zeros((), jnp.int32), norm <= tol))
-        return pi, norm, iterations
+        empty = _Conditions(jnp.zeros((K, m), bool), jnp.zeros((K, nb), jnp.int32), jnp.zeros((K, ng), jnp.int32))
+        nothing = ~jnp.any(participating)
+        c = _Progress(
+            k=jnp.zeros((), jnp.int32), verr_left=rhs, expand_left=known, remaining=jnp.ones((), dtype),
+            conditions=jax.tree.map(lambda x: x[0], empty), pi=jnp.zeros(m, dtype), norm=jnp.zeros((), dtype),
+            iterations=jnp.zeros((), jnp.int32), solved=jnp.ones((), bool), changes=jnp.zeros((), jnp.int32),
+            record=_Record(jnp.zeros((K, m), dtype), empty, jnp.full(K, _UNUSED, jnp.int32), jnp.zeros(K, jnp.int32)),
+            impulse=jnp.zeros(m, dtype), total=jnp.zeros((), jnp.int32), converged=jnp.ones((), bool),
+            active=jnp.zeros(nc, bool), done=nothing, starting=~nothing)
+        c = jax.lax.while_loop(lambda c: ~c.done, tick, c)
+        return c.impulse, c.record, SolveStats(c.norm, c.total, c.converged, c.active, c.k)
 
     def _interval(self, groups: _Groups, A, verr_left, expand_left, conditions: _Conditions, pi):
         """(length, limiter, case): the share of the interval to take, and what
@@ -657,3 +684,21 @@ def _plus_residual(rows: Rows, smooth: bool, pi, args):
     law = safe_norm(slip)[:, None] * groups.gather(pi) - groups.limit(problem, normal_impulse)[:, None] * slip
     sliding = conditions.on[groups.index[:, 0]] & (conditions.mode != ROLLING)
     return groups.scatter(error, jnp.where(sliding[:, None], law, groups.gather(error)))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _plus_solve(solver: PLUSImpulseSolver, rows: Rows, problem: Problem):
+    pi, _, stats = solver.iterate(rows, problem)
+    return pi, stats
+
+
+@_plus_solve.defjvp
+def _plus_solve_jvp(solver, rows, primals, tangents):
+    """The solution's derivative from the solve's decisions (``replay``): a
+    forward run without derivatives does not pay for it."""
+    (problem,), (d_problem,) = primals, tangents
+    pi, record, stats = solver.iterate(rows, problem)
+    _, d_pi = jax.jvp(lambda problem: solver.replay(rows, problem, record), (problem,), (d_problem,))
+    zeros = jax.tree.map(lambda x: np.zeros(x.shape, jax.dtypes.float0) if not jnp.issubdtype(x.dtype, jnp.inexact)
+                         else jnp.zeros_like(x), stats)
+    return (pi, stats), (d_pi, zeros)
