@@ -404,14 +404,20 @@ class PLUSImpulseSolver(Module):
     (what is left of the velocity error), so friction opposes the slip it
     is about to have.
 
-    Fixed shape: every row is in the program, conditions are masks, the
-    Newton and active-set loops are ``while_loop``s and the intervals at
-    most ``max_sliding_intervals`` (the last one is taken whole). The
-    solution's derivative is rebuilt from what each interval decided: each
-    interval's impulse is the root of its equations (its derivative the
-    implicit one), and the interval lengths follow their formulas, so
-    forward and reverse mode are exact wherever the decisions do not
-    change."""
+    Newton's step is damped least squares (a Cholesky factorization of
+    J^T J + 1e-12 mean(diag) I) where Simbody's is a rank-revealing QTZ
+    solve: both take a least-squares step where redundant contacts make J
+    singular.
+
+    Fixed shape: every row is in the program, conditions are masks, one
+    ``while_loop`` takes one Newton iteration, one correction or one
+    interval's end per pass (under ``vmap`` a batch takes as many passes as
+    its longest solve), and the intervals are at most
+    ``max_sliding_intervals`` (the last one is taken whole). The solution's
+    derivative is rebuilt from what each interval decided: each interval's
+    impulse is the root of its equations (its derivative the implicit one),
+    and the interval lengths follow their formulas, so forward and reverse
+    mode are exact wherever the decisions do not change."""
 
     transition_velocity: float = eqx.field(static=True)  #: m/s, the fastest slip that counts as rolling
     convergence_tolerance: float = eqx.field(static=True, default=1e-10)  #: on the 2-norm of the equations' error
@@ -449,10 +455,10 @@ class PLUSImpulseSolver(Module):
 
     def iterate(self, rows: Rows, problem: Problem):
         """The intervals themselves: (pi, _Record, SolveStats). One ``while_loop``
-        whose every pass takes one Newton iteration, or corrects a violated
-        condition, or ends an interval (and starts the next), so that under
-        ``vmap`` the batch takes as many passes as its longest solve rather
-        than the product of its longest loops."""
+        whose every pass takes at most one Newton iteration, after correcting
+        a violated condition or ending an interval (and starting the next),
+        so that under ``vmap`` the batch takes as many passes as its longest
+        solve rather than the product of its longest loops."""
         A, rhs, participating, _, known, bounds, _ = problem
         dtype, m, K = A.dtype, A.shape[0], self.max_sliding_intervals
         normal, sign = np.asarray(rows.normal, np.int32), np.asarray(rows.sign)
@@ -562,16 +568,19 @@ class PLUSImpulseSolver(Module):
                               done=length >= 1, starting=length < 1)
 
         def tick(c: _Progress):
-            c = jax.lax.cond(c.starting, begin, lambda c: c, c)
-            c = jax.lax.cond(c.solved, decide, newton, c)
-            return c
+            """Settle what the last Newton solve left, start the next interval
+            if that ended one, and take a Newton iteration where one is due."""
+            keep = lambda c: c  # noqa: E731
+            c = jax.lax.cond(c.solved & ~c.starting & ~c.done, decide, keep, c)
+            c = jax.lax.cond(c.starting, begin, keep, c)
+            return jax.lax.cond(~c.solved & ~c.done, newton, keep, c)
 
         empty = _Conditions(jnp.zeros((K, m), bool), jnp.zeros((K, nb), jnp.int32), jnp.zeros((K, ng), jnp.int32))
         nothing = ~jnp.any(participating)
         c = _Progress(
             k=jnp.zeros((), jnp.int32), verr_left=rhs, expand_left=known, remaining=jnp.ones((), dtype),
             conditions=jax.tree.map(lambda x: x[0], empty), pi=jnp.zeros(m, dtype), norm=jnp.zeros((), dtype),
-            iterations=jnp.zeros((), jnp.int32), solved=jnp.ones((), bool), changes=jnp.zeros((), jnp.int32),
+            iterations=jnp.zeros((), jnp.int32), solved=jnp.zeros((), bool), changes=jnp.zeros((), jnp.int32),
             record=_Record(jnp.zeros((K, m), dtype), empty, jnp.full(K, _UNUSED, jnp.int32), jnp.zeros(K, jnp.int32)),
             impulse=jnp.zeros(m, dtype), total=jnp.zeros((), jnp.int32), converged=jnp.ones((), bool),
             active=jnp.zeros(nc, bool), done=nothing, starting=~nothing)
