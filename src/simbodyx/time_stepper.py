@@ -76,8 +76,9 @@ zdot at the velocities after the step's impacts, as Simbody's do.
 The impulse solver is PGS (``simbodyx.impulse.PGSImpulseSolver``) unless
 ``impulse_solver_type="PLUS"`` or a ``PLUSImpulseSolver`` is given
 (Simbody's default; see ``simbodyx.impulse``): PLUS follows a sliding
-contact's slip through an impact in sliding intervals, for about three
-times the compile time and twice the time per step of PGS.
+contact's slip through an impact in sliding intervals; it steps one
+trajectory as fast as PGS or faster, a batch under ``vmap`` 9-16x slower,
+and compiles 1.5-5x longer (benchmarks/README.md).
 
 Not provided: Simbody's Sequential and Mixed induced-impact models (a
 data-dependent number of impact rounds; Simultaneous resolves every impact

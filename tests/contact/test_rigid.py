@@ -233,16 +233,18 @@ def test_localized_impacts_give_the_rebound_height_derivative_e_squared():
     np.testing.assert_allclose(height, 0.25, rtol=0.02)
 
 
-@pytest.mark.smoke
-def test_gradients_are_exact_while_sliding():
+@pytest.mark.parametrize("stepper", [
+    pytest.param(sx.SemiExplicitEulerTimeStepper(solver=TIGHT), marks=pytest.mark.smoke),
+    sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")], ids=["PGS", "PLUS"])
+def test_gradients_are_exact_while_sliding(stepper):
     """A block (a point contact) sliding down the incline at constant
-    deceleration: d x(T) / d v0 = T, d x(T) / d mu_d = -g cos(theta) T^2 / 2."""
+    deceleration: d x(T) / d v0 = T, d x(T) / d mu_d = -g cos(theta) T^2 / 2,
+    with either impulse solver."""
     system, matter = _system()
     block = _sphere(matter, "block")
     matter.adopt_unilateral_contact(sx.PointPlaneContact(matter.Ground(), NORMAL, 0.0, block, [0, 0, 0], 0.0, 0.2,
                                                          0.2, 0.0))
     model, state = system.realize_topology()
-    stepper = sx.SemiExplicitEulerTimeStepper(solver=TIGHT)
     dt, steps = 1e-3, 100
 
     def downhill(v0, mu_d):
