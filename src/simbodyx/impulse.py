@@ -128,7 +128,7 @@ class PGSImpulseSolver(Module):
         applied in full (their rows must not participate), ``bounds``
         (len(rows.bounded), 2) each bounded row's [lowest, highest] impulse,
         ``limits`` (len(rows.limited),) each limited group's largest impulse."""
-        problem = _problem(A, rhs, rows, participating, mu, known, bounds, limits)
+        problem = _problem(A, rhs, rows, participating, mu=mu, known=known, bounds=bounds, limits=limits)
         pi, *stats = self.iterate(rows, jax.lax.stop_gradient(problem))
         pi = _root(functools.partial(_fixed_point_map, rows), pi, problem)
         return pi, SolveStats(*stats, jnp.ones((), jnp.int32))
@@ -270,7 +270,7 @@ def _root_jvp(residual, primals, tangents):
     return x, -jnp.linalg.pinv(K) @ b
 
 
-def _problem(A, rhs, rows: Rows, participating, mu, known, bounds, limits) -> Problem:
+def _problem(A, rhs, rows: Rows, participating, *, mu, known, bounds, limits) -> Problem:
     """The numbers of one solve, absent ones zero."""
     dtype = A.dtype
     mu = jnp.zeros(rows.num_contacts, dtype) if mu is None else mu
@@ -450,7 +450,7 @@ class PLUSImpulseSolver(Module):
 
     def solve(self, A, rhs, rows: Rows, participating, mu=None, *, known=None, bounds=None, limits=None):
         """(pi (m,), SolveStats), as :meth:`PGSImpulseSolver.solve`."""
-        problem = _problem(A, rhs, rows, participating, mu, known, bounds, limits)
+        problem = _problem(A, rhs, rows, participating, mu=mu, known=known, bounds=bounds, limits=limits)
         return _plus_solve(self, rows, problem)
 
     def iterate(self, rows: Rows, problem: Problem):
