@@ -459,7 +459,7 @@ class PLUSImpulseSolver(Module):
         a violated condition or ending an interval (and starting the next),
         so that under ``vmap`` the batch takes as many passes as its longest
         solve rather than the product of its longest loops."""
-        A, rhs, participating, _, known, bounds, _ = problem
+        A, rhs, participating, _, known, _, _ = problem
         dtype, m, K = A.dtype, A.shape[0], self.max_sliding_intervals
         normal, sign = np.asarray(rows.normal, np.int32), np.asarray(rows.sign)
         speed, speed_sign = np.asarray(rows.speed, np.int32), np.asarray(rows.speed_sign)
