@@ -57,6 +57,12 @@ from simbodyx._xla.module import Module
 from simbodyx.spatial.vectors import safe_norm
 
 
+def significant_real(dtype) -> float:
+    """Simbody's SignificantReal for ``dtype``: eps^(7/8), the smallest
+    number it treats as other than rounding."""
+    return float(jnp.finfo(dtype).eps) ** 0.875
+
+
 @dataclasses.dataclass(frozen=True)
 class Rows:
     """The static row structure of an impulse problem (indices into the m rows)."""
@@ -478,7 +484,7 @@ class PLUSImpulseSolver(Module):
                 group_of[k] = g
         group_of[nc + ns + nb + np.arange(ng)] = np.arange(ng)
         is_normal = np.arange(n + 1) < nc
-        significant = float(jnp.finfo(dtype).eps) ** 0.875  # Simbody's SignificantReal
+        significant = significant_real(dtype)
         tol = self.convergence_tolerance
         backs = jnp.asarray(0.5 ** np.arange(8), dtype)  # line search: a whole step down to the first below 1/100
 
@@ -552,7 +558,7 @@ class PLUSImpulseSolver(Module):
                     jnp.int32),
                 jnp.where((jnp.arange(ng) == g) & (defer | ~jnp.asarray(is_normal)[worst]), IMPENDING,
                           conditions.mode).astype(jnp.int32)), changes=c.changes + 1)
-            return jax.tree.map(functools.partial(jnp.where, settled), finish(c), restart(corrected, projected))
+            return jax.lax.cond(settled, lambda: finish(c), lambda: restart(corrected, projected))
 
         def finish(c: _Progress):
             """An interval's end: take the share of it that Simbody's rules allow."""
@@ -593,7 +599,7 @@ class PLUSImpulseSolver(Module):
         if not len(groups):
             return jnp.ones((), pi.dtype), jnp.asarray(_FULL, jnp.int32), jnp.asarray(_ORIGIN, jnp.int32)
         start, end, origin, turn = _slips(groups, A, verr_left, expand_left, pi, self.max_sliding_direction_change)
-        significant = float(jnp.finfo(pi.dtype).eps) ** 0.875
+        significant = significant_real(pi.dtype)
         v0, v1 = safe_norm(start), safe_norm(end)
         cos = jnp.sum(start * end, axis=1) / jnp.where((v0 > 0) & (v1 > 0), v0 * v1, 1.0)
         nearest = safe_norm(start + origin[:, None] * (end - start))
@@ -650,7 +656,7 @@ def _slips(groups: _Groups, A, verr_left, expand_left, pi, max_turn):
     at which it has turned by ``max_turn``."""
     start = groups.gather(verr_left)
     end = start - groups.gather(A @ (pi + expand_left))
-    significant = float(jnp.finfo(pi.dtype).eps) ** 0.875
+    significant = significant_real(pi.dtype)
     w = end - start
     ww = jnp.sum(w * w, axis=1)
     short = ww < significant

@@ -103,7 +103,7 @@ from simbodyx.algorithms.kinematics import realize_velocity
 from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
 from simbodyx.forces.subsystem import z_derivatives
-from simbodyx.impulse import PGSImpulseSolver, PLUSImpulseSolver, Rows, SolveStats
+from simbodyx.impulse import PGSImpulseSolver, PLUSImpulseSolver, Rows, SolveStats, significant_real
 from simbodyx.spatial.vectors import safe_norm
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -362,7 +362,7 @@ class SemiExplicitEulerTimeStepper(Module):
         part: the setting, or Simbody's default SignificantReal (eps^(7/8) of ``dtype``)."""
         if self.min_significant_force is not None:
             return self.min_significant_force
-        return float(jnp.finfo(dtype).eps) ** 0.875
+        return significant_real(dtype)
 
     def get_default_impact_capture_velocity_in_use(self) -> float:
         return max(self.default_impact_capture_velocity, 2 * self.get_constraint_tolerance_in_use())
@@ -553,7 +553,7 @@ class SemiExplicitEulerTimeStepper(Module):
                 applied = pi + jnp.where(expand, known, 0.0)
                 verr = verr - A @ applied
                 total = total + jnp.where(first | counts, applied, 0.0)
-                fresh = impacters & (cor > 0) & (jnp.abs(pi[normal]) >= jnp.finfo(dtype).eps ** 0.875)
+                fresh = impacters & (cor > 0) & (jnp.abs(pi[normal]) >= significant_real(dtype))
                 expanding = jnp.where(first, fresh, expanding)
                 known = jnp.where(first, jnp.zeros_like(verr).at[normal].set(jnp.where(fresh, cor * pi[normal], 0.0)),
                                   known)

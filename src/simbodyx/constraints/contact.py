@@ -37,6 +37,7 @@ from simbodyx.constraints.geometric import (
     unit3,
     vec3,
 )
+from simbodyx.impulse import significant_real
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm
 from simbodyx.stage import Stage
@@ -208,7 +209,7 @@ class LineOnLineContact(Contact):
         wsf, wsb = w @ sf, w @ sb
         sense = jnp.where(jnp.abs(wsf) > jnp.abs(wsb), jnp.where(wsf >= 0, 1.0, -1.0), jnp.where(wsb >= 0, -1.0, 1.0))
         s = safe_norm(w)
-        parallel = s < jnp.finfo(s.dtype).eps ** 0.875  # Simbody's SignificantReal
+        parallel = s < significant_real(s.dtype)
         n = sense * w / jnp.where(parallel, 1.0, s)
         return Ef.p, df, Eb.p, db, n, parallel
 
