@@ -112,6 +112,31 @@ def test_a_jitted_rollout_never_touches_the_host():
     assert trajectory.q.shape == (11, 2)
 
 
+#: Backend compiles seen while ``_COUNTING`` holds True (a listener registered once).
+_COMPILES, _COUNTING = [], [False]
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **_: _COUNTING[0] and event.endswith("backend_compile_duration") and _COMPILES.append(1))
+
+
+def test_an_eager_rollout_is_one_program_that_later_calls_reuse():
+    """Called eagerly, a rollout compiles once: a second call with another
+    State and time step compiles nothing (a notebook's loop over initial
+    states pays one compile), and it equals the rollout under jit."""
+    model, state = double_pendulum()
+    sx.integrate.rollout(model, state, 1e-3, 50, save_every=10)
+    other = state.with_q(state.q + 0.1)
+    _COMPILES.clear()
+    _COUNTING[0] = True
+    try:
+        final, trajectory = sx.integrate.rollout(model, other, 2e-3, 50, save_every=10)
+    finally:
+        _COUNTING[0] = False
+    assert not _COMPILES
+    expected = jax.jit(lambda s: sx.integrate.rollout(model, s, 2e-3, 50, save_every=10))(other)
+    np.testing.assert_allclose(final.q, expected[0].q, atol=1e-12)
+    np.testing.assert_allclose(trajectory.energy, expected[1].energy, atol=1e-12)
+
+
 def test_simulate_argument_errors():
     model, state = double_pendulum()
     with pytest.raises(ValueError, match="unknown method 'verlet'"):

@@ -10,12 +10,16 @@ integrators, with projection onto the constraint manifold, are
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx._xla.scalarize import entry_point
+from simbodyx._xla.scalarize import entry_point, num_traced
+from simbodyx._xla.trace_context import tracing
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
 from simbodyx.stage import Stage
@@ -126,6 +130,13 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     root of the horizon, for a second extra forward pass. False: every
     intermediate of every step is kept.
     ``energy=False`` leaves ``Trajectory.energy`` None (no energy evaluation).
+
+    Called eagerly (outside ``jit``, ``vmap`` and ``grad``), the rollout is
+    one compiled program, which later calls with the same settings and
+    shapes reuse (``dt``, the State's and the controls' numbers may
+    differ); a Model on the scalar path is compiled in as constants, as
+    ``sx.simulate`` does (:class:`FoldedModel`), so other numbers compile
+    their own.
     """
     if isinstance(method, str) and method not in STEPS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(STEPS)} or a time stepper")
@@ -139,10 +150,31 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
             raise ValueError(f"controls has {controls.shape[0]} rows for num_steps = {num_steps}")
     if num_steps is None or num_steps < 0 or save_every < 1 or num_steps % save_every:
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
-    num_chunks = num_steps // save_every
-    chunks_per_segment = _chunks_per_segment(checkpoint, num_chunks, save_every)
-    method_step = STEPS[method] if isinstance(method, str) else method.step
+    settings = _Settings(num_steps, save_every, _chunks_per_segment(checkpoint, num_steps // save_every, save_every),
+                         method, checkpoint is not False, energy)
     dt = jnp.asarray(dt, state.q.dtype)
+    if tracing() is False:  # eager: one cached program, not the scan compiled afresh at every call
+        folded = FoldedModel(model) if not num_traced(model) and model.uses_scalar_path() else model
+        return _compiled_rollout(folded, state, dt, controls, settings)
+    return _rollout(model, state, dt, controls, settings)
+
+
+class _Settings(NamedTuple):
+    """:func:`rollout`'s static settings, checked; ``chunks_per_segment``:
+    saved rows per checkpointed segment."""
+
+    num_steps: int
+    save_every: int
+    chunks_per_segment: int
+    method: object
+    checkpoint: bool
+    energy: bool
+
+
+def _rollout(model, state: State, dt, controls, settings: _Settings):
+    num_steps, save_every, chunks_per_segment, method, checkpoint, energy = settings
+    num_chunks = num_steps // save_every
+    method_step = STEPS[method] if isinstance(method, str) else method.step
     state = _with(state, state.t, state.q, state.u)
 
     def step(s, force):
@@ -159,7 +191,7 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     def segment(s, forces):
         return jax.lax.scan(chunk, s, forces, length=chunks_per_segment)
 
-    if checkpoint is not False:
+    if checkpoint:
         step = jax.checkpoint(step)
         if chunks_per_segment < num_chunks:
             segment = jax.checkpoint(segment)
@@ -170,6 +202,29 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     t, q, u, e, z = (None if a is None else jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
                      for a, b in zip(first, rows))
     return final, Trajectory(t=t, q=q, u=u, energy=e, z=z)
+
+
+@eqx.filter_jit
+def _compiled_rollout(model, state: State, dt, controls, settings: _Settings):
+    return _rollout(model.model if isinstance(model, FoldedModel) else model, state, dt, controls, settings)
+
+
+class FoldedModel:
+    """A concrete Model as a static argument of a compiled program: its
+    numbers become the program's constants, which a small model's scalar
+    path folds (a Model passed as an argument is traced, its numbers
+    symbolic). Equal structure and numbers: one compiled program."""
+
+    def __init__(self, model):
+        self.model = model
+        leaves, treedef = jax.tree.flatten(model)
+        self._key = treedef, tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, leaves))
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, FoldedModel) and self._key == other._key
 
 
 def _chunks_per_segment(checkpoint, num_chunks: int, save_every: int) -> int:

@@ -64,7 +64,7 @@ from simbodyx.events import (
     triggered_positions,
 )
 from simbodyx.forces.custom import with_controller
-from simbodyx.integrate import Trajectory, state_rates, total_energy
+from simbodyx.integrate import FoldedModel, Trajectory, state_rates, total_energy
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
 from simbodyx.stage import Stage
@@ -495,7 +495,7 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0)
     if not events and not num_traced(model) and model.uses_scalar_path():
         run = jit_with_options(_simulate_folded, compiler_options, static_argnames=("folded", "integrator", "records"))
-        final, trajectory, stats = run(_Folded(model), *arguments)
+        final, trajectory, stats = run(FoldedModel(model), *arguments)
     else:
         run = jit_with_options(_simulate, compiler_options, static_argnames=("integrator", "records"))
         final, trajectory, stats = run(model, *arguments)
@@ -550,24 +550,6 @@ def _raise_on_failure(model, final, stats):
     index = jnp.clip(stats.status - min(IntegratorStatus), 0, len(messages) - 1)
     status = eqx.branched_error_if(stats.status, stats.status != IntegratorStatus.Succeeded, index, messages)
     return eqx.tree_at(lambda r: r.status, stats, status)
-
-
-class _Folded:
-    """A concrete Model as a static argument of the stepping program: its
-    numbers become the program's constants, which a small model's scalar
-    path folds (a Model passed as an argument is traced, its numbers
-    symbolic). Equal structure and numbers: one compiled program."""
-
-    def __init__(self, model):
-        self.model = model
-        leaves, treedef = jax.tree.flatten(model)
-        self._key = treedef, tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, leaves))
-
-    def __hash__(self):
-        return hash(self._key)
-
-    def __eq__(self, other):
-        return isinstance(other, _Folded) and self._key == other._key
 
 
 def _simulate_folded(folded, state: State, integrator: Integrator, times, events, records):

@@ -100,22 +100,39 @@ def test_derivatives_match_finite_differences_where_the_forces_are_smooth():
                 eps=1e-6, atol=1e-4, rtol=1e-6)
 
 
+@functools.lru_cache(maxsize=None)
+def ball():
+    """scene()'s first sphere alone over the floor (a Free body: the rollout
+    gradient below compiles for it alone)."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    contacts = sx.GeneralContactSubsystem(system)
+    contact_set = contacts.create_contact_set()
+    material = sx.ContactMaterial(1e6, 0.5, 0.9, 0.6, 0.1)
+    contacts.add_body(contact_set, matter.Ground(), CG.HalfSpace(), FLOOR, material=material)
+    mobod = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(sx.MassProperties(0.5, [0, 0, 0], sx.Inertia(0.002))))
+    contacts.add_body(contact_set, mobod, SHAPES[0], material=material)
+    hc = sx.HuntCrossleyForce(forces, contacts, contact_set)
+    model, state = system.realize_topology()
+    return model, state, hc
+
+
 def test_a_rollout_gradient_through_impacts_matches_central_differences():
     """d(final height)/d(stiffness, dissipation, drop height) for a sphere
-    bouncing twice on the floor, against central differences."""
-    model, state, hc = scene()
+    bouncing on the floor, against central differences."""
+    model, state, hc = ball()
     element = hc.element(model)
     index = model.force_elements.index(element)
 
     def final_height(params):
         stiffness, dissipation, drop = params
         e = eqx.tree_at(lambda e: (e.stiffness, e.dissipation), element,
-                        (jnp.full(4, stiffness), jnp.full(4, dissipation)))
+                        (jnp.full(2, stiffness), jnp.full(2, dissipation)))
         m = eqx.tree_at(lambda m: m.force_elements[index], model, e)
-        q = jnp.zeros(state.q.shape).at[0::7].set(1.0)  # identity quaternions
-        q = q.at[4:7].set(jnp.array([0.0, drop, 0.0])).at[11:14].set(jnp.array([1.0, 1.0, 0.0]))
-        q = q.at[18:21].set(jnp.array([2.0, 1.0, 0.0])).at[25:28].set(jnp.array([3.0, 1.0, 0.0]))
-        final, _ = sx.integrate.rollout(m, state.with_q(q).with_u(jnp.zeros(state.u.shape)), 2e-4, 1500,
+        q = jnp.zeros(7).at[0].set(1.0).at[5].set(drop)  # identity quaternion, the centre at height drop
+        final, _ = sx.integrate.rollout(m, state.with_q(q).with_u(jnp.zeros(6)), 2e-4, 1500,
                                         save_every=1500, energy=False)
         return final.q[5]
 
