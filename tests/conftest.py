@@ -1,6 +1,7 @@
 """Shared test setup: float64 on, a persistent compilation cache, one
 tolerance table keyed by dtype, and small model builders."""
 
+import contextlib
 import os
 import pathlib
 
@@ -49,6 +50,22 @@ def _release_compiled_programs():
     process, where XLA's compiler aborts."""
     yield
     jax.clear_caches()
+
+
+#: Backend compiles seen inside :func:`counting_compiles` (one listener, registered once).
+_COMPILES = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **_: _COMPILES and event.endswith("backend_compile_duration") and _COMPILES[-1].append(1))
+
+
+@contextlib.contextmanager
+def counting_compiles():
+    """A list that gains an entry for each program XLA compiles inside the block."""
+    _COMPILES.append([])
+    try:
+        yield _COMPILES[-1]
+    finally:
+        _COMPILES.pop()
 
 
 def tol(dtype):

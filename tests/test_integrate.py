@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import primitive_names
+from conftest import counting_compiles, primitive_names
 
 import simbodyx as sx
 
@@ -112,12 +112,6 @@ def test_a_jitted_rollout_never_touches_the_host():
     assert trajectory.q.shape == (11, 2)
 
 
-#: Backend compiles seen while ``_COUNTING`` holds True (a listener registered once).
-_COMPILES, _COUNTING = [], [False]
-jax.monitoring.register_event_duration_secs_listener(
-    lambda event, duration, **_: _COUNTING[0] and event.endswith("backend_compile_duration") and _COMPILES.append(1))
-
-
 def test_an_eager_rollout_is_one_program_that_later_calls_reuse():
     """Called eagerly, a rollout compiles once: a second call with another
     State and time step compiles nothing (a notebook's loop over initial
@@ -125,13 +119,9 @@ def test_an_eager_rollout_is_one_program_that_later_calls_reuse():
     model, state = double_pendulum()
     sx.integrate.rollout(model, state, 1e-3, 50, save_every=10)
     other = state.with_q(state.q + 0.1)
-    _COMPILES.clear()
-    _COUNTING[0] = True
-    try:
+    with counting_compiles() as compiled:
         final, trajectory = sx.integrate.rollout(model, other, 2e-3, 50, save_every=10)
-    finally:
-        _COUNTING[0] = False
-    assert not _COMPILES
+    assert not compiled
     expected = jax.jit(lambda s: sx.integrate.rollout(model, s, 2e-3, 50, save_every=10))(other)
     np.testing.assert_allclose(final.q, expected[0].q, atol=1e-12)
     np.testing.assert_allclose(trajectory.energy, expected[1].energy, atol=1e-12)

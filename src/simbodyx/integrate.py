@@ -15,13 +15,13 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx._xla.scalarize import entry_point, num_traced
+from simbodyx._xla.scalarize import entry_point
 from simbodyx._xla.trace_context import tracing
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
+from simbodyx.model import FoldedModel
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -154,8 +154,7 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
                          method, checkpoint is not False, energy)
     dt = jnp.asarray(dt, state.q.dtype)
     if tracing() is False:  # eager: one cached program, not the scan compiled afresh at every call
-        folded = FoldedModel(model) if not num_traced(model) and model.uses_scalar_path() else model
-        return _compiled_rollout(folded, state, dt, controls, settings)
+        return _compiled_rollout(FoldedModel.of(model), state, dt, controls, settings)
     return _rollout(model, state, dt, controls, settings)
 
 
@@ -206,25 +205,7 @@ def _rollout(model, state: State, dt, controls, settings: _Settings):
 
 @eqx.filter_jit
 def _compiled_rollout(model, state: State, dt, controls, settings: _Settings):
-    return _rollout(model.model if isinstance(model, FoldedModel) else model, state, dt, controls, settings)
-
-
-class FoldedModel:
-    """A concrete Model as a static argument of a compiled program: its
-    numbers become the program's constants, which a small model's scalar
-    path folds (a Model passed as an argument is traced, its numbers
-    symbolic). Equal structure and numbers: one compiled program."""
-
-    def __init__(self, model):
-        self.model = model
-        leaves, treedef = jax.tree.flatten(model)
-        self._key = treedef, tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, leaves))
-
-    def __hash__(self):
-        return hash(self._key)
-
-    def __eq__(self, other):
-        return isinstance(other, FoldedModel) and self._key == other._key
+    return _rollout(FoldedModel.unfold(model), state, dt, controls, settings)
 
 
 def _chunks_per_segment(checkpoint, num_chunks: int, save_every: int) -> int:

@@ -199,3 +199,32 @@ class Model(Module):
 
     def __repr__(self):
         return f"Model({self.topology!r}, dtype={jnp.dtype(self.dtype).name})"
+
+
+class FoldedModel:
+    """A concrete Model as a static argument of a compiled program: its
+    numbers become the program's constants, which a small model's scalar
+    path folds (a Model passed as an argument is traced, its numbers
+    symbolic). Equal structure and numbers: one compiled program."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        leaves, treedef = jax.tree.flatten(model)
+        self._key = treedef, tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, leaves))
+
+    @classmethod
+    def of(cls, model: Model):
+        """How an eagerly called program takes ``model``: folded when its
+        numbers are concrete and it takes the scalar path, else as it is."""
+        return cls(model) if not scalarize.num_traced(model) and model.uses_scalar_path() else model
+
+    @staticmethod
+    def unfold(model) -> Model:
+        """The Model inside a FoldedModel, or ``model`` itself."""
+        return model.model if isinstance(model, FoldedModel) else model
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, FoldedModel) and self._key == other._key

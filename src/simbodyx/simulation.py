@@ -64,7 +64,8 @@ from simbodyx.events import (
     triggered_positions,
 )
 from simbodyx.forces.custom import with_controller
-from simbodyx.integrate import FoldedModel, Trajectory, state_rates, total_energy
+from simbodyx.integrate import Trajectory, state_rates, total_energy
+from simbodyx.model import FoldedModel
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
 from simbodyx.stage import Stage

@@ -96,6 +96,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
+from simbodyx._xla.trace_context import tracing
 from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
@@ -104,6 +105,7 @@ from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_
 from simbodyx.constraints.equations import Equations
 from simbodyx.forces.subsystem import z_derivatives
 from simbodyx.impulse import PGSImpulseSolver, PLUSImpulseSolver, Rows, SolveStats, significant_real
+from simbodyx.model import FoldedModel
 from simbodyx.spatial.vectors import safe_norm
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -396,12 +398,20 @@ class SemiExplicitEulerTimeStepper(Module):
         return self.take_step(model, state, dt)[0]
 
     def take_step(self, model, state: State, dt):
-        """(next State, StepReport)."""
+        """(next State, StepReport). Called eagerly (outside ``jit``, ``vmap``
+        and ``grad``: a loop of Simbody's kind, one step per Python call), the
+        step is one compiled program, which later calls with this stepper's
+        settings and the same shapes reuse, as ``sx.integrate.rollout``'s."""
         state = state.check_model(model)
         if model.params.motions or state.locks is not None:
             raise ValueError("SemiExplicitEulerTimeStepper: prescribed motion and locks are not provided; "
                              "model them with bilateral constraints (Constraint.ConstantSpeed, ...)")
         h = jnp.asarray(dt, state.u.dtype)
+        if tracing() is False:
+            return _compiled_take_step(self, FoldedModel.of(model), state, h)
+        return self._take_step(model, state, h)
+
+    def _take_step(self, model, state: State, h):
         s = model.realize(state, Stage.Velocity)
         tau = jnp.zeros((), h.dtype)
         if self.localize_impacts and model.params.unilateral_contacts:
@@ -589,3 +599,8 @@ class SemiExplicitEulerTimeStepper(Module):
         else:
             x, _ = self.get_impulse_solver().solve(A, rhs, problem.position_rows, holonomic.at[normal].set(proximal))
         return u - M_inv_Gt @ x
+
+
+@eqx.filter_jit
+def _compiled_take_step(stepper: SemiExplicitEulerTimeStepper, model, state: State, h):
+    return stepper._take_step(FoldedModel.unfold(model), state, h)

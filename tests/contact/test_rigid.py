@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import counting_compiles
 
 import simbodyx as sx
 
@@ -268,6 +269,12 @@ def test_a_step_reports_and_enables_the_contacts_in_play():
     assert not contact.is_enabled(start)
     after, report = jax.jit(stepper.take_step, static_argnums=())(model, start, 1e-3)
     assert bool(report.proximal[0]) and bool(report.impacters[0]) and int(report.num_impact_rounds) >= 1
+    # eagerly (a Python loop of steps, Simbody's way): one compiled program, reused by the next call
+    eager, _ = stepper.take_step(model, start, 1e-3)
+    np.testing.assert_allclose(eager.u, after.u, atol=1e-12)
+    with counting_compiles() as compiled:
+        stepper.take_step(model, eager, 2e-3)
+    assert not compiled
     assert contact.is_enabled(after)
     s = model.realize(after, sx.Stage.Velocity)
     assert float(contact.get_verr(s)) > 0  # rebounding
