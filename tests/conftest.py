@@ -52,10 +52,16 @@ def _release_compiled_programs():
     jax.clear_caches()
 
 
-#: Backend compiles seen inside :func:`counting_compiles` (one listener, registered once).
+#: One list per open :func:`counting_compiles` block, innermost last.
 _COMPILES = []
-jax.monitoring.register_event_duration_secs_listener(
-    lambda event, duration, **_: _COMPILES and event.endswith("backend_compile_duration") and _COMPILES[-1].append(1))
+
+
+def _count_compile(event, duration, **_):
+    if _COMPILES and event.endswith("backend_compile_duration"):
+        _COMPILES[-1].append(duration)
+
+
+jax.monitoring.register_event_duration_secs_listener(_count_compile)
 
 
 @contextlib.contextmanager

@@ -49,7 +49,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx._xla.scalarize import num_traced
 from simbodyx._xla.xla_setup import jit_with_options
 from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
 from simbodyx.events import (
@@ -494,9 +493,10 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
             raise ValueError(f"simulate: the first report time {concrete[0]} is before the State's time "
                              f"{float(state.t)}")
     arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0)
-    if not events and not num_traced(model) and model.uses_scalar_path():
+    folded = model if events else FoldedModel.of(model)
+    if isinstance(folded, FoldedModel):
         run = jit_with_options(_simulate_folded, compiler_options, static_argnames=("folded", "integrator", "records"))
-        final, trajectory, stats = run(FoldedModel(model), *arguments)
+        final, trajectory, stats = run(folded, *arguments)
     else:
         run = jit_with_options(_simulate, compiler_options, static_argnames=("integrator", "records"))
         final, trajectory, stats = run(model, *arguments)
