@@ -340,10 +340,22 @@ def test_the_gymnasium_ant_stands_on_the_floor():
     assert float(final.q[6]) > 0.5  # the torso stands on its legs, as MuJoCo's (0.54 m after 5 s)
 
 
+def mujoco_depth(path, seconds=5.0):
+    """MuJoCo's deepest contact (m) after ``seconds`` from the file's initial pose."""
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    while d.time < seconds:
+        mujoco.mj_step(m, d)
+    return max(d.contact[i].includemargin - d.contact[i].dist for i in range(d.ncon))
+
+
 #: Each gymnasium robot's largest generalized speed after 5 s on the floor
-#: (rad/s or m/s): still, or still creeping (measured 0.0043 and 0.0046;
-#: 0.037 and 0.061). None: the Ant, which stands (test above).
-SETTLED = {"ant": None, "hopper": 0.01, "walker2d": 0.1, "half_cheetah": 0.01, "humanoid": 0.1}
+#: (rad/s or m/s: still, or still creeping; measured 0.0035, 0.033, 0.0046
+#: and 0.058), and the factor its deepest contact is within of MuJoCo's
+#: then (measured 1.00, 1.32, 1.54 and 1.26). None: the Ant, which stands
+#: (test above).
+SETTLED = {"ant": None, "hopper": (0.01, 1.1), "walker2d": (0.1, 1.5), "half_cheetah": (0.01, 1.7),
+           "humanoid": (0.1, 1.5)}
 
 
 @pytest.mark.parametrize("robot", list(SETTLED))
@@ -352,8 +364,10 @@ def test_the_gymnasium_robots_load_with_everything_modelled_and_lie_on_the_floor
     warning, no numpy warning from the material rule: half_cheetah's solimp
     starts at d0 = 0), with positive, finite stiffnesses. Dropped from its
     default pose, each falls onto the floor and lies on it: finite over 5 s
-    of RK4 at 1 ms, its deepest contact under 1 cm and the same (1e-5 m) at
-    4 and 5 s, its speeds settled (``SETTLED``)."""
+    of RK4 at 1 ms, its deepest contact under 1 cm, the same (0.1 mm:
+    walker2d still rolls slowly onto its side, its depth changing by 0.03
+    mm in the fifth second) at 4 and 5 s and near MuJoCo's, its speeds
+    settled (``SETTLED``)."""
     with warnings.catch_warnings(action="error"):
         system, _, _, loaded = sx.io.load_mjcf(ASSETS / f"{robot}.xml")
         model, state = system.realize_topology()
@@ -363,12 +377,14 @@ def test_the_gymnasium_robots_load_with_everything_modelled_and_lie_on_the_floor
     assert loaded.actuators and loaded.stops
     if SETTLED[robot] is None:
         return
+    speed, factor = SETTLED[robot]
     _, trajectory = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000))(model, state)
     assert np.all(np.isfinite(np.asarray(trajectory.q))) and np.all(np.isfinite(np.asarray(trajectory.u)))
     depth = [float(jnp.max(loaded.contact.get_contact_forces(model, model.realize(
         state.with_q(trajectory.q[k]).with_u(trajectory.u[k]), sx.Stage.Velocity)).depth)) for k in (4, 5)]
-    assert 0 < depth[1] < 1e-2 and abs(depth[1] - depth[0]) < 1e-5
-    assert float(jnp.max(jnp.abs(trajectory.u[-1]))) < SETTLED[robot]
+    assert 0 < depth[1] < 1e-2 and abs(depth[1] - depth[0]) < 1e-4
+    assert 1 / factor < depth[1] / mujoco_depth(ASSETS / f"{robot}.xml") < factor
+    assert float(jnp.max(jnp.abs(trajectory.u[-1]))) < speed
 
 
 DM_CONTROL = pathlib.Path(dm_control.__file__).parent / "suite"
@@ -382,23 +398,19 @@ def test_the_dm_control_acrobot_loads_with_everything_modelled():
     assert ("HalfSpace", "Cylinder") in [g.kinds for g in loaded.contact.element(model).groups]
 
 
-@pytest.mark.parametrize("robot, factor", [("cheetah", 1.5), ("walker", 3.0)])
+@pytest.mark.parametrize("robot, factor", [("cheetah", 1.1), ("walker", 1.5)])
 def test_the_dm_control_runners_come_to_rest_on_the_floor(robot, factor):
     """dm_control's cheetah and walker (capsules on a plane, everything in the
     file modelled) dropped from their default pose: no NaN over 5 s, the
     deepest contact under 1 mm and the same (1e-5 m) at 4 and 5 s, every
     speed under 2 cm/s (or rad/s) at the end: they stand or lie still.
-    Their deepest contact is within ``factor`` of MuJoCo's at 5 s (0.71x
-    for the cheetah on its two feet; 2.4x for the walker, which lies on
-    its torso and its feet with each capsule flat on the floor, two of
-    MuJoCo's contacts)."""
+    Their deepest contact is within ``factor`` of MuJoCo's at 5 s (1.01x
+    for the cheetah on its two feet; 1.31x for the walker, which lies on
+    its torso and its feet, its friction 0.7 making MuJoCo's contacts
+    stiffer than the material rule follows, ``simbodyx.io.mjcf._contact``)."""
     path = DM_CONTROL / f"{robot}.xml"
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    while d.time < 5.0:
-        mujoco.mj_step(m, d)
-    assert not np.any(m.geom_margin)
-    mujoco_depth = max(-d.contact[i].dist for i in range(d.ncon))
+    assert not np.any(mujoco.MjModel.from_xml_path(str(path)).geom_margin)
+    mujoco_depth_5s = mujoco_depth(path)
     with warnings.catch_warnings(action="error"):
         system, _, _, loaded = sx.io.load_mjcf(path)
     model, state = system.realize_topology()
@@ -409,5 +421,5 @@ def test_the_dm_control_runners_come_to_rest_on_the_floor(robot, factor):
         at = state.with_q(trajectory.q[k]).with_u(trajectory.u[k])
         depth.append(float(jnp.max(loaded.contact.get_contact_forces(model, model.realize(at, sx.Stage.Velocity)).depth)))
     assert 0 < depth[1] < 1e-3 and abs(depth[1] - depth[0]) < 1e-5
-    assert 1 / factor < depth[1] / mujoco_depth < factor
+    assert 1 / factor < depth[1] / mujoco_depth_5s < factor
     assert float(jnp.max(jnp.abs(trajectory.u[-1]))) < 2e-2

@@ -313,12 +313,15 @@ def _impedance(solimp, r):
 
 
 def _resting_depth(solimp, scale):
-    """The depth r at which MuJoCo's soft contact carries a body at rest,
-    r = (1 - d) dmax^2 g tau^2 z^2 / d^2 with d = d(r) (``scale`` = g tau^2 z^2;
-    at rest the constraint's reference acceleration, -k r with
-    k = d / (dmax^2 tau^2 z^2), balances the (1 - d) / d share of gravity it
-    leaves). Past solimp's width d = dmax; below it, the root is bisected
-    (r minus the right side grows with r)."""
+    """The depth r at which MuJoCo's soft contact carries a normal force F
+    at rest: r = (1 - d) dmax^2 scale / d^2 with d = d(r) and
+    ``scale`` = F A c tau^2 z^2 (A: MuJoCo's approximate inverse inertia at
+    the contact, the body's translational ``body_invweight0``; c: the
+    cone's factor, ``_cone_factor``). At rest the constraint's force is
+    its reference acceleration, k d r with k = 1 / (dmax^2 tau^2 z^2),
+    over its regularizer R = (1 - d) A c / d, so r does not depend on the
+    mass of a free body (F A = g). Past solimp's width d = dmax; below it,
+    the root is bisected (r minus the right side grows with r)."""
     dmax, width = solimp[1], solimp[2]
     r = (1 - dmax) * scale
     if r >= width:
@@ -607,7 +610,20 @@ def _colliding_pairs(mujoco, m) -> list:
     return sorted(pairs)
 
 
-def _resting_on_world(mujoco, m, seconds: float = 2.0) -> set:
+def _cone_factor(mujoco, m, friction: float, condim: int) -> float:
+    """How much softer MuJoCo's friction cone makes a contact's normal
+    direction at rest than a frictionless one (the c of ``_resting_depth``).
+    A pyramidal cone splits the normal force over 2 (condim - 1) edges
+    J_n +- mu J_t, each regularized by 2 mu^2 (1 + mu^2) times the normal's
+    R: c = mu^2 (1 + mu^2) / (condim - 1) (checked against MuJoCo's resting
+    contacts for condim 3, to 0.5%); a frictionless contact or an elliptic
+    cone's normal row: c = 1."""
+    if condim == 1 or m.opt.cone != mujoco.mjtCone.mjCONE_PYRAMIDAL:
+        return 1.0
+    return friction ** 2 * (1 + friction ** 2) / (condim - 1)
+
+
+def _resting_on_world(mujoco, m, seconds: float = 5.0) -> set:
     """The geoms that carry a normal force from a geom fixed to the world
     after MuJoCo has moved the model for ``seconds`` from its initial pose
     (qpos0, at rest, no control): the feet a robot stands on, or the side
@@ -640,20 +656,29 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     MuJoCo's colliding pairs becomes a
     surface of one contact set on its body; the set's other pairs are
     excluded. Material, from the
-    geom's solref (time constant tau, damping ratio z) and solimp:
-    MuJoCo rests a body on a contact at a depth that does not depend on its
-    mass (``_resting_depth``); the geom's stiffness E is the one at which a sphere
-    of the geom's radius (an ellipsoid: its radii's geometric mean) rests
-    at that depth under its share W of its tree's weight (the tree's mass
-    times |g|, over the number of its geoms MuJoCo rests it on,
-    ``_resting_on_world``; where none, of its geoms that can touch the
-    world):
+    geom's solref (time constant tau, damping ratio z), solimp, friction
+    and condim and its body's ``body_invweight0`` A: MuJoCo rests a
+    contact that carries a normal force F at the depth ``_resting_depth``
+    gives, set by F A and the cone's factor (``_cone_factor``): a free
+    body's depth does not depend on its mass; a foot at the end of a leg,
+    or a geom of high friction in a pyramidal cone, sinks further. A
+    factor below 1 (friction under 1, condim 3) would make MuJoCo's contact
+    stiffer than a frictionless one, and the springs that matching it
+    takes too stiff to integrate through a fall (dm_control's walker,
+    friction 0.7, bounces away under RK4 at 1 ms): it is taken as 1, a
+    frictionless contact's depth. The load is the geom's share W of its
+    tree's weight (the tree's mass times |g|, over the number of its geoms
+    MuJoCo rests it on after 5 s from its initial pose,
+    ``_resting_on_world``, or where none, of those that can touch the
+    world), on 1 contact (a box's 4, a cylinder's 3, as MuJoCo's). The
+    geom's stiffness E is the one at which a sphere of the geom's radius
+    (an ellipsoid: its radii's geometric mean) carries W at MuJoCo's
+    depth d for it:
     E = 3 W / (4 sqrt(r) d^(3/2)). Its dissipation makes Hunt-Crossley's
     damping at rest, 3/2 c g per unit mass, MuJoCo's 2 / (dmax tau):
     c = 4 / (3 g dmax tau). A box rests on 4 vertices, each k d (1 + c v)
     (Simbody's BrickHalfSpacePenalty) carrying W / 4, and MuJoCo rests each
-    of its 4 contacts at the depth d of a quarter of gravity (its diagonal
-    approximation weighs a contact by the body's inverse mass): k = W / (4
+    of its 4 contacts at the depth d of W / 4: k = W / (4
     d), and c = 2 / (g dmax tau) gives MuJoCo's damping at rest. A
     cylinder's rim points take a box's rule at the depth MuJoCo stands it
     at, on 3 contacts of an end: 4 rim points carry it there (lying on its
@@ -715,13 +740,16 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     def on_world(g):  # fixed to the world (on it, or welded to it)
         return m.body_weldid[m.geom_bodyid[g]] == 0
 
-    touching_world = {}
+    world_partners = {}  # each moving geom's partners fixed to the world
     for g1, g2 in covered:
         for g, other in ((g1, g2), (g2, g1)):
             if not on_world(g) and on_world(other):
-                touching_world.setdefault(root[m.geom_bodyid[g]], set()).add(g)
+                world_partners.setdefault(g, []).append(other)
+    touching_world = {}  # each tree's geoms that can touch the world
+    for g in world_partners:
+        touching_world.setdefault(root[m.geom_bodyid[g]], set()).add(g)
     carrying = {}  # each tree's geoms MuJoCo rests it on
-    for g in _resting_on_world(mujoco, m) & set().union(*touching_world.values()):
+    for g in _resting_on_world(mujoco, m) & world_partners.keys():
         carrying.setdefault(root[m.geom_bodyid[g]], set()).add(g)
 
     # A pair's force law: a box's vertices or a cylinder's rim points on a
@@ -760,14 +788,21 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
         dmax = float(m.geom_solimp[g][1])
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
         vertices = 4 if radius == 0.0 else 1  # the points this geom rests on here
-        # the contacts MuJoCo rests it on
-        resting = {"box": 4, "cylinder": 3}.get(kind[g], 1) if radius == 0.0 else 1
         dissipation = (2 if vertices > 1 else 4 / 3) / (gravity * dmax * tau)
         if radius is None or on_world(g):
             return RIGID, dissipation, friction
-        depth = _resting_depth(np.asarray(m.geom_solimp[g], float), gravity / resting * tau ** 2 * ratio ** 2)
         tree = root[m.geom_bodyid[g]]
+        # its share of its tree's weight, on the contacts MuJoCo rests it on
         load = tree_mass[tree] * gravity / max(len(carrying.get(tree) or touching_world.get(tree, ())), 1)
+        contacts = {"box": 4, "cylinder": 3}.get(kind[g], 1) if vertices > 1 else 1
+        # A MuJoCo contact takes its geoms' larger friction and condim. Below 1
+        # the cone's factor would ask for springs too stiff to integrate
+        # through a fall (the docstring): never stiffer than frictionless.
+        geoms = [g, *world_partners.get(g, ())]
+        cone = max(_cone_factor(mujoco, m, max(float(m.geom_friction[x][0]) for x in geoms),
+                                max(int(m.geom_condim[x]) for x in geoms)), 1.0)
+        scale = load / contacts * float(m.body_invweight0[m.geom_bodyid[g]][0]) * cone * tau ** 2 * ratio ** 2
+        depth = _resting_depth(np.asarray(m.geom_solimp[g], float), scale)
         if vertices > 1:
             return load / (vertices * depth), dissipation, friction
         return 3 * load / (4 * np.sqrt(radius) * depth ** 1.5), dissipation, friction
