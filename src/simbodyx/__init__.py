@@ -82,6 +82,7 @@ from simbodyx.simulation import (
     IntegratorStatus as IntegratorStatus,
     simulate as simulate,
 )
+from simbodyx.impulse import ImpulseSolver as ImpulseSolver
 from simbodyx.impulse import PGSImpulseSolver as PGSImpulseSolver
 from simbodyx.impulse import PLUSImpulseSolver as PLUSImpulseSolver
 from simbodyx.motion import Motion as Motion

@@ -54,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
+from simbodyx._xla.trace_context import tracing
 from simbodyx.spatial.vectors import safe_norm
 
 
@@ -104,7 +105,32 @@ class SolveStats(Module):
     intervals: jnp.ndarray  #: int32 sliding intervals (PLUS; 1 for PGS)
 
 
-class PGSImpulseSolver(Module):
+class ImpulseSolver(Module):
+    """Simbody's ImpulseSolver, the base of :class:`PGSImpulseSolver` and
+    :class:`PLUSImpulseSolver`: :meth:`solve`, whose solve proper is each
+    solver's ``_solve``."""
+
+    def solve(self, A, rhs, rows: Rows, participating, mu=None, *, known=None, bounds=None, limits=None):
+        """(pi (m,), SolveStats): the impulses that remove ``rhs`` on the
+        participating rows within the bounds, non-participating rows zero;
+        ``mu`` (nc,) the effective friction coefficients, ``known`` (m,) impulses
+        applied in full (their rows must not participate), ``bounds``
+        (len(rows.bounded), 2) each bounded row's [lowest, highest] impulse,
+        ``limits`` (len(rows.limited),) each limited group's largest impulse.
+        Called eagerly, the solve is one compiled program, which later calls
+        with this solver's settings, the same rows and shapes reuse."""
+        problem = _problem(A, rhs, rows, participating, mu=mu, known=known, bounds=bounds, limits=limits)
+        if tracing() is False:
+            return _compiled_solve(self, rows, problem)
+        return self._solve(rows, problem)
+
+
+@eqx.filter_jit
+def _compiled_solve(solver: ImpulseSolver, rows: Rows, problem: Problem):
+    return solver._solve(rows, problem)
+
+
+class PGSImpulseSolver(ImpulseSolver):
     """Simbody's PGSImpulseSolver settings (static): its defaults are a
     convergence tolerance of 1e-6 on the RMS error, 100 sweeps and SOR 1.2."""
 
@@ -127,14 +153,7 @@ class PGSImpulseSolver(Module):
     def get_max_iterations(self) -> int:
         return self.max_iterations
 
-    def solve(self, A, rhs, rows: Rows, participating, mu=None, *, known=None, bounds=None, limits=None):
-        """(pi (m,), SolveStats): the impulses that remove ``rhs`` on the
-        participating rows within the bounds, non-participating rows zero;
-        ``mu`` (nc,) the effective friction coefficients, ``known`` (m,) impulses
-        applied in full (their rows must not participate), ``bounds``
-        (len(rows.bounded), 2) each bounded row's [lowest, highest] impulse,
-        ``limits`` (len(rows.limited),) each limited group's largest impulse."""
-        problem = _problem(A, rhs, rows, participating, mu=mu, known=known, bounds=bounds, limits=limits)
+    def _solve(self, rows: Rows, problem: Problem):
         pi, *stats = self.iterate(rows, jax.lax.stop_gradient(problem))
         pi = _root(functools.partial(_fixed_point_map, rows), pi, problem)
         return pi, SolveStats(*stats, jnp.ones((), jnp.int32))
@@ -379,7 +398,7 @@ class _Groups:
                          take(problem.limits, self.limited))
 
 
-class PLUSImpulseSolver(Module):
+class PLUSImpulseSolver(ImpulseSolver):
     """Simbody's PLUS impulse solver (Poisson-Lankarani-Uchida-Sherman), with
     a fixed shape so that it runs under ``jit``, ``vmap`` and ``grad``.
 
@@ -454,9 +473,7 @@ class PLUSImpulseSolver(Module):
     def get_max_iterations(self) -> int:
         return self.max_iterations
 
-    def solve(self, A, rhs, rows: Rows, participating, mu=None, *, known=None, bounds=None, limits=None):
-        """(pi (m,), SolveStats), as :meth:`PGSImpulseSolver.solve`."""
-        problem = _problem(A, rhs, rows, participating, mu=mu, known=known, bounds=bounds, limits=limits)
+    def _solve(self, rows: Rows, problem: Problem):
         return _plus_solve(self, rows, problem)
 
     def iterate(self, rows: Rows, problem: Problem):

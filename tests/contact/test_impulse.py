@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import simbodyx as sx
+from conftest import counting_compiles
 from simbodyx.impulse import Rows
 
 #: a point contact: its normal row 0 (pushing impulses are negative) and its friction rows 1, 2
@@ -42,12 +43,19 @@ def test_friction_on_the_verge_of_slipping_opposes_the_slip_it_is_about_to_have(
     no slip to start with, mu 1/4: sticking would take a friction impulse of
     1 against a cone of 1/2, so the contact slips. Closed form: pi_t = mu N
     along the final slip v = -(pi_n + 2 pi_t), pi_n + pi_t = -1, so pi_t = 1/3,
-    N = 4/3 and the final slip 2/3 (the same sign as pi_t: friction slows it)."""
+    N = 4/3 and the final slip 2/3 (the same sign as pi_t: friction slows it).
+    Called eagerly, the solve is one program that a second call reuses; it
+    gives twice the impulses for twice the velocity error."""
     A = jnp.array([[1.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 1.0]])
     rhs = jnp.array([-1.0, 0.0, 0.0])
     pi, _ = solver.solve(A, rhs, POINT, jnp.ones(3, bool), jnp.array([0.25]))
     np.testing.assert_allclose(pi, [-4 / 3, 1 / 3, 0.0], atol=1e-12)
     np.testing.assert_allclose(rhs - A @ pi, [0.0, 2 / 3, 0.0], atol=1e-12)
+    rhs, participating, mu = 2 * rhs, jnp.ones(3, bool), jnp.array([0.25])
+    with counting_compiles() as compiled:
+        twice, _ = solver.solve(A, rhs, POINT, participating, mu)
+    assert not compiled
+    np.testing.assert_allclose(twice, 2 * pi, atol=1e-12)
 
 
 @pytest.mark.parametrize("solver", [PLUS, PGS], ids=["PLUS", "PGS"])
