@@ -16,7 +16,7 @@ import pytest
 from jax.test_util import check_grads
 
 import simbodyx as sx
-from conftest import link, new_system
+from conftest import counting_compiles, link, new_system
 
 MASS, DT, STEPS = 2.0, 0.1, 8
 
@@ -99,7 +99,8 @@ def test_minimize_is_one_program_batched_over_problems():
 def test_multiple_shooting_joins_into_the_single_rollout():
     """Knots taken from one rollout of the same controls: zero defects and
     the last segment ends where the rollout does (to rounding, 1e-12), with
-    time carried into each segment (a time-dependent force would see it)."""
+    time carried into each segment (a time-dependent force would see it).
+    Called eagerly, it is one program that a second call reuses."""
     model, state = _slider()
     state = state.with_time(1.0).with_q(jnp.array([0.3])).with_u(jnp.array([-0.2]))
     forces = jnp.linspace(-1.0, 2.0, 12)[:, None]
@@ -110,9 +111,12 @@ def test_multiple_shooting_joins_into_the_single_rollout():
     assert ends.shape == (3, 2) and defects.shape == (2, 2)
     np.testing.assert_allclose(defects, 0.0, atol=1e-12)
     np.testing.assert_allclose(ends[-1], jnp.concatenate([final.q, final.u]), atol=1e-12)
-    moved = knots.at[0, 1].add(0.5)  # a faster start for segment 1: its end moves by 0.5 * 4 DT
-    _, defects = sx.optimize.multiple_shooting(model, state, DT, forces.reshape(3, 4, 1), moved)
-    np.testing.assert_allclose(defects, jnp.array([[0.0, -0.5], [0.2, 0.5]]), atol=1e-12)
+    moved, segments = knots.at[0, 1].add(0.5), forces.reshape(3, 4, 1)  # a faster start for segment 1
+    _, defects = sx.optimize.multiple_shooting(model, state, DT, segments, knots)
+    with counting_compiles() as compiled:
+        _, defects = sx.optimize.multiple_shooting(model, state, DT, segments, moved)
+    assert not compiled
+    np.testing.assert_allclose(defects, jnp.array([[0.0, -0.5], [0.2, 0.5]]), atol=1e-12)  # its end moves by 0.5 * 4 DT
     with pytest.raises(ValueError, match=r"controls must have shape \(segments, steps, nu = 1\)"):
         sx.optimize.multiple_shooting(model, state, DT, forces, knots)
     with pytest.raises(ValueError, match=r"knots must have shape \(segments - 1, nq \+ nu\) = \(2, 2\)"):

@@ -27,11 +27,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from simbodyx._xla.trace_context import tracing
 from simbodyx._xla.xla_setup import jit_with_options
 from simbodyx.integrate import rollout
+from simbodyx.model import FoldedModel
 
 
 def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
@@ -102,13 +105,21 @@ def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *,
     if controls.ndim != 3 or controls.shape[2] != nu:
         raise ValueError(f"multiple_shooting: controls must have shape (segments, steps, nu = {nu}), "
                          f"got {controls.shape}")
-    num_segments, num_steps = controls.shape[:2]
+    num_segments = controls.shape[0]
     knots = jnp.asarray(knots, state.q.dtype)
     if knots.shape != (num_segments - 1, nq + nu):
         raise ValueError(f"multiple_shooting: knots must have shape (segments - 1, nq + nu) = "
                          f"{(num_segments - 1, nq + nu)}, got {knots.shape}")
+    dt = jnp.asarray(dt, state.q.dtype)
+    if tracing() is False:  # eager: one cached program, not the segments' scans compiled afresh at every call
+        return _compiled_multiple_shooting(FoldedModel.of(model), state, dt, controls, knots, method, checkpoint)
+    return _multiple_shooting(model, state, dt, controls, knots, method, checkpoint)
+
+
+def _multiple_shooting(model, state, dt, controls, knots, method, checkpoint):
+    nq, num_segments, num_steps = state.topology.nq, *controls.shape[:2]
     starts = jnp.concatenate([jnp.concatenate([state.q, state.u])[None], knots])
-    times = state.t + jnp.arange(num_segments) * (num_steps * jnp.asarray(dt, state.q.dtype))
+    times = state.t + jnp.arange(num_segments) * (num_steps * dt)
 
     def segment(t, start, segment_controls):
         first = state.with_time(t).with_q(start[:nq]).with_u(start[nq:])
@@ -118,6 +129,11 @@ def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *,
 
     ends = jax.vmap(segment)(times, starts, controls)
     return ends, ends[:-1] - knots
+
+
+@eqx.filter_jit
+def _compiled_multiple_shooting(model, state, dt, controls, knots, method, checkpoint):
+    return _multiple_shooting(FoldedModel.unfold(model), state, dt, controls, knots, method, checkpoint)
 
 
 class ConstrainedSolution(NamedTuple):
