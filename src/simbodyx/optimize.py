@@ -99,6 +99,8 @@ def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *,
     Initial knots can come from one rollout of the initial controls
     (its trajectory rows K, 2K, ...) or an interpolation to the goal.
     ``checkpoint``: each segment's, as in ``sx.integrate.rollout``.
+    Called eagerly, it is one compiled program, which later calls with the
+    same settings and shapes reuse (as ``rollout``).
     """
     nq, nu = state.topology.nq, state.topology.nu
     controls = jnp.asarray(controls, state.q.dtype)

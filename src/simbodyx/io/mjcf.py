@@ -614,10 +614,10 @@ def _cone_factor(mujoco, m, friction: float, condim: int) -> float:
     """How much softer MuJoCo's friction cone makes a contact's normal
     direction at rest than a frictionless one (the c of ``_resting_depth``).
     A pyramidal cone splits the normal force over 2 (condim - 1) edges
-    J_n +- mu J_t, each regularized by 2 mu^2 (1 + mu^2) times the normal's
-    R: c = mu^2 (1 + mu^2) / (condim - 1) (checked against MuJoCo's resting
-    contacts for condim 3, to 0.5%); a frictionless contact or an elliptic
-    cone's normal row: c = 1."""
+    J_n +- mu J_t, each regularized by 2 mu^2 (1 + mu^2) times a
+    frictionless contact's R: c = mu^2 (1 + mu^2) / (condim - 1) (checked
+    against MuJoCo's resting contacts for condim 3, to 0.5%); a
+    frictionless contact or an elliptic cone's normal row: c = 1."""
     if condim == 1 or m.opt.cone != mujoco.mjtCone.mjCONE_PYRAMIDAL:
         return 1.0
     return friction ** 2 * (1 + friction ** 2) / (condim - 1)
@@ -795,9 +795,10 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
         # its share of its tree's weight, on the contacts MuJoCo rests it on
         load = tree_mass[tree] * gravity / max(len(carrying.get(tree) or touching_world.get(tree, ())), 1)
         contacts = {"box": 4, "cylinder": 3}.get(kind[g], 1) if vertices > 1 else 1
-        # A MuJoCo contact takes its geoms' larger friction and condim. Below 1
-        # the cone's factor would ask for springs too stiff to integrate
-        # through a fall (the docstring): never stiffer than frictionless.
+        # A MuJoCo contact takes its geoms' larger friction and condim. A cone
+        # factor below 1 would ask for springs too stiff to integrate through
+        # a fall (dm_control's walker, as the docstring says): never stiffer
+        # than a frictionless contact.
         geoms = [g, *world_partners.get(g, ())]
         cone = max(_cone_factor(mujoco, m, max(float(m.geom_friction[x][0]) for x in geoms),
                                 max(int(m.geom_condim[x]) for x in geoms)), 1.0)
