@@ -623,13 +623,14 @@ def _cone_factor(mujoco, m, friction: float, condim: int) -> float:
     return friction ** 2 * (1 + friction ** 2) / (condim - 1)
 
 
-def _resting_on_world(mujoco, m, seconds: float = 5.0) -> set:
+def _resting_on_world(mujoco, m, seconds: float = 5.0, max_steps: int = 10_000) -> set:
     """The geoms that carry a normal force from a geom fixed to the world
     after MuJoCo has moved the model for ``seconds`` from its initial pose
-    (qpos0, at rest, no control): the feet a robot stands on, or the side
-    a body lies on."""
+    (qpos0, at rest, no control), in at most ``max_steps`` of its steps (a
+    model of steps under 0.5 ms moves for less: loading stays under a
+    second): the feet a robot stands on, or the side a body lies on."""
     d = mujoco.MjData(m)
-    for _ in range(int(round(seconds / m.opt.timestep))):
+    for _ in range(min(int(round(seconds / m.opt.timestep)), max_steps)):
         mujoco.mj_step(m, d)
     world = np.asarray(m.body_weldid)[np.asarray(m.geom_bodyid)] == 0
     force, carrying = np.zeros(6), set()
