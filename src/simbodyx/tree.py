@@ -463,7 +463,7 @@ def _rows_of_batch(args, dims):
 
 
 def _stacked_batch(args, dims):
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
+    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
     return stacked_p.bind(*(batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))), 1
 
 

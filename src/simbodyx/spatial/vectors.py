@@ -132,7 +132,7 @@ def _cross_entries(a, b):
 
 def _cross_batch(args, dims):
     """Batch axes in front, an unbatched operand broadcast along the batch."""
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
+    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
     return cross_p.bind(*(batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))), 0
 
 
