@@ -2,8 +2,9 @@
 mobility forces against the closed form of a pushed slider (RK4 is exact
 for piecewise-constant acceleration, so 1e-12), their gradient under each
 checkpoint setting, jax.test_util.check_grads on a pendulum, minimize
-batched over problems (and with the loop compiler options), multiple shooting joining into the single rollout,
-the augmented Lagrangian against a problem's closed-form KKT point, and
+batched over problems (and with the loop compiler options) and tracing
+its loss once, multiple shooting joining into the single rollout, the
+augmented Lagrangian against a problem's closed-form KKT point, and
 set_mass_properties. The examples' results: tests/test_examples.py."""
 
 import functools
@@ -94,6 +95,20 @@ def test_minimize_is_one_program_batched_over_problems():
     np.testing.assert_allclose(looped[0], x[0], rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="num_steps must be a positive int"):
         sx.optimize.minimize(loss, jnp.zeros(2), optimizer, 0, targets[0])
+
+
+def test_minimize_traces_the_loss_once_for_the_line_search_too():
+    """L-BFGS's line search calls the loss besides the iteration's gradient;
+    all calls share one trace, from a weakly typed x0 too."""
+    traces = []
+
+    def loss(x, target):
+        traces.append(x.shape)
+        return jnp.sum((x - target) ** 2)
+
+    x, _ = sx.optimize.minimize(loss, jnp.full(2, 0.5), optax.lbfgs(), 10, jnp.array([1.0, -2.0]))
+    assert traces == [(2,)]
+    np.testing.assert_allclose(x, [1.0, -2.0], atol=1e-10)
 
 
 def test_multiple_shooting_joins_into_the_single_rollout():

@@ -49,7 +49,8 @@ def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
     compiled in as constants, which a small model's scalar path folds;
     pass one in ``args`` only to differentiate with respect to it or to
     vmap over it (its numbers then stay symbolic: the array program). L-BFGS converges in far fewer
-    iterations, but its line search compiles a second derivative program
+    iterations; its line search evaluates the loss and its gradient again,
+    from the one trace of ``loss`` every call shares
     (examples/cartpole_swingup.py runs both).
 
     ``compiler_options``: XLA's, for the compiled program, such as
@@ -68,7 +69,13 @@ def _check_count(caller, name, value):
 
 def _descend(value_fn, optimizer, num_steps, x0):
     """The optax loop shared by both solvers: (x, losses) after ``num_steps``
-    updates of ``optimizer`` on the ``jax.tree_util.Partial`` ``value_fn``."""
+    updates of ``optimizer`` on the ``jax.tree_util.Partial`` ``value_fn``.
+    The loss is traced once, as an inner ``jit`` that every call reuses (the
+    iteration's gradient and L-BFGS's line search call it three times), on
+    ``x0`` without a weak type (``jnp.full(n, 0.1)``'s), which the updated
+    iterates do not have."""
+    value_fn = jax.tree_util.Partial(jax.jit(value_fn.func), *value_fn.args, **value_fn.keywords)
+    x0 = jax.tree.map(lambda a: jnp.asarray(a, a.dtype), x0)
 
     def iterate(carry, _):
         x, opt_state = carry
