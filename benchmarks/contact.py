@@ -4,7 +4,7 @@ and MuJoCo C (``mj_step``, its soft contact and semi-implicit Euler), at the
 same step on the same scene.
 
     python benchmarks/contact.py [--steps 1000] [--batch 1024] [--repeats 5] [--scenes brick,spheres3]
-                                 [--robots ant,humanoid] [--dtype float64]
+                                 [--robots ant,humanoid] [--loop-options] [--dtype float64]
 
 Rigid contact runs with each impulse solver: PGS (``simbodyx_rigid``, the
 default) and Simbody's PLUS (``simbodyx_rigid_plus``).
@@ -174,14 +174,16 @@ def _timed(fn, arg, repeats):
     return time.perf_counter() - t, best(lambda: fn(arg), repeats)
 
 
-def _rollout_rows(engine, scene, rollout, start, starts, steps, repeats):
+def _rollout_rows(engine, scene, rollout, start, starts, steps, repeats, loop_options=None):
     """(rows, the State after at least 3 s from ``start``) for ``rollout(s,
     n)``, the State n steps of DT after s: one trajectory of ``steps`` from
-    ``start``, and with ``starts`` (a batch of States; None: none) their
-    trajectories of 200 steps in one vmap."""
-    one = jax.jit(lambda s: rollout(s, steps))
+    ``start`` (compiled with ``loop_options``, if any), and with ``starts``
+    (a batch of States; None: none) their trajectories of 200 steps in one
+    vmap."""
+    one = jax.jit(lambda s: rollout(s, steps), compiler_options=loop_options or None)
     compile_s, seconds = _timed(one, start, repeats)
-    rows = [{"engine": engine, "scene": scene, "batch": 1, "compile_s": compile_s, "step_us": 1e6 * seconds / steps}]
+    rows = [{"engine": engine + ("_loop_options" if loop_options else ""), "scene": scene, "batch": 1,
+             "compile_s": compile_s, "step_us": 1e6 * seconds / steps}]
     if starts is not None:
         batch = starts.q.shape[0]
         compile_s, seconds = _timed(jax.jit(jax.vmap(lambda s: rollout(s, 200))), starts, repeats)
@@ -251,8 +253,9 @@ def _robot_xml(name):
     return package / "envs" / "mujoco" / "assets" / f"{name}.xml"
 
 
-def robot_rows(sx, name, steps, batch, repeats, mujoco=True):
-    """gymnasium robot ``name``'s rows: simbodyx (one trajectory, and
+def robot_rows(sx, name, steps, batch, repeats, mujoco=True, loop_options=False):
+    """gymnasium robot ``name``'s rows: simbodyx (one trajectory, with
+    ``sx.xla_setup.loop_compiler_options()`` if ``loop_options``, and
     ``batch`` of 200 steps in one vmap), MuJoCo C (one trajectory) and MJX
     (``batch`` of 200 steps in one vmap); each engine's torso on the floor
     (at least ``ROBOTS[name]`` high) after 3 s."""
@@ -267,13 +270,13 @@ def robot_rows(sx, name, steps, batch, repeats, mujoco=True):
         return sx.integrate.rollout(model, s, DT, n, n, energy=False)[0]
 
     starts = jax.vmap(lambda du: state.with_u(du))(noise) if batch else None
-    rows, settle = _rollout_rows("simbodyx_compliant", name, rollout, state, starts, steps, repeats)
+    rows, settle = _rollout_rows("simbodyx_compliant", name, rollout, state, starts, steps, repeats,
+                                 sx.xla_setup.loop_compiler_options() if loop_options else None)
     if not (np.all(np.isfinite(np.asarray(settle.u))) and float(settle.q[6]) > ROBOTS[name]):
         raise AssertionError(f"simbodyx {name}: the torso is at {float(settle.q[6]):.3g} m after 3 s")
     if not mujoco:
         return rows
     import mujoco as mj
-    from mujoco import mjx
 
     m = mj.MjModel.from_xml_path(str(_robot_xml(name)))
     m.opt.timestep, m.opt.integrator = DT, mj.mjtIntegrator.mjINT_RK4
@@ -284,6 +287,8 @@ def robot_rows(sx, name, steps, batch, repeats, mujoco=True):
         raise AssertionError(f"mujoco {name}: the torso is at {d.qpos[2]:.3g} m after 3 s")
     rows.append({"engine": "mujoco", "scene": name, "batch": 1, "step_us": _mujoco_step_us(m, d, steps, repeats)})
     if batch:
+        from mujoco import mjx
+
         mx = mjx.put_model(m)
         d0 = mjx.make_data(mx)
         qvel = jnp.asarray(noise, d0.qvel.dtype)  # u is qvel joint by joint; the free joint's 0
@@ -331,6 +336,8 @@ def main():
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--robots", default="", help="also these of gymnasium's robots, with MJX: "
                         f"a comma-separated list of {', '.join(ROBOTS)}")
+    parser.add_argument("--loop-options", action="store_true", help="compile the robots' single trajectory with "
+                        "sx.xla_setup.loop_compiler_options() (XLA's earlier CPU runtime; jaxlib 0.6 only)")
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", args.dtype == "float64")
     import simbodyx as sx
@@ -340,7 +347,8 @@ def main():
                               tuple(filter(None, args.scenes.split(","))))
     print_table(rows)
     for name in filter(None, args.robots.split(",")):  # each robot's rows as soon as they are measured
-        print_table(robot_rows(sx, name, args.steps, args.batch, args.repeats, not args.no_mujoco), header=False)
+        print_table(robot_rows(sx, name, args.steps, args.batch, args.repeats, not args.no_mujoco, args.loop_options),
+                    header=False)
     if note:
         print(note)
 
