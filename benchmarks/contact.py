@@ -174,15 +174,16 @@ def _timed(fn, arg, repeats):
     return time.perf_counter() - t, best(lambda: fn(arg), repeats)
 
 
-def _rollout_rows(engine, scene, rollout, start, starts, steps, repeats, loop_options=None):
+def _rollout_rows(engine, scene, rollout, start, starts, steps, repeats, compiler_options=None):
     """(rows, the State after at least 3 s from ``start``) for ``rollout(s,
     n)``, the State n steps of DT after s: one trajectory of ``steps`` from
-    ``start`` (compiled with ``loop_options``, if any), and with ``starts``
+    ``start`` (compiled with ``compiler_options``, if any: the engine's name
+    then ends in ``_loop_options``, the only ones passed), and with ``starts``
     (a batch of States; None: none) their trajectories of 200 steps in one
     vmap."""
-    one = jax.jit(lambda s: rollout(s, steps), compiler_options=loop_options or None)
+    one = jax.jit(lambda s: rollout(s, steps), compiler_options=compiler_options or None)
     compile_s, seconds = _timed(one, start, repeats)
-    rows = [{"engine": engine + ("_loop_options" if loop_options else ""), "scene": scene, "batch": 1,
+    rows = [{"engine": engine + ("_loop_options" if compiler_options else ""), "scene": scene, "batch": 1,
              "compile_s": compile_s, "step_us": 1e6 * seconds / steps}]
     if starts is not None:
         batch = starts.q.shape[0]
