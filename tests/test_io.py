@@ -434,16 +434,17 @@ def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
 
 
 def test_mjcf_reports_what_it_drops_and_bad_sources():
-    with pytest.warns(UserWarning, match=r"not modelled by the loaded system: equality constraints equality0 \(inactive\); joint "
-                                         r"limits on b; armature on a; friction loss on a; "
-                                         r"tendon forces or limits on tt"):
-        sx.io.load_mjcf("""<mujoco><worldbody><body name="x">
+    with pytest.warns(UserWarning, match=r"not modelled by the loaded system: equality constraints equality0 "
+                                         r"\(inactive\); armature on a; friction loss on a; "
+                                         r"tendon forces or limits on tt$"):
+        robot = sx.io.load_mjcf("""<mujoco><worldbody><body name="x">
             <joint name="a" range="-1 1" armature="0.1" frictionloss="1"/>
             <geom size="0.1" contype="0" conaffinity="0"/><body pos="0 0 -1"><joint name="b" type="ball" damping="1" range="0 1"/>
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
             <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality>
             <tendon><fixed name="tt" stiffness="1"><joint joint="a" coef="1"/></fixed></tendon></mujoco>""",
-            armature=False, frictionloss=False)
+            armature=False, frictionloss=False)[3]
+    assert sorted(robot.stops) == ["a", "b"]  # the hinge's range and the ball's cone
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
     with pytest.raises(ValueError, match=r"MuJoCo could not compile .*invalid keyword: 'hinje'\nElement 'joint'"):

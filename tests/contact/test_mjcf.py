@@ -1,8 +1,9 @@
 """MJCF contact and joint limits through load_mjcf: the pairs are exactly
 the ones MuJoCo's collision detection reports; a sphere rests at MuJoCo's
-depth; a pendulum on its limit at the stop's static deflection; the
-gymnasium Ant stands on the floor and the other gymnasium robots lie on
-it; dm_control's cheetah and walker come to rest on it."""
+depth; a pendulum on its limit (a hinge's, a ball's cone) at the stop's
+static deflection; the gymnasium Ant stands on the floor and the other
+gymnasium robots lie on it; dm_control's cheetah and walker come to rest
+on it."""
 
 import pathlib
 import re
@@ -237,6 +238,34 @@ def test_a_pendulum_rests_on_its_limit_at_the_stops_deflection():
     # the rule matches MuJoCo's deflection where MuJoCo's impedance reaches dmax; here,
     # 0.6 of solimp's width into the limit, MuJoCo's is 29% larger
     np.testing.assert_allclose(float(final.q[0]) - limit, d.qpos[0] - limit, rtol=0.3)
+
+
+def test_a_ball_jointed_arm_rests_on_its_cone_limit_at_the_stops_deflection():
+    """The hinge test's arm on a ball joint limited to 30 degrees: it falls
+    in its vertical plane onto the cone and rests past it at the static
+    excursion m g (L/2) cos(theta) / k (1e-6), about the y axis only. The
+    excursion (3.9 degrees) is 69 times solimp's width, where MuJoCo's
+    impedance has reached dmax and the stiffness rule is exact: MuJoCo's
+    rests there too (1e-6). The stop's energy is k x^2 / 2 and its
+    derivatives are finite at the identity and past the limit."""
+    xml = """<mujoco><option timestep="0.001"/><worldbody><body name="arm" pos="0 0 1">
+      <joint name="ball" type="ball" range="0 30"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="1" contype="0" conaffinity="0"/>
+      </body></worldbody></mujoco>"""
+    robot, model, final, m, d = _rest(xml)
+    stop, final = robot.stops["ball"], model.realize(final, sx.Stage.Position)
+    R = np.asarray(robot.joint_bodies["ball"].get_mobilizer_transform(final).R)
+    theta = np.arctan2(R[0, 2] - R[2, 0], R[0, 0] + R[2, 2])  # about y
+    np.testing.assert_allclose(R[1], [0.0, 1.0, 0.0], atol=1e-9)
+    limit, stiffness = np.radians(30), float(stop.params["stiffness"])
+    np.testing.assert_allclose(theta - limit, 9.81 * 0.25 * np.cos(theta) / stiffness, rtol=1e-6)
+    mujoco_theta = 2 * np.arccos(d.qpos[0])
+    np.testing.assert_allclose(theta - limit, mujoco_theta - limit, rtol=1e-6)
+    energy = jax.grad(lambda q: model.forces.calc_potential_energy(model.realize(final.with_q(q), sx.Stage.Position)))
+    for q in (jnp.array([1.0, 0.0, 0.0, 0.0]), final.q):
+        assert np.all(np.isfinite(np.asarray(energy(q))))
+    np.testing.assert_allclose(float(stop.potential_energy(model, final)),
+                               stiffness / 2 * (theta - limit) ** 2, rtol=1e-9)
 
 
 def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():

@@ -47,7 +47,7 @@ from simbodyx.io.robot import (
     rotation_about,
     transform,
 )
-from simbodyx.spatial import MassProperties, Transform
+from simbodyx.spatial import MassProperties, Transform, safe_norm
 from simbodyx.spatial.rotation import matrix_to_rotation_vector, quaternion_to_matrix
 
 #: MuJoCo joint type (mjtJoint) -> (mobilizer, its own axis or None)
@@ -103,14 +103,15 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     follows from its solref, solimp and friction. With ``limits``, a
     limited hinge or slide gets a MobilityLinearStop (``robot.stops``) whose
     stiffness and dissipation follow from the joint's solreflimit and
-    solimplimit (``_stop``).
+    solimplimit (``_stop``), and a limited ball the same law on its
+    rotation's angle (``_cone_stop``).
     With ``actuators``, the actuators on a hinge or slide with MuJoCo's
     affine law (motor, position, velocity, and general ones with a fixed
     gain, an affine bias and no activation dynamics) become
     ``Force.MobilityActuator``s (``robot.actuators``; their controls are
     State data: ``robot.set_controls``).
     What Simbody does not model (other actuators, tendons' own forces and limits,
-    equality constraints other than those below, limits of ball joints,
+    equality constraints other than those below,
     contact pairs without a kernel: a plane or a height field against
     another) is reported
     in one warning listing it, with the mesh geoms that touch as the
@@ -207,6 +208,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                 coefficients = joint.damping[3:] + joint.damping[:3] if kind == "Free" else joint.damping
                 dampers[joint.name] = tuple(Force.MobilityLinearDamper(forces, handle, i, c)
                                             for i, c in enumerate(coefficients) if c > 0)
+            if kind == "Ball" and limits and joint.range is not None:
+                stops[joint.name] = _cone_stop(mujoco, m, forces, handle, first + k)
             if kind in ("Ball", "Free"):
                 dof, ndof = int(m.jnt_dofadr[first + k]), 6 if kind == "Free" else 3
                 spring = springs and joint.stiffness > 0
@@ -351,21 +354,56 @@ def _time_constant(mujoco, m, solref):
     return tau, ratio
 
 
-def _stop(mujoco, m, forces, handle, j, bounds):
-    """MuJoCo joint j's limit as a MobilityLinearStop. MuJoCo's soft limit
-    (time constant tau and damping ratio z from solreflimit, dmax from
-    solimplimit) rests a joint of effective inertia I (MuJoCo's own scale,
-    1 / dof_invweight0) under a generalized force f at the excursion
-    (1 - dmax) tau^2 z^2 f / I, so the stop's stiffness is
-    k = I / ((1 - dmax) tau^2 z^2); its dissipation d damps the stop
-    critically (k x d = 2 sqrt(k I)) at an excursion x of 1% of the range."""
+def _stop_law(mujoco, m, j, span):
+    """(stiffness, dissipation) of a stop for MuJoCo joint j's limit, whose
+    range is ``span`` wide. MuJoCo's soft limit (time constant tau and
+    damping ratio z from solreflimit, dmax from solimplimit) rests a joint
+    of effective inertia I (MuJoCo's own scale, 1 / dof_invweight0) under a
+    generalized force f at the excursion (1 - dmax) tau^2 z^2 f / I, so the
+    stop's stiffness is k = I / ((1 - dmax) tau^2 z^2); its dissipation d
+    damps the stop critically (k x d = 2 sqrt(k I)) at an excursion x of 1%
+    of the range."""
     tau, ratio = _time_constant(mujoco, m, m.jnt_solref[j])
     dmax = float(m.jnt_solimp[j][1])
     inertia = 1.0 / float(m.dof_invweight0[m.jnt_dofadr[j]])
     stiffness = inertia / ((1 - dmax) * tau ** 2 * ratio ** 2)
-    reference = 0.01 * max(bounds[1] - bounds[0], 1e-9)
-    dissipation = 2 * np.sqrt(inertia / stiffness) / reference
-    return Force.MobilityLinearStop(forces, handle, 0, stiffness, dissipation, *bounds)
+    return stiffness, 2 * np.sqrt(inertia / stiffness) / (0.01 * max(span, 1e-9))
+
+
+def _stop(mujoco, m, forces, handle, j, bounds):
+    """MuJoCo hinge or slide j's limit as a MobilityLinearStop (``_stop_law``)."""
+    return Force.MobilityLinearStop(forces, handle, 0, *_stop_law(mujoco, m, j, bounds[1] - bounds[0]), *bounds)
+
+
+def _cone_stop(mujoco, m, forces, handle, j):
+    """MuJoCo ball joint j's limit, on the angle theta of its rotation (the
+    norm of ``mju_quat2Vel`` of its quaternion, at most the larger of its
+    range's two numbers, theta_max), as one Force.Custom: MobilityLinearStop's
+    law on x = theta - theta_max > 0, a torque -k x (1 + d theta_dot) about
+    the rotation's axis a, never pulling (theta_dot = a . w, w the angular
+    velocity, a being the same in F and M), with potential energy k x^2 / 2;
+    k and d from ``_stop_law``. Its numbers are the element's params
+    (Model leaves)."""
+    angle = float(np.max(m.jnt_range[j]))
+    stiffness, dissipation = _stop_law(mujoco, m, j, angle)
+    params = {"stiffness": stiffness, "dissipation": dissipation, "angle": angle}
+
+    def excursion(X, p):  # (x, the rotation's unit axis in F; zero at the identity)
+        rotation = matrix_to_rotation_vector(X.R)
+        theta = safe_norm(rotation)
+        return jnp.maximum(theta - p["angle"], 0.0), rotation / jnp.where(theta > 0, theta, 1.0)
+
+    def calc(model, state, p):
+        x, axis = excursion(handle.get_mobilizer_transform(state), p)
+        rate = axis @ handle.get_u_as_vector(state)
+        push = jnp.maximum(0.0, p["stiffness"] * x * (1 + p["dissipation"] * rate))
+        first = handle.get_first_u_index(state)
+        return jnp.zeros_like(state.u).at[first:first + 3].set(-push * axis), jnp.zeros(0, state.u.dtype)
+
+    def potential_energy(model, state, p):
+        return p["stiffness"] / 2 * excursion(handle.get_mobilizer_transform(state), p)[0] ** 2
+
+    return Force.Custom(forces, calc, potential_energy, params)
 
 
 def _isotropic(damping) -> bool:
@@ -556,7 +594,7 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
         dropped.append(f"equality constraints {', '.join(unmapped)}")
     by_kind = {
         "joint limits": [j.name for j in joints.values()
-                         if j.range is not None and (not limits or j.type in ("ball", "free"))],
+                         if j.range is not None and not limits],
         "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
         "friction loss": [j.name for j, d in zip(joints.values(), m.jnt_dofadr) if m.dof_frictionloss[d] > 0
                           and not frictionloss],

@@ -49,7 +49,8 @@ class Robot(Mapping):
     coupling constraint of each mimic joint or equality, ``dampers`` and
     ``springs`` the mobility force elements made for a joint's damping or
     stiffness (a ball's or free joint's dampers: a tuple, one per
-    mobility), ``stops`` the MobilityLinearStop made for a joint's limits,
+    mobility), ``stops`` the MobilityLinearStop made for a joint's limits
+    (a ball's cone limit: a Force.Custom),
     ``frictions`` the MobilityCoulombFriction made for a joint's friction
     (a ball's or free joint's stiffness and friction: one Force.Custom, in
     both ``springs`` and ``frictions``);
