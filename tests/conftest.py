@@ -42,33 +42,14 @@ FD_TOL = 1e-8
 FD_STEP = 1e-6
 
 
-#: Memory mappings a worker may hold after a test file before it drops its
-#: compiled programs: Linux's default limit is 65,530 per process.
-MAX_MAPPINGS = 20_000
-
-
-def _memory_mappings():
-    """The process's memory mappings, or None where /proc does not list them."""
-    try:
-        with open("/proc/self/maps") as maps:
-            return sum(1 for _ in maps)
-    except OSError:
-        return None
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
-    """Drop the compiled programs after a test file once the process holds
-    more than ``MAX_MAPPINGS`` memory mappings (after every file where that
-    is not known). From jaxlib 0.7 each program holds hundreds
-    (``simbodyx._xla.xla_setup``), and a worker keeping a whole run's would
-    reach Linux's limit, where XLA's compiler aborts. Keeping them
-    otherwise saves the next files compiling the small programs of eager
-    operations again (about 25 ms each)."""
+    """Drop a test file's compiled programs after it. From jaxlib 0.7 each
+    holds hundreds of memory mappings (``simbodyx._xla.xla_setup``), and a worker
+    keeping a whole run's would reach Linux's default limit of 65,530 per
+    process, where XLA's compiler aborts."""
     yield
-    mappings = _memory_mappings()
-    if mappings is None or mappings > MAX_MAPPINGS:
-        jax.clear_caches()
+    jax.clear_caches()
 
 
 #: One list per open :func:`counting_compiles` block, innermost last.
