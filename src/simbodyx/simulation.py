@@ -414,7 +414,9 @@ for _cls in (RungeKuttaMerson, RungeKutta3, RungeKuttaFeldberg, Verlet, SemiExpl
 # -- the time stepper ----------------------------------------------------------------------
 
 def _adjust_step(integrator: Integrator, err, h, limited):
-    """(next h, success): Simbody's AbstractIntegratorRep::adjustStepSize."""
+    """(next h, success): Simbody's AbstractIntegratorRep::adjustStepSize. The
+    step size is a choice of the discretization, not differentiated (as
+    diffrax's step-size controllers): gradients are those of the steps taken."""
     accuracy, order = integrator.accuracy, integrator.error_order
     safe_err = jnp.where(jnp.isfinite(err) & (err > 0), err, 1.0)
     new = jnp.where(~jnp.isfinite(err), 0.1 * h,
@@ -422,7 +424,7 @@ def _adjust_step(integrator: Integrator, err, h, limited):
     new = jnp.where((new > h) & (limited | (new < 1.2 * h)), h, new)
     new = jnp.where(new < h, jnp.where(err <= accuracy, h, jnp.minimum(new, 0.9 * h)), new)
     low, high = integrator.step_bounds()
-    new = jnp.clip(jnp.clip(new, 0.1 * h, 5 * h), low, high)
+    new = jax.lax.stop_gradient(jnp.clip(jnp.clip(new, 0.1 * h, 5 * h), low, high))
     return new, new >= h
 
 
