@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla import trace_context
 from simbodyx.algorithms import coordinates, rnea
 from simbodyx.constraints.base import Constraint
 from simbodyx.constraints.equations import Equations
@@ -21,7 +22,14 @@ def check_derivatives(constraint: Constraint, state, seed: int = 0) -> dict[str,
     Zeros mean consistent; Simbody's Ball and Weld differ off the manifold by
     design (their velocity errors are taken at the coincident material point)."""
     state.require(Stage.Velocity, "check_derivatives")
-    c = state.instance.constraints[constraint.index]
+    return {name: float(x) for name, x in _differences(state, constraint.index, seed).items()}
+
+
+@trace_context.compiled_when_eager
+def _differences(state, index: int, seed: int) -> dict:
+    """check_derivatives' differences as arrays (the random numbers are the
+    program's constants)."""
+    c = state.instance.constraints[index]
     eqs = Equations.of_state(state, (c,))
     k = eqs.kinematics(c)
     rng = np.random.default_rng(seed)
@@ -32,7 +40,7 @@ def check_derivatives(constraint: Constraint, state, seed: int = 0) -> dict[str,
     out = {}
 
     def diff(a, b):
-        return float(jnp.max(jnp.abs(jnp.asarray(a) - jnp.asarray(b)), initial=0.0))
+        return jnp.max(jnp.abs(jnp.asarray(a) - jnp.asarray(b)), initial=0.0)
 
     if c.mp:
         out["position_dot_errors"] = diff(c.position_dot_errors(k, k.V_AB, k.qdot),
