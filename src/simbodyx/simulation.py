@@ -577,7 +577,10 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
     def restart(c: _Carry, model, base: State, t, q, u, z) -> _Carry:
         """c moved to (t, q, u, z), q and u projected, with this model and instance data."""
         q, u, _, _, ok = integrator.project(model, base, t, q, u)
-        point = _Point(t, q, u, z, jnp.zeros_like(q), jnp.zeros_like(u), jnp.zeros_like(z))
+        # the derivatives' places (filled by the first step) as zeros that depend on q, u and z: under
+        # differentiation the carry's perturbed parts are then the same before and after a step, so the
+        # loops' derivative rules find them in one trace instead of two
+        point = _Point(t, q, u, z, 0 * q, 0 * u, 0 * z)
         status = jnp.where(ok, c.status, IntegratorStatus.ProjectionFailed).astype(jnp.int32)
         w = calc_event_triggers(model, _at(base, t, q, u, z), events)
         return dataclasses.replace(c, model=model if events else None, base=base, prev=point, adv=point,
