@@ -728,6 +728,12 @@ def _random_terrain(mujoco, rng, geom):
     return model, mujoco.MjData(model), field
 
 
+@jax.jit
+def _heights_below(field, points):
+    """(n,) the height field's surface height under each point."""
+    return jax.vmap(lambda p: detection._terrain_below(field, p)[0])(jnp.asarray(points))
+
+
 def test_height_field_is_mujocos_triangulated_terrain():
     """On a planar height field a sphere, a brick and a cylinder (standing
     and lying) touch as on the half-space of that plane; in a V-shaped crease a sphere rests on both
@@ -791,7 +797,7 @@ def test_height_field_is_mujocos_triangulated_terrain():
     degenerate = [[-0.6, 0.0, 0.4], [-0.5, -0.2, 0.4], [0.1, 0.2, 0.5], [-0.6, 0.0, 0.0]]  # over a grid point, an edge
     depth, jacobians = jax.jit(jax.vmap(lambda p: (kernels(field, p).depth,
                                                    jax.jacfwd(outputs)(p))))(jnp.asarray(centres + degenerate))
-    below = np.array([float(detection._terrain_below(field, jnp.asarray(c))[0]) for c in centres])
+    below = np.asarray(_heights_below(field, np.array(centres)))
     over = np.array(centres)[:, 2] > below  # MuJoCo's prisms measure a centre under the surface their own way
     np.testing.assert_allclose(np.max(depth[:len(centres)], axis=1)[over], -np.array(distance)[over], atol=ATOL)
     assert over.sum() > 150 and np.all(np.isfinite(np.asarray(jacobians)))
@@ -856,7 +862,8 @@ def test_height_field_ellipsoid_is_the_sphere_in_its_scaled_norm():
     n = len(poses)
     depth = np.asarray(rows.depth)[:n]
     deepest, face = depth.max(axis=1), depth.argmax(axis=1) < 18
-    over = np.array([float(detection._terrain_below(field, jnp.asarray(c))[0]) < c[2] for _, c in poses])
+    centres = np.array([c for _, c in poses])
+    over = np.asarray(_heights_below(field, centres)) < centres[:, 2]
     apart = over & (deepest < 0) & (deepest > -0.05)
     overlapping = over & (deepest > 0) & (deepest < 0.02) & face
     excess = deepest + np.array(distance)  # ours less MuJoCo's depth
