@@ -49,8 +49,11 @@ def arm():
 
 
 def hand_position(model, state, hand, torques):
-    """(the hand's end in Ground, final State) after one rollout of the torques."""
-    final, _ = sx.integrate.rollout(model, state, DT, controls=torques, energy=False)
+    """(the hand's end in Ground, final State) after one rollout of the torques.
+    The gradient keeps every step's intermediates (``checkpoint=False``): at
+    50 steps they are small, and the program compiles and runs faster than
+    with each step recomputed."""
+    final, _ = sx.integrate.rollout(model, state, DT, controls=torques, energy=False, checkpoint=False)
     return hand.find_station_location_in_ground(model.realize(final, sx.Stage.Position), TIP), final
 
 
