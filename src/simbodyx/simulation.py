@@ -32,9 +32,10 @@ Everything is pure: the stepping is a while loop per report interval
 ``jax.vmap`` runs a batch of trajectories, each with its own steps, and
 ``jax.grad`` differentiates a rollout in reverse mode with recursive
 checkpointing (memory grows with the log of ``max_steps``, not the number
-of steps), through the steps taken: the step sizes are not differentiated. ``IntegratorStats.status`` reports a failure; ``throw=True``
-raises a RuntimeError naming the status and the time reached, or, inside
-the caller's jit or vmap, an ``equinox`` run-time error naming the status.
+of steps), through the steps taken: the step sizes are not differentiated.
+``IntegratorStats.status`` reports a failure; ``throw=True`` raises a
+RuntimeError naming the status and the time reached, or, inside the
+caller's jit or vmap, an ``equinox`` run-time error naming the status.
 """
 
 from __future__ import annotations
