@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import counting_compiles, primitive_names, with_forces
+from conftest import with_forces
 
 import simbodyx as sx
 from simbodyx._xla import trace_context
@@ -134,39 +134,3 @@ def test_tracing_says_whether_jax_traces():
     jax.grad(probe)(1.0)
     jax.lax.scan(lambda c, _: (probe(c), None), 1.0, None, length=1)
     assert seen == [False, True, True, True, True]
-
-
-def test_staging_and_compiled_when_eager():
-    """trace_context.staging: False eagerly and under eager vmap and grad,
-    True under jit and in a loop body, however deep. A compiled_when_eager
-    function evaluated eagerly (or under an eager grad) compiles one program
-    for its twenty operations, and traced inside jit it stays inline (the
-    caller's program has no nested call)."""
-    seen = []
-
-    def probe(x):
-        seen.append(trace_context.staging())
-        return x
-
-    probe(1.0)
-    jax.vmap(probe)(jnp.ones(2))
-    jax.grad(probe)(1.0)
-    jax.jit(jax.vmap(probe))(jnp.ones(2))
-    jax.lax.scan(lambda c, _: (jax.grad(probe)(c), None), 1.0, None, length=1)
-    assert seen == [False, False, False, True, True]
-
-    @trace_context.compiled_when_eager
-    def chain(x):
-        for k in range(20):
-            x = jnp.sin(x) * (k + 1.5) if k % 2 else x + jnp.cos(x) / (k + 2.5)
-        return x
-
-    x = jnp.arange(3.0)
-    with counting_compiles() as compiles:
-        value = chain(x)
-    assert len(compiles) == 1
-    with counting_compiles() as compiles:
-        jax.grad(lambda x: chain(x).sum())(x)
-    assert len(compiles) <= 4  # the forward and backward programs (a sum, a seed), not one per operation
-    np.testing.assert_allclose(jax.jit(chain)(x), value, rtol=1e-14)
-    assert not primitive_names(jax.make_jaxpr(jax.jit(chain))(x).eqns[0].params["jaxpr"].jaxpr) & {"pjit", "jit"}

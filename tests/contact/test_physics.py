@@ -13,6 +13,7 @@ import functools
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
+from conftest import counting_compiles
 
 import simbodyx as sx
 
@@ -169,7 +170,8 @@ def test_a_brick_rests_on_its_four_vertices_and_slides_to_a_stop():
     """Each bottom vertex carries m g / 4 at k d (k = k1 k2 / (k1 + k2)):
     d = m g / (4 k) (1e-4); the potential energy is 4 k d^2 / 2; sliding at
     1 m/s with mu = 0.5 it stops after v0^2 / (2 mu g) (1%). A sphere resting
-    on a brick's face sinks to the depth it has on a half-space (1e-4)."""
+    on a brick's face sinks to the depth it has on a half-space (1e-4).
+    get_contact_forces called eagerly compiles one program."""
     model, state, on_floor = brick_on_floor()
     k = VERTEX_STIFFNESS / 2
     depth = BRICK_MASS * G / (4 * k)
@@ -179,7 +181,9 @@ def test_a_brick_rests_on_its_four_vertices_and_slides_to_a_stop():
     np.testing.assert_allclose(HALF[1] - float(final.q[5]), depth, rtol=1e-4)
     np.testing.assert_allclose(RADIUS - float(final.q[8]), _hertz_depth(MASS * G), rtol=1e-4)
     s = model.realize(final, sx.Stage.Velocity)
-    contact = on_floor.get_contact_forces(model, s)
+    with counting_compiles() as compiles:  # called eagerly: one program, not one per operation
+        contact = on_floor.get_contact_forces(model, s)
+    assert len(compiles) <= 1
     np.testing.assert_allclose(contact.force[:, 1], BRICK_MASS * G / 4, rtol=1e-4)  # the four bottom vertices
     np.testing.assert_allclose(contact.location[:, 1], -depth / 2, atol=1e-12)  # equal stiffness: halfway
     np.testing.assert_allclose(on_floor.element(model).potential_energy(model, s), 4 * k * depth ** 2 / 2, rtol=1e-3)

@@ -22,14 +22,12 @@ import contextlib
 import contextvars
 import functools
 
-import equinox as eqx
 import jax
 
 try:
     from jax._src.core import EvalTrace, trace_ctx
-    from jax._src.interpreters.partial_eval import DynamicJaxprTrace
 except ImportError:  # a JAX release without them: reductions everywhere
-    EvalTrace = trace_ctx = DynamicJaxprTrace = None
+    EvalTrace = trace_ctx = None
 
 #: What JAX's trace of a loop body says it is traced for (``lax.scan``,
 #: ``lax.map``; ``lax.while_loop``; ``lax.fori_loop``, as a scan or a while).
@@ -76,35 +74,6 @@ def _caller_in_loop_body(in_loop: bool):
         yield
     finally:
         _CALLER_IN_LOOP_BODY.reset(token)
-
-
-def staging() -> bool | None:
-    """True while JAX traces a function into a program (under ``jit``, in a
-    loop body), however deep under ``vmap`` or ``grad``; False while it
-    evaluates, eagerly or under transformations of eager values (an eager
-    ``jax.grad``); None where a JAX release does not say."""
-    if trace_ctx is None:
-        return None
-    trace = trace_ctx.trace
-    while trace is not None:
-        if isinstance(trace, DynamicJaxprTrace):
-            return True
-        trace = getattr(trace, "parent_trace", None)
-    return False
-
-
-def compiled_when_eager(fn):
-    """Decorator: ``fn`` compiled whole by ``eqx.filter_jit`` unless JAX is
-    staging it into a program already (:func:`staging`). Evaluated eagerly,
-    a function of many array operations would compile and dispatch each
-    operation on its own (about 20 ms per new shape on CPU)."""
-    compiled = eqx.filter_jit(fn)
-
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        return fn(*args, **kwargs) if staging() else compiled(*args, **kwargs)
-
-    return call
 
 
 def per_context_jit(jit):

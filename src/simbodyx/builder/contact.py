@@ -8,9 +8,11 @@ pairs of its set fixed then."""
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import numpy as np
 
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.builder.forces import ForceHandle
 from simbodyx.builder.mobilized_body import MobilizedBody
 from simbodyx.contact.detection import candidate_pairs
@@ -144,7 +146,7 @@ class _PointContactHandle(ForceHandle):
         """Every candidate contact point's ``ContactForces`` (location, normal,
         depth, force on surface 2) for a State realized to Velocity."""
         state.require(self._stage_needed, f"{self.label}.get_contact_forces")
-        return self.element(model).contact_forces(model, state)
+        return _contact_forces(self.element(model), model, state)
 
     def _surface_parameters(self, surface: int) -> tuple:
         """(stiffness, dissipation, static, dynamic, viscous friction) of one surface."""
@@ -155,6 +157,13 @@ class _PointContactHandle(ForceHandle):
         columns = np.array([self._surface_parameters(i) for i in range(len(surfaces))]).reshape(-1, 5).T
         pairs = candidate_pairs(surfaces, self.label, frozenset(self._contacts._excluded[self._set_index]))
         return element_type(surfaces, pairs, *columns, np.asarray(self._transition_velocity), self.label, **options)
+
+
+@per_context_jit(eqx.filter_jit)
+def _contact_forces(element, model, state):
+    """An element's contact forces as one compiled program: called eagerly,
+    operation by operation, they would compile each operation on its own."""
+    return element.contact_forces(model, state)
 
 
 class HuntCrossleyForce(_PointContactHandle):

@@ -3,10 +3,11 @@ automatic differentiation derives (the seed's consistency contract)."""
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx._xla import trace_context
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.algorithms import coordinates, rnea
 from simbodyx.constraints.base import Constraint
 from simbodyx.constraints.equations import Equations
@@ -25,7 +26,7 @@ def check_derivatives(constraint: Constraint, state, seed: int = 0) -> dict[str,
     return {name: float(x) for name, x in _differences(state, constraint.index, seed).items()}
 
 
-@trace_context.compiled_when_eager
+@per_context_jit(eqx.filter_jit)
 def _differences(state, index: int, seed: int) -> dict:
     """check_derivatives' differences as arrays (the random numbers are the
     program's constants)."""

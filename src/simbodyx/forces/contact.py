@@ -21,7 +21,6 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx._xla import trace_context
 from simbodyx._xla.module import Module
 from simbodyx.contact.detection import detect
 from simbodyx.forces.base import ForceElement, forces_at, velocity_at, zeros
@@ -202,7 +201,6 @@ class PointContactForce(ForceElement):
         return ContactForces(location, c.normal, c.depth, jnp.zeros_like(location), tuple(i1.tolist()),
                              tuple(i2.tolist())), elastic, s1, vertex
 
-    @trace_context.compiled_when_eager
     def contact_forces(self, model, state) -> ContactForces:
         """Every candidate point's location, normal, depth, force and power
         dissipation (State realized to Velocity)."""
