@@ -88,18 +88,24 @@ def semi_explicit_euler_step(model, state: State, dt) -> State:
 
 
 def rk4_step(model, state: State, dt) -> State:
-    """Classical fourth-order Runge-Kutta on (q, u, z)."""
+    """Classical fourth-order Runge-Kutta on (q, u, z). On the array program
+    the four stages are one ``lax.scan``, so the dynamics is traced and
+    compiled once per step, not four times; a Model on the scalar path
+    (``model.uses_scalar_path()``) has them unrolled, where a loop's
+    overhead would outweigh its small program."""
     t, y = state.t, (state.q, state.u, state.z)
+    times = jnp.asarray([0.0, 0.5, 0.5, 1.0], state.q.dtype)  # of dt; also the scale of the previous rates
+    weights = jnp.asarray([1.0, 2.0, 2.0, 1.0], state.q.dtype)
 
-    def f(tk, scale=None, k=None):  # the rates at y + scale k
-        return state_rates(model, _with(state, tk, *(y if k is None else (a + scale * b for a, b in zip(y, k)))))
+    def stage(carry, at):
+        k, total = carry
+        c, w = at
+        k = state_rates(model, _with(state, t + c * dt, *(a + c * dt * b for a, b in zip(y, k))))
+        return (k, tuple(acc + w * b for acc, b in zip(total, k))), None
 
-    k1 = f(t)
-    k2 = f(t + dt / 2, dt / 2, k1)
-    k3 = f(t + dt / 2, dt / 2, k2)
-    k4 = f(t + dt, dt, k3)
-    return _next(state, dt, *(a + dt / 6 * (b1 + 2 * b2 + 2 * b3 + b4)
-                              for a, b1, b2, b3, b4 in zip(y, k1, k2, k3, k4)))
+    zeros = tuple(jnp.zeros_like(a) for a in y)
+    (_, total), _ = jax.lax.scan(stage, (zeros, zeros), (times, weights), unroll=model.uses_scalar_path())
+    return _next(state, dt, *(a + dt / 6 * b for a, b in zip(y, total)))
 
 
 STEPS = {"euler": euler_step, "semi_explicit_euler": semi_explicit_euler_step, "rk4": rk4_step}
