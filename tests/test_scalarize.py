@@ -109,29 +109,6 @@ def test_data_movement_with_known_indices_is_bookkeeping():
         np.testing.assert_array_equal(a, b)
 
 
-def test_scatters_land_by_xlas_rules_without_running_a_program(monkeypatch):
-    """Scatters with window, inserted and batching dimensions, an index vector
-    of two entries and colliding indices land where XLA puts them, worked
-    out in NumPy; one whose window leaves the operand is left to the
-    primitive (one program of one-hot updates, its mode dropping it)."""
-    import simbodyx._xla.scalarize as scalarize_module
-
-    ran = []
-    by_xla = scalarize_module._landed_by_xla
-    monkeypatch.setattr(scalarize_module, "_landed_by_xla", lambda *args: ran.append(1) or by_xla(*args))
-
-    def f(x):
-        return (x.at[:, 1:, jnp.array([0, 1])].add(x[:, :2, :2]),  # window dims either side of the indexed one
-                x.at[0, jnp.array([2, 2, 0])].add(x[1, :3]),  # colliding rows, the index vector (0, i)
-                jax.vmap(lambda a, i: a.at[i].set(a[0]))(x[0], jnp.array([1, 0, 3])),  # batching dims
-                jnp.zeros(3, x.dtype).at[jnp.array([1, 5])].add(x[0, 0, :2]))  # index 5 outside: dropped
-
-    x = jnp.arange(24.0).reshape(2, 3, 4) / 7
-    for a, b in zip(scalarize(f)(x), f(x)):
-        np.testing.assert_array_equal(a, b)
-    assert len(ran) == 1
-
-
 def test_operations_it_does_not_evaluate_raise():
     with pytest.raises(NotScalarizable, match="cholesky"):
         scalarize(jnp.linalg.cholesky)(jnp.eye(3))

@@ -306,53 +306,20 @@ def _moved(eqn, data, indices):
 
 
 def _scatter(eqn, x, indices, updates):
-    """scatter-add (or scatter) with known indices: each entry of the result
-    from the update entries that land on it."""
+    """scatter-add (or scatter) with known indices: which update entries land
+    on each entry, found by scattering one-hot updates."""
     (where,) = _known_indices(eqn, [indices])
-    landed = _landed(eqn.params["dimension_numbers"], x.shape, where, updates.shape)
-    if landed is None:
-        landed = _landed_by_xla(eqn, x, where, updates)
-    flat, terms, out = x.reshape(-1), updates.reshape(-1), np.empty(x.size, dtype=object)
-    for i in range(x.size):
-        hits = [terms[k] for k in np.flatnonzero(landed[:, i])]
-        out[i] = _sum([flat[i]] + hits) if eqn.primitive.name == "scatter-add" else (hits[-1] if hits else flat[i])
-    return out.reshape(x.shape)
-
-
-def _landed(dims, shape, where, updates_shape):
-    """(updates size, operand size) booleans: which operand entry each update
-    entry lands on, by XLA's scatter semantics (the index vector last, as
-    JAX writes it); None when a window leaves the operand, where the
-    primitive's mode decides."""
-    batching = getattr(dims, "operand_batching_dims", ())  # jax >= 0.4.31
-    from_indices = getattr(dims, "scatter_indices_batching_dims", ())
-    window_dims = [d for d in range(len(shape)) if d not in dims.inserted_window_dims and d not in batching]
-    scatter_dims = [d for d in range(len(updates_shape)) if d not in dims.update_window_dims]
-    extent = np.ones(len(shape), int)
-    extent[window_dims] = np.asarray([updates_shape[d] for d in dims.update_window_dims], int)
-    landed = np.zeros((math.prod(updates_shape), math.prod(shape)), bool)
-    for k, at in enumerate(np.ndindex(*updates_shape)):
-        batch = tuple(at[d] for d in scatter_dims)
-        start = np.zeros(len(shape), int)
-        start[list(dims.scatter_dims_to_operand_dims)] = where[batch]
-        start[list(batching)] = np.asarray([batch[d] for d in from_indices], int)
-        if np.any(start < 0) or np.any(start + extent > shape):
-            return None
-        entry = start.copy()
-        entry[window_dims] += np.asarray([at[d] for d in dims.update_window_dims], int)
-        landed[k, np.ravel_multi_index(tuple(entry), shape)] = True
-    return landed
-
-
-def _landed_by_xla(eqn, x, where, updates):
-    """:func:`_landed` by running the primitive on one-hot updates (one
-    compiled program per shape)."""
     with jax.ensure_compile_time_eval():
         dtype = eqn.invars[0].aval.dtype  # the primitive's update rule is typed (jax >= 0.11 checks)
         one_hot = jnp.eye(updates.size, dtype=dtype).reshape((updates.size,) + updates.shape)
         zeros, where = jnp.zeros(x.shape, dtype), jnp.asarray(where, eqn.invars[1].aval.dtype)  # typed if empty
         landed = jax.vmap(lambda u: eqn.primitive.bind(zeros, where, u, **eqn.params))(one_hot)
-    return np.asarray(landed).reshape(updates.size, x.size) != 0
+    landed = np.asarray(landed).reshape(updates.size, x.size) != 0
+    flat, terms, out = x.reshape(-1), updates.reshape(-1), np.empty(x.size, dtype=object)
+    for i in range(x.size):
+        hits = [terms[k] for k in np.flatnonzero(landed[:, i])]
+        out[i] = _sum([flat[i]] + hits) if eqn.primitive.name == "scatter-add" else (hits[-1] if hits else flat[i])
+    return out.reshape(x.shape)
 
 
 STRUCTURAL = {
