@@ -100,7 +100,8 @@ def rk4_step(model, state: State, dt) -> State:
     def stage(carry, at):
         k, total = carry
         c, w = at
-        k = state_rates(model, _with(state, t + c * dt, *(a + c * dt * b for a, b in zip(y, k))))
+        h = c * dt
+        k = state_rates(model, _with(state, t + h, *(a + h * b for a, b in zip(y, k))))
         return (k, tuple(acc + w * b for acc, b in zip(total, k))), None
 
     zeros = tuple(jnp.zeros_like(a) for a in y)
