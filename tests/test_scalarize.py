@@ -63,6 +63,9 @@ def test_known_numbers_fold_and_the_rest_is_emitted_once_per_entry():
             assert a.dtype == b.dtype
             np.testing.assert_allclose(a, b, rtol=0, atol=TOL[np.dtype("float32")])
     assert scalarize(h)(x32).dtype == jnp.float32
+    # a float32 operand of a float64 product: formed in float64, as XLA forms it
+    B = jnp.asarray(np.random.default_rng(0).normal(size=(3, 3)))
+    np.testing.assert_allclose(jax.jit(scalarize(lambda x: B @ x))(x32), B @ x32, rtol=0, atol=1e-15)
 
 
 def test_integer_powers_of_traced_entries():
