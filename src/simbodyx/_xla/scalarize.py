@@ -267,8 +267,7 @@ def _reducer(combine):
 
 def _dot_general(x, y, dimension_numbers, preferred_element_type=None, **_):
     if preferred_element_type is not None:  # products formed in the result's type, as XLA forms them
-        x, y = (_apply(lambda v: v if _known(v) or v.dtype == preferred_element_type
-                       else lax.convert_element_type(v, preferred_element_type), a) for a in (x, y))
+        x, y = _convert(x, preferred_element_type), _convert(y, preferred_element_type)
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     x_free = [i for i in range(x.ndim) if i not in x_contract and i not in x_batch]
     y_free = [i for i in range(y.ndim) if i not in y_contract and i not in y_batch]
