@@ -44,21 +44,28 @@ it for models of up to :data:`MAX_MOBILITIES` mobilities and keep it
 when it emits at most :data:`MAX_OPERATIONS` operations; :data:`CHOICE`
 remembers each (topology, entry point) it declined, and
 ``Model.with_scalar_path`` forces either path. An output of one entry
-point passed to the next keeps its known entries (``model.realize``
-then ``model.matter.calc_acceleration_ignoring_constraints`` fold as one
+point passed to the next keeps its known entries and hands over its traced
+ones as the scalars they are (``model.realize`` then
+``model.matter.calc_acceleration_ignoring_constraints`` fold as one
 function would), so a loop of one's own runs the program
 ``sx.integrate.rollout`` runs.
+
+Each scalar program is traced once per combination of its arguments'
+known numbers and static values and runs as a nested ``jax.jit``
+(:class:`_Program`): an RK4 step's four stages, and each stage's three
+entry points in a loop of one's own, call programs traced, differentiated
+and lowered once, which XLA inlines into one function.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import functools
 import math
 import weakref
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -445,56 +452,169 @@ def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):
 
 
 def _assemble(obj, aval):
-    """An output array from its entries: one concatenation of each known run
-    (one constant) and each emitted scalar."""
+    """An output array from its entries, some traced: one concatenation of
+    each known run (one constant) and each emitted scalar."""
     pieces, run = [], []
     for v in obj.reshape(-1):
         if _known(v):
             run.append(v)
             continue
         if run:
-            pieces.append(jnp.asarray(np.asarray(run, aval.dtype)))
+            pieces.append(np.asarray(run, aval.dtype))
             run = []
         pieces.append(lax.broadcast_in_dim(lax.convert_element_type(v, aval.dtype), (1,), ()))
-    if run or not pieces:
-        pieces.append(jnp.asarray(np.asarray(run, aval.dtype)))
-    out = (pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, 0)).reshape(aval.shape)
-    if isinstance(out, jax.core.Tracer):
-        _ENTRIES[id(out)] = (weakref.ref(out, lambda _, key=id(out): _ENTRIES.pop(key, None)), obj)
-    return out
+    if run:
+        pieces.append(np.asarray(run, aval.dtype))
+    return (pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, 0)).reshape(aval.shape)
 
 
-#: id(array) -> (a weak reference to it, its entries): the outputs of :func:`scalarize`
-#: while they live, so a scalarized function fed another's output reads its entries,
-#: known ones included (``model.realize`` followed by a ``model.matter`` operator).
-_ENTRIES: dict = {}
+#: An entry not known at trace time, in a :func:`scalarize` output's known entries.
+_UNKNOWN = None
+
+#: id(array) -> (a weak reference to it, its known entries with :data:`_UNKNOWN`
+#: where traced, the traced ones as scalars): the outputs of :func:`scalarize`
+#: while they live, so a scalarized function fed another's output folds its
+#: known entries and takes its traced ones as the scalars they are
+#: (``model.realize`` followed by a ``model.matter`` operator).
+_KNOWN: dict = {}
 
 
-def _input_entries(x) -> np.ndarray:
-    """An argument's entries: a scalarized output's own, else its numbers or its scalar slices."""
-    ref, entries = _ENTRIES.get(id(x), (None, None))
-    if ref is not None and ref() is x:
-        return entries
-    return _const_entries(jnp.asarray(x))
+def _registered(x) -> tuple:
+    """A traced argument's (known entries, traced scalars) if a scalarized output, else (None, None)."""
+    ref, known, scalars = _KNOWN.get(id(x), (None, None, None))
+    return (known, scalars) if ref is not None and ref() is x else (None, None)
+
+
+def _leaf_key(x):
+    """What a program depends on of an argument leaf: a traced array's type and
+    known entries, a concrete array's numbers, any other value itself."""
+    if isinstance(x, jax.core.Tracer):
+        known, _ = _registered(x)
+        return ("traced", x.aval.shape, x.aval.dtype, x.aval.weak_type,
+                None if known is None else tuple((type(v), v) for v in known))
+    if isinstance(x, (jax.Array, np.ndarray)):
+        a = np.asarray(x)
+        return ("array", a.shape, a.dtype, getattr(x, "weak_type", False), a.tobytes())
+    try:
+        hash(x)
+    except TypeError:  # held by the program (its id is not reused while it lives)
+        return ("static", type(x), id(x))
+    return ("static", type(x), x)
+
+
+class _Program:
+    """One scalar program: ``fn`` on arguments whose traced leaves are its
+    inputs (a scalarized output's traced entries as its scalars, any other
+    traced array whole) and whose other leaves (concrete arrays, static
+    values) are folded. It runs as a nested ``jax.jit`` returning its outputs
+    with an entry not known, each also as its traced scalars, and the others
+    as constants outside it; JAX prunes what no one uses. Every call with the
+    same known numbers (an RK4 step's four stages, a loop's iterations)
+    shares its trace, its derivative and its lowering."""
+
+    def __init__(self, fn, tree, leaves, max_operations):
+        self.fn, self.tree, self.max_operations = fn, tree, max_operations
+        self.leaves = [None if isinstance(x, jax.core.Tracer) else x for x in leaves]
+        self.avals = [jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=x.aval.weak_type)
+                      if isinstance(x, jax.core.Tracer) else None for x in leaves]
+        self.known_inputs = [_registered(x)[0] if isinstance(x, jax.core.Tracer) else None for x in leaves]
+        self.out_tree = self.out_known = self.constants = None
+        self.jitted = jax.jit(self._emit)
+
+    def _inputs(self, leaves) -> list:
+        """The program's arguments: per traced leaf, its traced scalars or the array."""
+        inputs = []
+        for x, known in zip(leaves, self.known_inputs):
+            if isinstance(x, jax.core.Tracer):
+                inputs.append(x if known is None else list(_registered(x)[1]))
+        return inputs
+
+    def _emit(self, inputs):
+        inputs = iter(inputs)
+        entries, avals = [], []
+        for x, aval, known in zip(self.leaves, self.avals, self.known_inputs):
+            if aval is not None:
+                entries.append(_input_entries(next(inputs), aval, known))
+                avals.append(aval)
+            elif isinstance(x, (jax.Array, np.ndarray)):
+                entries.append(_entries(x))
+                avals.append(x)
+
+        def fn(*arrays):
+            arrays = iter(arrays)
+            full = [next(arrays) if aval is not None or isinstance(x, (jax.Array, np.ndarray)) else x
+                    for x, aval in zip(self.leaves, self.avals)]
+            return self.fn(*jax.tree.unflatten(self.tree, full))
+
+        with _inside():
+            closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*avals)
+        outs = _eval_closed(closed, entries, _Budget(self.max_operations))
+        self.out_tree = jax.tree.structure(out_shape)
+        self.out_known = [tuple(v if _known(v) else _UNKNOWN for v in o.flat) for o in outs]
+        self.constants, emitted = {}, []
+        for k, (o, v) in enumerate(zip(outs, closed.jaxpr.outvars)):
+            if _UNKNOWN in self.out_known[k]:
+                scalars = [lax.convert_element_type(e, v.aval.dtype) for e in o.flat if not _known(e)]
+                emitted.append((_assemble(o, v.aval), scalars))
+            else:  # every entry known: a constant outside the program, folded by the next one
+                with jax.ensure_compile_time_eval():
+                    self.constants[k] = jnp.asarray(np.asarray(o.tolist(), v.aval.dtype).reshape(v.aval.shape))
+        return emitted
+
+    def __call__(self, leaves):
+        emitted = iter(self.jitted(self._inputs(leaves)))
+        outs = []
+        for k, known in enumerate(self.out_known):
+            if k in self.constants:
+                outs.append(self.constants[k])
+                continue
+            out, scalars = next(emitted)
+            _KNOWN[id(out)] = (weakref.ref(out, lambda _, key=id(out): _KNOWN.pop(key, None)), known, scalars)
+            outs.append(out)
+        return jax.tree.unflatten(self.out_tree, outs)
+
+
+def _input_entries(x, aval, known) -> np.ndarray:
+    """A traced input's entries: its known ones and its scalars where a
+    scalarized output's, else the scalar slices of the array (one split)."""
+    if known is None:
+        return _traced_entries(x)
+    scalars, entries = iter(x), np.empty(len(known), dtype=object)
+    for k, v in enumerate(known):
+        entries[k] = next(scalars) if v is _UNKNOWN else v
+    return entries.reshape(aval.shape)
+
+
+#: The scalar programs made so far, by (function, argument structure, leaf keys, limit); the oldest
+#: dropped past :data:`MAX_PROGRAMS`.
+_PROGRAMS: collections.OrderedDict = collections.OrderedDict()
+MAX_PROGRAMS = 256
 
 
 def scalarize(fn, max_operations: int | None = None):
-    """``fn`` (a function of arrays and pytrees of arrays) re-emitted entry by
-    entry with its known numbers folded (see the module notes); raises
-    :class:`NotScalarizable` when its program holds an operation the scalar
-    path does not evaluate, or when it would emit more than
+    """``fn`` (a function of pytrees of arrays and static values) re-emitted
+    entry by entry with its known numbers folded (see the module notes);
+    raises :class:`NotScalarizable` when its program holds an operation the
+    scalar path does not evaluate, or when it would emit more than
     ``max_operations`` arithmetic operations. Same outputs as ``fn``; works
-    under ``jit``, ``vmap`` and ``grad``."""
+    under ``jit``, ``vmap`` and ``grad``. Leaves that are neither arrays nor
+    traced are held static (hashable), concrete arrays are folded, and each
+    distinct combination is traced once (:class:`_Program`)."""
 
     @functools.wraps(fn)
     def scalarized(*args):
         leaves, tree = jax.tree.flatten(args)
-        with _inside():
-            closed, out_shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)),
-                                               return_shape=True)(*leaves)
-        outs = _eval_closed(closed, [_input_entries(x) for x in leaves], _Budget(max_operations))
-        values = [_assemble(o, v.aval) for o, v in zip(outs, closed.jaxpr.outvars)]
-        return jax.tree.unflatten(jax.tree.structure(out_shape), values)
+        key = (fn, tree, max_operations, tuple(_leaf_key(x) for x in leaves))
+        program = _PROGRAMS.get(key)
+        if program is None:
+            program = _Program(fn, tree, leaves, max_operations)
+            outs = program(leaves)  # traced now: a NotScalarizable leaves nothing behind
+            _PROGRAMS[key] = program
+            if len(_PROGRAMS) > MAX_PROGRAMS:
+                _PROGRAMS.popitem(last=False)
+            return outs
+        _PROGRAMS.move_to_end(key)
+        return program(leaves)
 
     return scalarized
 
@@ -535,20 +655,18 @@ class Choice:
         return model.topology.nu <= MAX_MOBILITIES and self._key(model, entry) not in self.declined
 
     def call(self, model, entry, fn, *args):
-        """``fn(*args)``, on the scalar path where ``entry`` of ``model`` takes
-        it (``fn``'s non-array arguments are held static); a Model that
-        forces the scalar path gets :class:`NotScalarizable` where it fails."""
+        """``fn(model, *args)``, on the scalar path where ``entry`` of ``model``
+        takes it (non-array arguments held static); a Model that forces the
+        scalar path gets :class:`NotScalarizable` where it fails."""
         if self.tries(model, entry):
             forced = model.scalar_path is True
-            arrays, static = eqx.partition(args, eqx.is_array)
             try:
-                return scalarize(lambda arrays: fn(*eqx.combine(arrays, static)),
-                                 None if forced else MAX_OPERATIONS)(arrays)
+                return scalarize(fn, None if forced else MAX_OPERATIONS)(model, *args)
             except NotScalarizable:
                 if forced:
                     raise
                 self.declined.add(self._key(model, entry))
-        return fn(*args)
+        return fn(model, *args)
 
 
 @contextlib.contextmanager
@@ -598,7 +716,7 @@ def entry_point(jit, entry=None):
         def call(model, *args):
             if _INSIDE.get() or not _traced(model, args):
                 return plain(model, *args)
-            return CHOICE.call(model, name(*args), functools.partial(plain, model), *args)
+            return CHOICE.call(model, name(*args), plain, *args)
 
         return call
 
