@@ -6,6 +6,7 @@ only in the order of additions; 1e-10 for gradients through a rollout."""
 import pathlib
 import sys
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -191,6 +192,35 @@ def test_scalar_path_equals_the_array_program(name):
     value = jax.jit(loss)
     slope = (value(controls + FD_STEP * direction) - value(controls - FD_STEP * direction)) / (2 * FD_STEP)
     np.testing.assert_allclose(jnp.vdot(jax.jit(jax.grad(loss))(controls), direction), slope, rtol=FD_TOL)
+
+
+def test_programs_are_shared_by_calls_with_the_same_known_numbers_only():
+    """A scalar program is traced once per combination of its known numbers:
+    the cart-pole in a new jit calls the program already traced; with a
+    heavier pole, or with its q known (closed over), it gets its own, and
+    each equals its own array program (TOL)."""
+    model = MODELS["cartpole"]
+    heavier = eqx.tree_at(lambda m: m.params.mass, model, model.params.mass.at[2].multiply(3.0))
+    state = model.default_state().with_q(jnp.array([0.2, 0.7])).with_u(jnp.array([-0.3, 1.1]))
+
+    def udot(m, q):
+        return sx.integrate.derivatives(m, state.with_q(q))[1]
+
+    def traced(m):
+        return jax.make_jaxpr(lambda q: udot(m, q))(state.q)
+
+    def called(jaxpr):
+        return [e.params["jaxpr"] for e in _eqns(jaxpr.jaxpr) if e.primitive.name in ("pjit", "jit")]
+
+    first, again, other = called(traced(model)), called(traced(model)), called(traced(heavier))
+    assert len(first) == 1 and first[0] is again[0] and other[0] is not first[0]
+    q_known = called(jax.make_jaxpr(lambda u: sx.integrate.derivatives(model, state.with_u(u))[1])(state.u))
+    assert q_known[0] is not first[0]
+    for m in (model, heavier):
+        np.testing.assert_allclose(jax.jit(lambda q: udot(m, q))(state.q),
+                                   jax.jit(lambda q: udot(m.with_scalar_path(False), q))(state.q),
+                                   rtol=0, atol=TOL[np.dtype("float64")])
+    assert not np.allclose(jax.jit(lambda q: udot(model, q))(state.q), jax.jit(lambda q: udot(heavier, q))(state.q))
 
 
 def test_automatic_choice_declines_large_programs_and_remembers():
