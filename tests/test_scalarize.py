@@ -305,5 +305,6 @@ def test_a_loop_of_ones_own_runs_the_rollout_program():
     assert not {e.primitive.name for e in _eqns(jax.make_jaxpr(field)(q, u, control).jaxpr)} & {"dot_general",
                                                                                                    "reduce_sum"}
     # each entry point's scalar program traced once, its four RK4 stages calling it
-    calls = [e.params["jaxpr"] for e in _eqns(jax.make_jaxpr(own_loop)(controls).jaxpr) if e.primitive.name in ("pjit", "jit")]
+    calls = [e.params["jaxpr"] for e in _eqns(jax.make_jaxpr(own_loop)(controls).jaxpr)
+             if e.primitive.name in ("pjit", "jit")]
     assert len(calls) == 12 and len({id(c) for c in calls}) == 3, (len(calls), len({id(c) for c in calls}))
