@@ -26,19 +26,17 @@ finally:
 T, MB = sx.Transform, sx.MobilizedBody
 
 
-def _num_eqns(fn, *args):
-    """Operations in fn's program, those of called programs included."""
-    def count(jaxpr):
-        return sum(1 + sum(count(sub) for sub in jaxprs_in_params(e.params)) for e in jaxpr.eqns)
-    return count(jax.make_jaxpr(fn)(*args).jaxpr)
-
-
 def _eqns(jaxpr):
     """The operations of a program, those of called programs included (once per call)."""
     for e in jaxpr.eqns:
         yield e
         for sub in jaxprs_in_params(e.params):
             yield from _eqns(sub)
+
+
+def _num_eqns(fn, *args):
+    """Operations in fn's program, those of called programs included."""
+    return sum(1 for _ in _eqns(jax.make_jaxpr(fn)(*args).jaxpr))
 
 
 def _arithmetic(fn, *args):
