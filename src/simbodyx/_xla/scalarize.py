@@ -531,19 +531,18 @@ class _Program:
 
     def _emit(self, inputs):
         inputs = iter(inputs)
-        entries, avals = [], []
-        for x, aval, known in zip(self.leaves, self.avals, self.known_inputs):
-            if aval is not None:
-                entries.append(_input_entries(next(inputs), aval, known))
-                avals.append(aval)
-            elif isinstance(x, (jax.Array, np.ndarray)):
-                entries.append(_entries(x))
-                avals.append(x)
+        positions, entries, avals = [], [], []  # of the array leaves, traced or concrete
+        for i, (x, aval, known) in enumerate(zip(self.leaves, self.avals, self.known_inputs)):
+            if aval is None and not isinstance(x, (jax.Array, np.ndarray)):
+                continue  # a static value, passed as it is
+            positions.append(i)
+            entries.append(_entries(x) if aval is None else _input_entries(next(inputs), aval, known))
+            avals.append(x if aval is None else aval)
 
         def fn(*arrays):
-            arrays = iter(arrays)
-            full = [next(arrays) if aval is not None or isinstance(x, (jax.Array, np.ndarray)) else x
-                    for x, aval in zip(self.leaves, self.avals)]
+            full = list(self.leaves)
+            for i, array in zip(positions, arrays):
+                full[i] = array
             return self.fn(*jax.tree.unflatten(self.tree, full))
 
         with _inside():
