@@ -112,6 +112,25 @@ def test_a_jitted_rollout_never_touches_the_host():
     assert trajectory.q.shape == (11, 2)
 
 
+def _entry_loop(compiled_text):
+    """How the compiled program's top level runs its loop: "function" (XLA's
+    small-loop hoisting compiled it into one function) or "thunks"."""
+    entry = compiled_text[compiled_text.index("ENTRY"):]
+    entry = entry[:entry.index("\n}")]
+    return "thunks" if " while(" in entry else "function" if "xla_cpu_small_call" in entry else None
+
+
+def test_one_trajectory_is_compiled_into_one_function_and_a_wide_batch_is_not():
+    """simbodyx's XLA option (``xla_setup.SMALL_LOOP_BYTES``): a rollout at
+    batch 1 runs as one compiled function, not kernel by kernel through the
+    thunk runtime's executor; 8,192 trajectories keep the thunk runtime."""
+    model, state = double_pendulum()
+    one = jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 100, save_every=100)[0])
+    assert _entry_loop(one.lower(state).compile().as_text()) == "function"
+    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (8192, *x.shape)), state)
+    assert _entry_loop(jax.jit(jax.vmap(one)).lower(states).compile().as_text()) == "thunks"
+
+
 def test_an_eager_rollout_is_one_program_that_later_calls_reuse():
     """Called eagerly, a rollout compiles once: a second call with another
     State and time step compiles nothing (a notebook's loop over initial

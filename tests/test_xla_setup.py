@@ -1,6 +1,7 @@
 """simbodyx._xla: importing simbodyx sets XLA's CPU options where they
 apply (the AVX2 cap on x86-64, the older fusion emitters on jaxlib 0.7 to
-0.10, no YNNPACK fusions on jaxlib >= 0.8.1), unless the user chose them or
+0.10, no YNNPACK fusions on jaxlib >= 0.8.1, small loops compiled into one
+function everywhere), unless the user chose them or
 JAX's backends already started; each use of JAX's private modules has a
 working fallback where a release lacks them."""
 
@@ -18,31 +19,33 @@ import jax.numpy as jnp
 
 from simbodyx._xla import jax_compat, releases, trace_context, xla_setup
 from simbodyx._xla.releases import release
-from simbodyx._xla.xla_setup import CPU_ISA_CAP, flags_with_cpu_options, loop_options_for
+from simbodyx._xla.xla_setup import CPU_ISA_CAP, SMALL_LOOP_BYTES, flags_with_cpu_options, loop_options_for
 
 pytestmark = pytest.mark.smoke
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAP = f"--xla_cpu_max_isa={CPU_ISA_CAP}"
 NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
 OLD_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
+LOOPS = f"--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES}"
 
 
 @pytest.mark.parametrize("flags, machine, jaxlib, expected", [
-    ("", "x86_64", "0.6.2", CAP),
-    ("", "AMD64", "0.6.2", CAP),
+    ("", "x86_64", "0.6.2", f"{CAP} {LOOPS}"),
+    ("", "AMD64", "0.6.2", f"{CAP} {LOOPS}"),
     ("--xla_force_host_platform_device_count=2", "x86_64", "0.6.2",
-     f"--xla_force_host_platform_device_count=2 {CAP}"),
-    ("--xla_cpu_max_isa=AVX512", "x86_64", "0.6.2", None),  # the user's choice stays
-    ("", "aarch64", "0.6.2", None),
-    ("", "x86_64", "0.7.0", f"{CAP} {OLD_EMITTERS}"),
-    ("", "x86_64", "0.8.0", f"{CAP} {OLD_EMITTERS}"),
-    ("", "x86_64", "0.8.1", f"{CAP} {NO_YNN} {OLD_EMITTERS}"),
-    ("", "x86_64", "0.10.2.dev20260301", f"{CAP} {NO_YNN} {OLD_EMITTERS}"),
-    ("", "arm64", "0.10.2", f"{NO_YNN} {OLD_EMITTERS}"),
-    ("", "x86_64", "0.11.2", f"{CAP} {NO_YNN}"),  # 0.11 has no older emitters (XLA aborts on the flag)
-    ("", "x86_64", "0.12.0.1", f"{CAP} {NO_YNN}"),
+     f"--xla_force_host_platform_device_count=2 {CAP} {LOOPS}"),
+    (f"--xla_cpu_max_isa=AVX512 {LOOPS}", "x86_64", "0.6.2", None),  # the user's choices stay
+    ("", "aarch64", "0.6.2", LOOPS),
+    ("--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=1024", "aarch64", "0.6.2", None),
+    ("", "x86_64", "0.7.0", f"{CAP} {OLD_EMITTERS} {LOOPS}"),
+    ("", "x86_64", "0.8.0", f"{CAP} {OLD_EMITTERS} {LOOPS}"),
+    ("", "x86_64", "0.8.1", f"{CAP} {NO_YNN} {OLD_EMITTERS} {LOOPS}"),
+    ("", "x86_64", "0.10.2.dev20260301", f"{CAP} {NO_YNN} {OLD_EMITTERS} {LOOPS}"),
+    ("", "arm64", "0.10.2", f"{NO_YNN} {OLD_EMITTERS} {LOOPS}"),
+    ("", "x86_64", "0.11.2", f"{CAP} {NO_YNN} {LOOPS}"),  # 0.11 has no older emitters (XLA aborts on the flag)
+    ("", "x86_64", "0.12.0.1", f"{CAP} {NO_YNN} {LOOPS}"),
     ("--xla_cpu_experimental_ynn_fusion_type=reduce --xla_cpu_use_fusion_emitters=true", "x86_64", "0.10.2",
-     f"--xla_cpu_experimental_ynn_fusion_type=reduce --xla_cpu_use_fusion_emitters=true {CAP}"),
+     f"--xla_cpu_experimental_ynn_fusion_type=reduce --xla_cpu_use_fusion_emitters=true {CAP} {LOOPS}"),
 ])
 def test_options_are_added_only_where_they_apply(flags, machine, jaxlib, expected):
     assert flags_with_cpu_options(flags, machine, jaxlib) == expected
@@ -70,11 +73,10 @@ def _flags_after(code, **env):
     return out.stdout.strip().splitlines()[-1]
 
 
-@pytest.mark.skipif(flags_with_cpu_options("", platform.machine(), JAXLIB) is None, reason="no option applies")
 def test_import_sets_the_options_before_jax_starts_and_only_then():
     expected = flags_with_cpu_options("", platform.machine(), JAXLIB)
     assert _flags_after("import jax; import simbodyx") == repr(expected)
-    mine = f"--xla_cpu_max_isa=AVX512 {NO_YNN}reduce --xla_cpu_use_fusion_emitters=true"
+    mine = f"--xla_cpu_max_isa=AVX512 {NO_YNN}reduce --xla_cpu_use_fusion_emitters=true {LOOPS}"
     assert _flags_after("import simbodyx", XLA_FLAGS=mine) == repr(mine)
     # JAX already computed: XLA has read its flags, so simbodyx leaves them alone.
     assert _flags_after("import jax; jax.numpy.zeros(1); import simbodyx") == "None"

@@ -16,14 +16,25 @@
   mappings per process, and XLA's compiler then aborts or crashes. The
   older emitters run the dynamics as fast. jaxlib 0.11 and later have only
   the newer ones: there ``jax.clear_caches()`` releases them.
+- ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=``
+  :data:`SMALL_LOOP_BYTES` (2 MiB): XLA's CPU compiler compiles a while loop
+  whose one iteration reads and writes fewer bytes than this (its cost
+  analysis; loops with dots, scatters or custom calls excepted) into one
+  function instead of running each kernel of each iteration through the
+  thunk runtime's executor, which costs more than the arithmetic of a
+  small kernel. XLA's own threshold, 1 KiB, takes only toy loops; 2 MiB
+  takes one trajectory of the dynamics (chain7's RK4 step ran 3.6x
+  faster, the gymnasium Ant's with contact 4.3x, the Humanoid's 3.9x) and
+  leaves batches of more than a few states to the thunk runtime. Such a
+  loop compiles 1.8-3x longer at XLA's default optimization level.
 
 The figures behind each option, per release: benchmarks/README.md, "Why the
 code is as it is" and "Across JAX releases".
 
 One more option is per program, not per process: :func:`loop_compiler_options`
-(XLA's earlier CPU runtime, jaxlib 0.6 only) for programs that loop over
-small kernels, such as one trajectory's integration or an optimization
-loop; ``sx.simulate``, ``sx.optimize.minimize`` and
+(XLA's earlier CPU runtime, jaxlib 0.6 only), which compiles a whole
+program into one function, loops the small-loop threshold leaves out
+included (dots, scatters, larger iterations); ``sx.simulate``, ``sx.optimize.minimize`` and
 ``sx.optimize.augmented_lagrangian`` take it as ``compiler_options=``, and
 ``jax.jit(f, compiler_options=...)`` takes it for a program of your own.
 
@@ -46,6 +57,10 @@ from simbodyx._xla.releases import release
 #: The highest instruction set XLA's CPU backend may use on x86-64, unless told otherwise.
 CPU_ISA_CAP = "AVX2"
 
+#: XLA's CPU compiler compiles a while loop into one function when one
+#: iteration reads and writes fewer bytes than this (XLA's default: 1 KiB).
+SMALL_LOOP_BYTES = 2 * 1024 * 1024
+
 #: (flag, value, machines it applies to or None for all, the jaxlib releases
 #: it applies to: from the first, up to but not including the second, None
 #: for no end). XLA aborts on a flag it does not know, so an option's range
@@ -54,6 +69,8 @@ CPU_OPTIONS = (
     ("--xla_cpu_max_isa", CPU_ISA_CAP, ("x86_64", "amd64"), (0, 0, 0), None),
     ("--xla_cpu_experimental_ynn_fusion_type", "", None, (0, 8, 1), None),
     ("--xla_cpu_use_fusion_emitters", "false", None, (0, 7, 0), (0, 11, 0)),
+    ("--xla_backend_extra_options", f"xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES}", None,
+     (0, 0, 0), None),
 )
 
 
