@@ -17,25 +17,27 @@
   older emitters run the dynamics as fast. jaxlib 0.11 and later have only
   the newer ones: there ``jax.clear_caches()`` releases them.
 - ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=``
-  :data:`SMALL_LOOP_BYTES` (2 MiB): XLA's CPU compiler compiles a while loop
-  whose one iteration reads and writes fewer bytes than this (its cost
-  analysis; loops with dots, scatters or custom calls excepted) into one
-  function instead of running each kernel of each iteration through the
-  thunk runtime's executor, which costs more than the arithmetic of a
-  small kernel. XLA's own threshold, 1 KiB, takes only toy loops; 2 MiB
-  takes one trajectory of the dynamics (chain7's RK4 step ran 3.6x
-  faster, the gymnasium Ant's with contact 4.3x, the Humanoid's 3.9x) and
-  leaves batches of more than a few states to the thunk runtime. Such a
-  loop compiles 1.8-3x longer at XLA's default optimization level.
+  :data:`SMALL_LOOP_BYTES` (2 MiB) on jaxlib 0.7 and later: XLA's CPU
+  compiler compiles a while loop whose one iteration reads and writes
+  fewer bytes than this (its cost analysis; loops with dots, scatters or
+  custom calls excepted) into one function instead of running each kernel
+  of each iteration through the thunk runtime's executor, which costs more
+  than a small kernel's arithmetic. XLA's own threshold, 1 KiB, takes only
+  toy loops; 2 MiB takes one trajectory of the dynamics (on jaxlib 0.9.2
+  chain7's RK4 step ran 3.3x faster, the gymnasium Ant's with contact
+  4.3x, the Humanoid's 4x) and leaves batches of more than a few states to
+  the thunk runtime. Such a loop compiles 1.8-3x longer. On jaxlib 0.6 a
+  loop compiled this way crashes where XLA splits one of its kernels over
+  threads (``jax.random.normal`` of a few thousand numbers does), so there
+  :func:`loop_compiler_options` is the way.
 
 The figures behind each option, per release: benchmarks/README.md, "Why the
 code is as it is" and "Across JAX releases".
 
 One more option is per program, not per process: :func:`loop_compiler_options`
 (XLA's earlier CPU runtime, jaxlib 0.6 only), which compiles a whole
-program into one function, loops the small-loop threshold leaves out
-included (dots, scatters, larger iterations); ``sx.simulate``, ``sx.optimize.minimize`` and
-``sx.optimize.augmented_lagrangian`` take it as ``compiler_options=``, and
+program, loops included, into one function; ``sx.simulate``,
+``sx.optimize.minimize`` and ``sx.optimize.augmented_lagrangian`` take it as ``compiler_options=``, and
 ``jax.jit(f, compiler_options=...)`` takes it for a program of your own.
 
 XLA reads XLA_FLAGS once, when JAX starts its CPU backend, so the options
@@ -70,7 +72,7 @@ CPU_OPTIONS = (
     ("--xla_cpu_experimental_ynn_fusion_type", "", None, (0, 8, 1), None),
     ("--xla_cpu_use_fusion_emitters", "false", None, (0, 7, 0), (0, 11, 0)),
     ("--xla_backend_extra_options", f"xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES}", None,
-     (0, 0, 0), None),
+     (0, 7, 0), None),
 )
 
 
