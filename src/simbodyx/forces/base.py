@@ -18,7 +18,7 @@ import numpy as np
 
 from simbodyx._xla.module import Module
 from simbodyx.spatial.transform import Transform
-from simbodyx.spatial.vectors import cross, small_sum, spatial_vec
+from simbodyx.spatial.vectors import cross, spatial_vec
 
 
 class ForceElement(Module):
@@ -70,16 +70,10 @@ def zeros(state):
 
 
 def forces_at(state, body, offset, force):
-    """Body forces (nb, 6) of ``force`` (in G) on each ``body`` (static: an
-    index or an array of them, repeats allowed) at the point ``offset`` (in
-    G) from that body's origin Bo.
-
-    Each body's row sums the spatial forces on it through a constant
-    indicator, not a scatter-add: XLA's CPU compiler keeps a loop with a
-    scatter out of its one-function loops (``xla_setup.SMALL_LOOP_BYTES``)."""
-    spatial = spatial_vec(cross(offset, force), force)
-    on = np.arange(state.topology.num_bodies)[:, None] == np.reshape(body, (1, -1))  # (nb, entries)
-    return small_sum(jnp.where(on[:, :, None], jnp.reshape(spatial, (1, -1, 6)), 0.0), axis=1)
+    """Body forces (nb, 6) of ``force`` (in G) on each ``body`` at the point
+    ``offset`` (in G) from that body's origin Bo."""
+    _, F = zeros(state)
+    return F.at[body].add(spatial_vec(cross(offset, force), force))
 
 
 def velocity_at(state, body, offset):
