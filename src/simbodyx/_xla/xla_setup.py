@@ -24,9 +24,9 @@
   of each iteration through the thunk runtime's executor, which costs more
   than a small kernel's arithmetic. XLA's own threshold, 1 KiB, takes only
   toy loops; 2 MiB takes one trajectory of the dynamics (on jaxlib 0.9.2
-  chain7's RK4 step ran 3.3x faster, the gymnasium Ant's with contact
-  4.3x, the Humanoid's 4x) and leaves batches of more than a few states to
-  the thunk runtime. Such a loop compiles 1.8-3x longer. On jaxlib 0.6 a
+  chain7's RK4 step ran 3.3x faster, gymnasium's Ant and Humanoid with
+  contact 4.6-5x) and leaves batches of more than a few states to the
+  thunk runtime. Such a loop compiles 1.8-3x longer. On jaxlib 0.6 a
   loop compiled this way crashes where XLA splits one of its kernels over
   threads (``jax.random.normal`` of a few thousand numbers does), so there
   :func:`loop_compiler_options` is the way.
