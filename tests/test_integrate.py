@@ -121,7 +121,7 @@ def _entry_loop(compiled_text):
     return "thunks" if " while(" in entry else "function" if "xla_cpu_small_call" in entry else None
 
 
-@pytest.mark.skipif(releases.JAXLIB < (0, 7, 0), reason="simbodyx leaves XLA's small-loop threshold alone on jaxlib 0.6")
+@pytest.mark.skipif(releases.JAXLIB < (0, 7, 0), reason="jaxlib 0.6 keeps XLA's small-loop threshold")
 def test_one_trajectory_is_compiled_into_one_function_and_a_wide_batch_is_not():
     """simbodyx's XLA option (``xla_setup.SMALL_LOOP_BYTES``): a rollout at
     batch 1 runs as one compiled function, not kernel by kernel through the
