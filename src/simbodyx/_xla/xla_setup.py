@@ -26,7 +26,7 @@
   toy loops; 2 MiB takes one trajectory of the dynamics (on jaxlib 0.9.2
   chain7's RK4 step ran 3.3x faster, gymnasium's Ant and Humanoid with
   contact 4.6-5x) and leaves batches of more than a few states to the
-  thunk runtime. Such a loop compiles 1.8-3x longer. On jaxlib 0.6 a
+  thunk runtime. Such a loop compiles up to 3x longer. On jaxlib 0.6 a
   loop compiled this way crashes where XLA splits one of its kernels over
   threads (``jax.random.normal`` of a few thousand numbers does), so there
   :func:`loop_compiler_options` is the way.
@@ -37,8 +37,9 @@ code is as it is" and "Across JAX releases".
 One more option is per program, not per process: :func:`loop_compiler_options`
 (XLA's earlier CPU runtime, jaxlib 0.6 only), which compiles a whole
 program, loops included, into one function; ``sx.simulate``,
-``sx.optimize.minimize`` and ``sx.optimize.augmented_lagrangian`` take it as ``compiler_options=``, and
-``jax.jit(f, compiler_options=...)`` takes it for a program of your own.
+``sx.optimize.minimize`` and ``sx.optimize.augmented_lagrangian`` take it
+as ``compiler_options=``, and ``jax.jit(f, compiler_options=...)`` takes
+it for a program of your own.
 
 XLA reads XLA_FLAGS once, when JAX starts its CPU backend, so the options
 are added only while that has not happened (importing jax starts nothing;
@@ -121,7 +122,9 @@ def loop_compiler_options() -> dict:
     The thunk runtime, the only one from jaxlib 0.7, runs each kernel through
     an executor that may hand it to another thread, and each loop iteration
     pays that per kernel; the earlier runtime compiles the program, loops
-    included, into one function. Loops at batch 1 run several times faster
+    included, into one function (on jaxlib 0.7 and later the small-loop
+    threshold set on import does that for one trajectory's loops). Loops at
+    batch 1 run several times faster
     with it and array programs compile about 2x longer, and batched
     operations gain or lose, so the option is not set process-wide (the
     figures per program and release: README.md, "Loops at batch 1", and
