@@ -23,8 +23,8 @@ What each works around, where, and when it can go:
   ones' memory mappings; on jaxlib >= 0.7 a small-loop threshold of 2 MiB,
   so that XLA compiles one trajectory's loop into one function) and
   ``loop_compiler_options`` (XLA's earlier CPU runtime for loops at batch
-  1, jaxlib 0.6 only). Each option goes when
-  XLA's default is as fast (the benchmark rows without it show it), and
+  1, jaxlib 0.6 only). Each option goes when XLA's default is as fast (the
+  benchmark rows without it show it), and
   ``CPU_OPTIONS`` holds the release range of each.
 - ``jax_compat``: JAX < 0.7's transpose rule of ``custom_linear_solve``
   fails on a symbolic-zero cotangent; wrapped on those releases only, with

@@ -124,11 +124,10 @@ def loop_compiler_options() -> dict:
     pays that per kernel; the earlier runtime compiles the program, loops
     included, into one function (on jaxlib 0.7 and later the small-loop
     threshold set on import does that for one trajectory's loops). Loops at
-    batch 1 run several times faster
-    with it and array programs compile about 2x longer, and batched
-    operations gain or lose, so the option is not set process-wide (the
-    figures per program and release: README.md, "Loops at batch 1", and
-    benchmarks/README.md, "Across JAX releases").
+    batch 1 run several times faster with it and array programs compile
+    about 2x longer, and batched operations gain or lose, so the option is
+    not set process-wide (the figures per program and release: README.md,
+    "Loops at batch 1", and benchmarks/README.md, "Across JAX releases").
     """
     import jax
     from jaxlib.version import __version__ as jaxlib_version
