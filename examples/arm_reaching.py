@@ -95,11 +95,13 @@ def reach_by_random_shooting(iterations=10, samples=4096, elites=64, seed=0):
         key, draw = jax.random.split(key)
         candidates = mean + spread * jax.random.normal(draw, (samples, NUM_KNOTS, NUM_LINKS))
         start = time.perf_counter()
-        costs = jax.block_until_ready(evaluate(candidates))
+        # costs to the host: the refit and the torques returned stay on the default device (replicated over
+        # the devices, as evaluate's outputs are, they would make hand_position compile its rollout again)
+        costs = np.asarray(evaluate(candidates))
         seconds.append(time.perf_counter() - start)
-        chosen = candidates[jnp.argsort(costs)[:elites]]
+        chosen = candidates[np.argsort(costs)[:elites]]
         mean, spread = chosen.mean(axis=0), chosen.std(axis=0) + 0.1
-        best.append(float(jnp.min(costs)))
+        best.append(float(costs.min()))
     rate = samples * (iterations - 1) / sum(seconds[1:]) if iterations > 1 else float("nan")
     return interpolate(mean), jnp.array(best), rate
 
