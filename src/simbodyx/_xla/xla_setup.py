@@ -28,7 +28,7 @@
   contact 4.6-5x) and leaves batches of more than a few states to the
   thunk runtime. Such a loop compiles up to 3x longer. On jaxlib 0.6 a
   loop compiled this way crashes where XLA splits one of its kernels over
-  threads (``jax.random.normal`` of a few thousand numbers does), so there
+  threads (``jax.random.normal`` of 1,024 x 14 numbers did), so there
   :func:`loop_compiler_options` is the way.
 
 The figures behind each option, per release: benchmarks/README.md, "Why the
