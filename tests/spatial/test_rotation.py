@@ -2,7 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FD_STEP, tol
+from conftest import FD_STEP, FD_TOL, tol
 
 import simbodyx as sx
 from simbodyx import spatial
@@ -121,6 +121,21 @@ def test_matrix_to_quaternion_gradient_matches_finite_differences():
     J = jax.jacfwd(f)(a)
     fd = np.stack([(f(a + FD_STEP * e) - f(a - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(3)], -1)
     np.testing.assert_allclose(J, fd, atol=1e-8)
+
+
+def test_quaternion_to_matrix_derivatives_match_finite_differences():
+    """The [omega]x R rule of a quaternion of length 1.7: its Jacobian by
+    forward and reverse mode, batched, against central differences (FD_TOL's
+    truncation and rounding); its second derivative differentiates the rule
+    again, checked against differences of the Jacobian."""
+    q = jnp.asarray(1.7 * random_quaternions(3, seed=5))
+    f = spatial.quaternion_to_matrix
+    fd = np.stack([(f(q + FD_STEP * e) - f(q - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(4)], -1)
+    np.testing.assert_allclose(jax.vmap(jax.jacfwd(f))(q), fd, atol=FD_TOL)
+    np.testing.assert_allclose(jax.vmap(jax.jacrev(f))(q), fd, atol=FD_TOL)
+    J = jax.jacfwd(f)
+    second = np.stack([(J(q[0] + FD_STEP * e) - J(q[0] - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(4)], -1)
+    np.testing.assert_allclose(jax.hessian(f)(q[0]), second, atol=FD_TOL)
 
 
 def test_rotation_float32_follows_dtype():

@@ -8,11 +8,13 @@ Every function accepts leading batch dimensions and follows the input dtype.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from simbodyx._xla.module import Module
-from simbodyx.spatial.vectors import mat_mul, mat_vec, safe_norm
+from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, safe_norm, skew_times, small_sum
 
 
 def rot_x(angle):
@@ -36,13 +38,17 @@ def rot_z(angle):
     return jnp.stack([c, -s, z, s, c, z, z, z, o], axis=-1).reshape(jnp.shape(c) + (3, 3))
 
 
+@jax.custom_jvp
 def quaternion_to_matrix(q):
     """R from a quaternion ``[w, x, y, z]`` (..., 4) of any nonzero length.
 
     Uses ``s = 2 / |q|^2`` so the result is exactly the rotation of q/|q|
-    without a square root (smooth everywhere except q = 0).
+    without a square root (smooth everywhere except q = 0). Its derivative
+    is dR = [omega]x R with the angular velocity omega = 2 (w dv - dw v +
+    v x dv) / |q|^2 for q = [w, v] (the radial part of dq turns nothing): a
+    few operations, where differentiating the nine entries takes hundreds.
     """
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    w, x, y, z = (q[..., k] for k in range(4))
     s = 2.0 / (w * w + x * x + y * y + z * z)
     rows = [
         1 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y),
@@ -50,6 +56,16 @@ def quaternion_to_matrix(q):
         s * (x * z - w * y), s * (y * z + w * x), 1 - s * (x * x + y * y),
     ]
     return jnp.stack(rows, axis=-1).reshape(q.shape[:-1] + (3, 3))
+
+
+@quaternion_to_matrix.defjvp
+def _quaternion_to_matrix_jvp(primals, tangents):
+    (q,), (dq,) = primals, tangents
+    w, v = lax.slice_in_dim(q, 0, 1, axis=-1), lax.slice_in_dim(q, 1, 4, axis=-1)
+    dw, dv = lax.slice_in_dim(dq, 0, 1, axis=-1), lax.slice_in_dim(dq, 1, 4, axis=-1)
+    omega = 2 * (w * dv - dw * v + cross(v, dv)) / small_sum(q * q, -1)[..., None]
+    R = quaternion_to_matrix(q)
+    return R, skew_times(omega, R)
 
 
 def matrix_to_quaternion(R):
