@@ -126,13 +126,17 @@ def test_matrix_to_quaternion_gradient_matches_finite_differences():
 def test_quaternion_to_matrix_derivatives_match_finite_differences():
     """The [omega]x R rule of a quaternion of length 1.7: its Jacobian by
     forward and reverse mode, batched, against central differences (FD_TOL's
-    truncation and rounding); its second derivative differentiates the rule
-    again, checked against differences of the Jacobian."""
+    truncation and rounding), also under jit in float32 (at its tolerance); its
+    second derivative differentiates the rule again, checked against
+    differences of the Jacobian."""
     q = jnp.asarray(1.7 * random_quaternions(3, seed=5))
     f = spatial.quaternion_to_matrix
     fd = np.stack([(f(q + FD_STEP * e) - f(q - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(4)], -1)
     np.testing.assert_allclose(jax.vmap(jax.jacfwd(f))(q), fd, atol=FD_TOL)
     np.testing.assert_allclose(jax.vmap(jax.jacrev(f))(q), fd, atol=FD_TOL)
+    J32 = jax.jit(jax.vmap(jax.jacrev(f)))(q.astype(jnp.float32))
+    assert J32.dtype == jnp.float32
+    np.testing.assert_allclose(J32, fd, atol=tol(jnp.float32))
     J = jax.jacfwd(f)
     second = np.stack([(J(q[0] + FD_STEP * e) - J(q[0] - FD_STEP * e)) / (2 * FD_STEP) for e in np.eye(4)], -1)
     np.testing.assert_allclose(jax.hessian(f)(q[0]), second, atol=FD_TOL)

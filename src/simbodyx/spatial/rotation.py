@@ -48,7 +48,7 @@ def quaternion_to_matrix(q):
     v x dv) / |q|^2 for q = [w, v] (the radial part of dq turns nothing): a
     few operations, where differentiating the nine entries takes hundreds.
     """
-    w, x, y, z = (q[..., k] for k in range(4))
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     s = 2.0 / (w * w + x * x + y * y + z * z)
     rows = [
         1 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y),
