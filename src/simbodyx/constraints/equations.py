@@ -78,6 +78,11 @@ class Layout:
         return x * enabled[:x.shape[0]].astype(x.dtype).reshape((-1,) + (1,) * (x.ndim - 1))
 
 
+def _take_rows(X: Transform, index) -> Transform:
+    """``X[index]`` for a static integer ``index``, as slices (``tree.take_rows``)."""
+    return Transform(tree.take_rows(X.R, index), tree.take_rows(X.p, index))
+
+
 def _relative(X_GA: Transform, V_GA, X_GB: Transform, V_GB=None):
     """(X_AB, V_AB) of bodies B relative to a moving frame A, in A."""
     R_AG = jnp.swapaxes(X_GA.R, -1, -2)
@@ -109,7 +114,7 @@ def _acceleration_level(c, k: Kinematics, rows: tuple, ancestor, A, qdotdot: tup
     qdotdot and udot. Jitted so that each constraint's errors, and their
     derivatives and transposes, are traced once however often the
     equations use them (the nested derivatives are most of a trace)."""
-    A_AB = A if rows == tuple(range(A.shape[0])) else A[np.asarray(rows, np.int32)]
+    A_AB = A if rows == tuple(range(A.shape[0])) else tree.take_rows(A, rows)
     if ancestor is not None:
         row, X_GA, V_GA, X_GB, V_GB = ancestor
         A_AB = _relative_acceleration(X_GA, V_GA, A[row], X_GB, V_GB, A_AB)
@@ -160,8 +165,8 @@ class Equations:
     def kinematics(self, c) -> Kinematics:
         """Constraint ``c``'s Kinematics at this State's level."""
         idx, a = self._bodies(c), c.ancestor
-        X_GB = self.X_GB[idx]
-        V_GB = None if self.V_GB is None else self.V_GB[idx]
+        X_GB = _take_rows(self.X_GB, idx)
+        V_GB = None if self.V_GB is None else tree.take_rows(self.V_GB, idx)
         if a != 0:
             X_GA = self.X_GB[a]
             X_GB, V_GB = _relative(X_GA, None if self.V_GB is None else self.V_GB[a], X_GB, V_GB)
@@ -179,7 +184,8 @@ class Equations:
         """(A_GB of c's touched bodies (t, 6), qdotdot (nq,), udot (nu,)) -> c's (paerr, vaerr, aerr)."""
         k, idx, a = self.kinematics(c), self._bodies(c), c.ancestor
         touched, rows = self._touched(c)
-        ancestor = None if a == 0 else (touched.index(a), self.X_GB[a], self.V_GB[a], self.X_GB[idx], self.V_GB[idx])
+        ancestor = None if a == 0 else (touched.index(a), self.X_GB[a], self.V_GB[a], _take_rows(self.X_GB, idx),
+                                        tree.take_rows(self.V_GB, idx))
 
         def f(A, qdotdot, udot):
             return _acceleration_level(c, k, tuple(rows), ancestor, A, self._q(c, qdotdot), self._u(c, udot))

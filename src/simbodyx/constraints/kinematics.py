@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from simbodyx.spatial.rotation import skew
 from simbodyx.spatial.transform import Transform
+from simbodyx.spatial.vectors import skew_times
 
 
 class Kinematics(NamedTuple):
@@ -26,4 +26,4 @@ class Kinematics(NamedTuple):
 
 def transform_rate(X_AB: Transform, V_AB) -> Transform:
     """d/dt X_AB in A for spatial velocities V_AB: (dR = [w] R, dp = v)."""
-    return Transform(skew(V_AB[..., :3]) @ X_AB.R, V_AB[..., 3:])
+    return Transform(skew_times(V_AB[..., :3], X_AB.R), V_AB[..., 3:])
