@@ -19,6 +19,12 @@ contact, Newton solver, Euler), run by
 setting that makes it reverse-differentiable, and by forward mode with the
 defaults. The engines' contact laws differ, so their Jacobians are not
 compared with each other, only each with its own central differences.
+
+simbodyx's rigid contact too: the same box on four PointPlaneContacts at
+its bottom corners (mu_s = mu_d = 0.5, no restitution), resting on the
+floor, advanced by ``sx.SemiExplicitEulerTimeStepper`` with each impulse
+solver (PGS, PLUS). It slides to a stop after v0 / (mu g) = 0.10 s, so
+d x / d v0x = v0 / (mu g) in closed form.
 """
 
 from __future__ import annotations
@@ -40,14 +46,31 @@ RESTING_DEPTH = 9.81 / (4 * STIFFNESS)  # m, each corner's share of the weight
 FD_STEP = 1e-6
 
 
-def simbodyx_final_position(sx, steps):
-    """position(v0): the box's centre (3,) after ``steps`` RK4 steps."""
+def _box(sx):
+    """(system, matter, forces, box): the 1 kg box, free, under gravity along -z."""
     system = sx.MultibodySystem()
     matter = sx.SimbodyMatterSubsystem(system)
     forces = sx.GeneralForceSubsystem(system)
     sx.Force.UniformGravity(forces, matter, [0, 0, -9.81])
     box = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(
         sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(2 * HALF ** 2 / 3))))
+    return system, matter, forces, box
+
+
+def _final(sx, model, state, steps, method):
+    """position(v0): the box's centre (3,) after ``steps`` steps of ``method``."""
+
+    def final(v0):
+        start = state.with_u(jnp.concatenate([jnp.zeros(3), v0]))
+        end, _ = sx.integrate.rollout(model, start, DT, steps, save_every=steps, method=method, energy=False)
+        return end.q[4:]
+
+    return final
+
+
+def simbodyx_final_position(sx, steps):
+    """position(v0) on Hunt-Crossley contact, RK4."""
+    system, matter, forces, box = _box(sx)
     contacts = sx.GeneralContactSubsystem(system)
     surfaces = contacts.create_contact_set()
     material = sx.ContactMaterial(STIFFNESS, 1.0, FRICTION, FRICTION)
@@ -56,14 +79,20 @@ def simbodyx_final_position(sx, steps):
     contacts.add_body(surfaces, matter.Ground(), sx.ContactGeometry.HalfSpace(), floor, material=material)
     sx.HuntCrossleyForce(forces, contacts, surfaces).set_transition_velocity(0.05)
     model, state = system.realize_topology()
-    state = state.with_q(jnp.array([1.0, 0, 0, 0, 0, 0, HALF - RESTING_DEPTH]))
+    return _final(sx, model, state.with_q(jnp.array([1.0, 0, 0, 0, 0, 0, HALF - RESTING_DEPTH])), steps, "rk4")
 
-    def final(v0):
-        start = state.with_u(jnp.concatenate([jnp.zeros(3), v0]))
-        end, _ = sx.integrate.rollout(model, start, DT, steps, save_every=steps, energy=False)
-        return end.q[4:]
 
-    return final
+def simbodyx_rigid_final_position(sx, steps, solver):
+    """position(v0) on rigid contacts at the bottom corners, semi-explicit
+    Euler with the impulse solver ``solver`` ("PGS" or "PLUS")."""
+    system, matter, _, box = _box(sx)
+    for x in (-HALF, HALF):
+        for y in (-HALF, HALF):
+            matter.adopt_unilateral_contact(sx.PointPlaneContact(matter.Ground(), [0, 0, 1], 0.0, box,
+                                                                 [x, y, -HALF], 0.0, FRICTION, FRICTION, 0.0))
+    model, state = system.realize_topology()
+    stepper = sx.SemiExplicitEulerTimeStepper(impulse_solver_type=solver)
+    return _final(sx, model, state.with_q(jnp.array([1.0, 0, 0, 0, 0, 0, HALF])), steps, stepper)
 
 
 def mjx_final_position(steps, iterations=None):
@@ -120,6 +149,9 @@ def row(engine, mode, final, differentiate, reference):
 def gradient_rows(sx, steps=1000, mujoco=True):
     final = simbodyx_final_position(sx, steps)
     rows = [row("simbodyx (Hunt-Crossley, RK4)", "reverse", final, jax.jacrev, central_differences(final))]
+    for solver in ("PGS", "PLUS"):
+        rigid = simbodyx_rigid_final_position(sx, steps, solver)
+        rows.append(row(f"simbodyx (rigid, {solver})", "reverse", rigid, jax.jacrev, central_differences(rigid)))
     if not mujoco or mjx_final_position(steps) is None:
         return rows
     default = mjx_final_position(steps)

@@ -94,6 +94,12 @@ def primitive_names(jaxpr):
     return names
 
 
+def count_primitive(jaxpr, name):
+    """How many equations of primitive ``name`` a jaxpr and its sub-jaxprs hold."""
+    return sum((eqn.primitive.name == name) + sum(count_primitive(sub, name) for sub in jaxprs_in_params(eqn.params))
+               for eqn in jaxpr.eqns)
+
+
 @pytest.fixture(params=["float64", "float32"])
 def dtype(request):
     return np.dtype(request.param)

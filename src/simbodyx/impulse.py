@@ -52,10 +52,22 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.ad_checkpoint import checkpoint_name
 
 from simbodyx._xla.module import Module
 from simbodyx._xla.trace_context import tracing
 from simbodyx.spatial.vectors import safe_norm
+
+#: The name (``jax.ad_checkpoint.checkpoint_name``) of what a solve's
+#: iterations found, which carries no derivative: a checkpoint whose policy
+#: saves it (``integrate.rollout``'s) differentiates a step without running
+#: the iterations again.
+ITERATED = "simbodyx_impulse_iterations"
+
+
+def _iterated(found):
+    """``found`` (a pytree) named ITERATED, leaf by leaf (jax 0.6 names one array at a time)."""
+    return jax.tree.map(lambda x: checkpoint_name(x, ITERATED), found)
 
 
 def significant_real(dtype) -> float:
@@ -154,7 +166,7 @@ class PGSImpulseSolver(ImpulseSolver):
         return self.max_iterations
 
     def _solve(self, rows: Rows, problem: Problem):
-        pi, *stats = self.iterate(rows, jax.lax.stop_gradient(problem))
+        pi, *stats = _iterated(self.iterate(rows, jax.lax.stop_gradient(problem)))
         pi = _root(functools.partial(_fixed_point_map, rows), pi, problem)
         return pi, SolveStats(*stats, jnp.ones((), jnp.int32))
 
@@ -729,7 +741,7 @@ def _plus_solve_jvp(solver, rows, primals, tangents):
     """The solution's derivative from the solve's decisions (``replay``): a
     forward run without derivatives does not pay for it."""
     (problem,), (d_problem,) = primals, tangents
-    pi, record, stats = solver.iterate(rows, problem)
+    pi, record, stats = _iterated(solver.iterate(rows, problem))
     _, d_pi = jax.jvp(lambda problem: solver.replay(rows, problem, record), (problem,), (d_problem,))
     zeros = jax.tree.map(lambda x: np.zeros(x.shape, jax.dtypes.float0) if not jnp.issubdtype(x.dtype, jnp.inexact)
                          else jnp.zeros_like(x), stats)

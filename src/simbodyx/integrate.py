@@ -21,6 +21,7 @@ from simbodyx._xla.scalarize import entry_point
 from simbodyx._xla.trace_context import tracing
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
+from simbodyx.impulse import ITERATED
 from simbodyx.model import FoldedModel
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -130,12 +131,15 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     ``checkpoint`` sets what reverse mode keeps (``jax.checkpoint``). True
     (the default): one (q, u) per step, each step's internals recomputed
     (memory grows with the horizon at nq + nu numbers per step, for one
-    extra forward pass). An int k: segments of k steps (a multiple of
-    ``save_every`` dividing ``num_steps``); reverse mode keeps each segment's
-    starting (q, u) and, while it differentiates one segment, one (q, u) per
-    step of it, so with k near sqrt(num_steps) memory grows with the square
-    root of the horizon, for a second extra forward pass. False: every
-    intermediate of every step is kept.
+    extra forward pass), except what a time stepper's impulse solves found,
+    which is kept so that reverse mode does not run their iterations again
+    (per constraint row and solve, PGS one number, PLUS one per sliding
+    interval). An int k: segments of k steps (a multiple of ``save_every``
+    dividing ``num_steps``); reverse mode keeps each segment's starting
+    (q, u) and, while it differentiates one segment, one (q, u) per step of
+    it, so with k near sqrt(num_steps) memory grows with the square root of
+    the horizon, for a second extra forward pass. False: every intermediate
+    of every step is kept.
     ``energy=False`` leaves ``Trajectory.energy`` None (no energy evaluation).
 
     Called eagerly (outside ``jit``, ``vmap`` and ``grad``), the rollout is
@@ -198,7 +202,7 @@ def _rollout(model, state: State, dt, controls, settings: _Settings):
         return jax.lax.scan(chunk, s, forces, length=chunks_per_segment)
 
     if checkpoint:
-        step = jax.checkpoint(step)
+        step = jax.checkpoint(step, policy=jax.checkpoint_policies.save_only_these_names(ITERATED))
         if chunks_per_segment < num_chunks:
             segment = jax.checkpoint(segment)
     num_segments = num_chunks // chunks_per_segment if num_chunks else 0
