@@ -83,21 +83,23 @@ def tol(dtype):
 jaxprs_in_params = getattr(jax.extend.core, "jaxprs_in_params", None) or jax.core.jaxprs_in_params
 
 
-def primitive_names(jaxpr):
-    """The set of primitive names in a jaxpr and all its sub-jaxprs (jit,
-    scan, cond branches, custom rules)."""
-    names = set()
+def equations(jaxpr):
+    """The equations of a jaxpr and of all its sub-jaxprs (jit, scan, cond
+    branches, custom rules), those of a called program once per call."""
     for eqn in jaxpr.eqns:
-        names.add(eqn.primitive.name)
+        yield eqn
         for sub in jaxprs_in_params(eqn.params):
-            names |= primitive_names(sub)
-    return names
+            yield from equations(sub)
+
+
+def primitive_names(jaxpr):
+    """The set of primitive names in a jaxpr and all its sub-jaxprs."""
+    return {eqn.primitive.name for eqn in equations(jaxpr)}
 
 
 def count_primitive(jaxpr, name):
     """How many equations of primitive ``name`` a jaxpr and its sub-jaxprs hold."""
-    return sum((eqn.primitive.name == name) + sum(count_primitive(sub, name) for sub in jaxprs_in_params(eqn.params))
-               for eqn in jaxpr.eqns)
+    return sum(eqn.primitive.name == name for eqn in equations(jaxpr))
 
 
 @pytest.fixture(params=["float64", "float32"])

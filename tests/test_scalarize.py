@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 import pytest
-from conftest import FD_STEP, FD_TOL, TOL, jaxprs_in_params, new_system, primitive_names
+from conftest import FD_STEP, FD_TOL, TOL, equations, new_system, primitive_names
 
 import simbodyx as sx
 from simbodyx._xla.scalarize import CHOICE, MAX_MOBILITIES, NotScalarizable, scalarize
@@ -26,22 +26,14 @@ finally:
 T, MB = sx.Transform, sx.MobilizedBody
 
 
-def _eqns(jaxpr):
-    """The operations of a program, those of called programs included (once per call)."""
-    for e in jaxpr.eqns:
-        yield e
-        for sub in jaxprs_in_params(e.params):
-            yield from _eqns(sub)
-
-
 def _num_eqns(fn, *args):
     """Operations in fn's program, those of called programs included."""
-    return sum(1 for _ in _eqns(jax.make_jaxpr(fn)(*args).jaxpr))
+    return sum(1 for _ in equations(jax.make_jaxpr(fn)(*args).jaxpr))
 
 
 def _arithmetic(fn, *args):
     """The arithmetic primitives of fn's program, called programs included, and how often each occurs."""
-    found = [e.primitive.name for e in _eqns(jax.make_jaxpr(fn)(*args).jaxpr)]
+    found = [e.primitive.name for e in equations(jax.make_jaxpr(fn)(*args).jaxpr)]
     return {n: found.count(n) for n in set(found) if n in ("add", "sub", "mul", "neg", "sin", "div")}
 
 
@@ -208,7 +200,7 @@ def test_programs_are_shared_by_calls_with_the_same_known_numbers_only():
         return jax.make_jaxpr(lambda q: udot(m, q))(state.q)
 
     def called(jaxpr):
-        return [e.params["jaxpr"] for e in _eqns(jaxpr.jaxpr) if e.primitive.name in ("pjit", "jit")]
+        return [e.params["jaxpr"] for e in equations(jaxpr.jaxpr) if e.primitive.name in ("pjit", "jit")]
 
     first, again, other = called(traced(model)), called(traced(model)), called(traced(heavier))
     assert len(first) == 1 and first[0] is again[0] and other[0] is not first[0]
@@ -302,6 +294,6 @@ def test_a_loop_of_ones_own_runs_the_rollout_program():
     assert sum(own.values()) <= sum(derivatives.values()) + 2, (own, derivatives)  # + the control's 2 adds
     assert not primitive_names(jax.make_jaxpr(field)(q, u, control).jaxpr) & {"dot_general", "reduce_sum"}
     # each entry point's scalar program traced once, its four RK4 stages calling it
-    calls = [e.params["jaxpr"] for e in _eqns(jax.make_jaxpr(own_loop)(controls).jaxpr)
+    calls = [e.params["jaxpr"] for e in equations(jax.make_jaxpr(own_loop)(controls).jaxpr)
              if e.primitive.name in ("pjit", "jit")]
     assert len(calls) == 12 and len({id(c) for c in calls}) == 3, (len(calls), len({id(c) for c in calls}))
