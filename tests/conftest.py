@@ -19,6 +19,13 @@ jax.config.update("jax_enable_x64", True)
 #: run on their own compile with them.
 os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] == "1")
+#: One piece of LLVM code generation per program: the suite runs a worker per
+#: core, so XLA's split of a program's code generation over threads only adds
+#: work (10% of two constraint tests' compile time, in one process). Set
+#: before JAX starts its CPU backend; the scripts and kernels the tests start
+#: inherit it.
+if "xla_cpu_parallel_codegen_split_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_parallel_codegen_split_count=1".strip()
 #: The persistent compilation cache (SIMBODYX_JAX_CACHE: its folder, or "off").
 JAX_CACHE = os.environ.get("SIMBODYX_JAX_CACHE", str(pathlib.Path(__file__).resolve().parents[1] / ".jax_cache"))
 if JAX_CACHE != "off":
