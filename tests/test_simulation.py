@@ -133,6 +133,7 @@ def test_closed_chain_stays_on_its_manifold():
     final, trajectory, stats = sx.simulate(model, state, integrator, times)
     assert bool(stats.succeeded) and float(final.t) == 5.0
 
+    @jax.jit
     @jax.vmap
     def errors(q, u):
         s = model.realize(state.with_q(q).with_u(u), sx.Stage.Velocity)

@@ -330,7 +330,12 @@ def test_solve_reuses_the_articulated_factorization():
     s = realize(model, random_state(model, seed=12))
     s = model.realize(s, sx.Stage.Acceleration)
     top = model.topology
-    art = aba.articulate(top, s.instance, s.position, s.velocity.mobilizer_coriolis,
-                         s.velocity.gyroscopic - s.dynamics.body_forces, s.dynamics.mobility_forces)
+
+    @jax.jit  # one program, not one per operation
+    def solve(s, v):
+        art = aba.articulate(top, s.instance, s.position, s.velocity.mobilizer_coriolis,
+                             s.velocity.gyroscopic - s.dynamics.body_forces, s.dynamics.mobility_forces)
+        return aba.solve(top, art, v)
+
     v = jnp.asarray(np.random.default_rng(3).normal(size=top.nu))
-    np.testing.assert_allclose(aba.solve(top, art, v), model.matter.multiply_by_m_inv(s, v), atol=1e-12)
+    np.testing.assert_allclose(solve(s, v), model.matter.multiply_by_m_inv(s, v), atol=1e-12)

@@ -96,7 +96,7 @@ def test_derivatives_match_finite_differences_where_the_forces_are_smooth():
                                     for x, y in ((-0.6, 0.099), (-0.2, 0.049), (0.2, 0.049), (0.6, 0.079))]))
     u = jnp.asarray(np.tile([0.1, -0.2, 0.3, 0.5, -0.05, 0.2], 4))
     # central differences with step 1e-6: truncation ~ 1e-12 x third derivatives ~ 1e9 N/m^3
-    check_grads(lambda q, u: _generalized_forces(model, state, q, u), (q, u), order=1, modes=("fwd", "rev"),
+    check_grads(jax.jit(lambda q, u: _generalized_forces(model, state, q, u)), (q, u), order=1, modes=("fwd", "rev"),
                 eps=1e-6, atol=1e-4, rtol=1e-6)
 
 
