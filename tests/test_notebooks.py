@@ -68,7 +68,8 @@ def test_notebook_runs(path, monkeypatch):
         monkeypatch.setenv("JAX_DISABLE_MOST_OPTIMIZATIONS", "0")
     if jax.config.jax_compilation_cache_dir:
         monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", jax.config.jax_compilation_cache_dir)
-        monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+        monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+                           str(jax.config.jax_persistent_cache_min_compile_time_secs))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=600, kernel_name="python3",
