@@ -257,7 +257,8 @@ def test_gradients_are_exact_while_sliding(stepper):
         return final.q @ jnp.asarray(DOWNHILL)
 
     gradient = jax.jit(jax.grad(downhill, argnums=(0, 1))).trace(1.0, 0.2)
-    backward = [eqn for eqn in equations(gradient.jaxpr.jaxpr) if eqn.primitive.name == "scan" and eqn.params["reverse"]]
+    backward = [eqn for eqn in equations(gradient.jaxpr.jaxpr)
+                if eqn.primitive.name == "scan" and eqn.params["reverse"]]
     assert count_primitive(gradient.jaxpr.jaxpr, "while") and backward  # the forward pass's solves, the reverse pass
     assert not any(count_primitive(eqn.params["jaxpr"].jaxpr, "while") for eqn in backward)
     d_v0, d_mu = gradient.lower().compile()(1.0, 0.2)
