@@ -926,8 +926,6 @@ UNCALLED = [
     ("topology.Topology.__init__", "at most",
      "every mobilizer type limits its own mobilities first (Custom and FunctionBased to 1..6)"),
     ("topology.Topology.group_row", "belongs to no kind group", "an internal consistency check"),
-    ("_xla.trace_context.traced_in_loop_body", "asked where it is traced",
-     "an internal consistency check on simbodyx's own traced_once helpers; tests/test_trace_context.py meets it"),
     ("io.mjcf.load_mjcf", "a free joint must be",
      "MuJoCo's compiler rejects such a model first (a free joint below the world body, or beside another joint)"),
 ]

@@ -83,12 +83,12 @@ def test_quaternions_stay_normalized_and_gradients_flow():
     ball = sx.MobilizedBody.Ball(matter.Ground(), sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.7, 0], sx.Inertia(0.05))))
     model, state = system.realize_topology()
     state = ball.set_u_from_vector(ball.set_q_from_vector(state, jnp.array([1.0, 0.2, 0, 0.1])), jnp.array([0, 3.0, 0.5]))
-    final, _ = sx.integrate.rollout(model, state, 1e-3, 100, energy=False)
+    final, _ = sx.integrate.rollout(model, state, 1e-3, 100)
     np.testing.assert_allclose(jnp.linalg.norm(final.q), 1.0, rtol=1e-14)
 
     def height(w):
         s = ball.set_u_from_vector(state, w)
-        end, _ = sx.integrate.rollout(model, s, 1e-2, 20, method="semi_explicit_euler", energy=False)
+        end, _ = sx.integrate.rollout(model, s, 1e-2, 20, method="semi_explicit_euler")
         return ball.find_station_location_in_ground(model.realize(end), jnp.array([0, -0.7, 0]))[1]
 
     w = jnp.array([0.3, 3.0, 0.5])
@@ -102,7 +102,7 @@ def test_a_jitted_rollout_never_touches_the_host():
     # No callbacks in the program, and no transfer during a call on device
     # arguments: a step never synchronizes with Python.
     model, state = double_pendulum()
-    sim = jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 100, save_every=10, energy=False))
+    sim = jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 100, save_every=10))
     names = primitive_names(jax.make_jaxpr(sim)(state).jaxpr)
     assert "scan" in names and not any("callback" in n for n in names), names
     state = jax.device_put(state)
@@ -127,7 +127,7 @@ def test_one_trajectory_is_compiled_into_one_function_and_a_wide_batch_is_not():
     batch 1 runs as one compiled function, not kernel by kernel through the
     thunk runtime's executor; 8,192 trajectories keep the thunk runtime."""
     model, state = double_pendulum()
-    one = jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 100, save_every=100, energy=False)[0])
+    one = jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 100, save_every=100)[0])
     assert _entry_loop(one.lower(state).compile().as_text()) == "function"
     states = jax.tree.map(lambda x: jnp.broadcast_to(x, (8192, *x.shape)), state)
     assert _entry_loop(jax.jit(jax.vmap(one)).lower(states).compile().as_text()) == "thunks"

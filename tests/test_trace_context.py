@@ -134,26 +134,3 @@ def test_tracing_says_whether_jax_traces():
     jax.grad(probe)(1.0)
     jax.lax.scan(lambda c, _: (probe(c), None), 1.0, None, length=1)
     assert seen == [False, True, True, True, True]
-
-
-def test_a_traced_once_function_is_traced_once_and_may_not_ask_where():
-    """Called for five bodies, differentiated and batched, a traced_once
-    function's Python runs once; its values are the undecorated ones; one
-    that sums with small_sum (mat_vec) raises."""
-    calls = []
-
-    def turn(angle):
-        calls.append(angle)
-        c, s = jnp.cos(angle), jnp.sin(angle)
-        return jnp.stack([c * c - s, s * c])
-
-    once = trace_context.traced_once(turn)
-    angles = jnp.linspace(0.1, 0.5, 5)
-    total = lambda f, a: sum(jnp.sum(f(a[i]) ** 2) for i in range(5))  # noqa: E731
-    value, grad = jax.jit(jax.vmap(jax.value_and_grad(lambda a: total(once, a))))(angles[None])
-    assert len(calls) == 1
-    expected = jax.value_and_grad(lambda a: total(turn, a))(angles)
-    np.testing.assert_allclose(value[0], expected[0], rtol=1e-15)
-    np.testing.assert_allclose(grad[0], expected[1], rtol=1e-15)
-    with pytest.raises(RuntimeError, match="traced_once function asked where it is traced"):
-        trace_context.traced_once(lambda x: mat_vec(A, x))(jnp.arange(6.0))

@@ -14,9 +14,6 @@ cache for each, and :func:`custom_jvp` tells a custom derivative's function
 and rule where their caller was. A function you jit yourself and call both
 outside a loop and inside one keeps the program of its first trace: the
 same values, only the speed differs.
-
-Small helpers whose program is the same wherever it is traced (a rotation
-from its angle, a quaternion's matrix) are :func:`traced_once`.
 """
 
 from __future__ import annotations
@@ -41,11 +38,6 @@ LOOP_BODIES = frozenset({"scan", "while_body", "fori_loop"})
 _CALLER_IN_LOOP_BODY = contextvars.ContextVar("simbodyx_caller_in_loop_body", default=False)
 
 
-#: True while a :func:`traced_once` function traces: nothing in it may ask
-#: where it is traced (its one program serves every caller).
-_TRACED_ONCE = contextvars.ContextVar("simbodyx_traced_once", default=False)
-
-
 def tracing() -> bool | None:
     """True while JAX traces a function (under jit, vmap, grad, in a loop
     body), False while it evaluates eagerly; None where a JAX release does
@@ -60,9 +52,6 @@ def traced_in_loop_body() -> bool:
     eagerly or tracing a program that runs once per call. Reads JAX's
     current trace and its parents; where a JAX release has no such chain,
     True (reductions: batched programs do not depend on it)."""
-    if _TRACED_ONCE.get():
-        raise RuntimeError("a traced_once function asked where it is traced (small_sum, mat_vec, mat_mul and "
-                           "per_context_jit functions ask): its one program would serve loop bodies and single calls")
     if _CALLER_IN_LOOP_BODY.get() or trace_ctx is None:
         return True
     trace = trace_ctx.trace
@@ -76,29 +65,6 @@ def traced_in_loop_body() -> bool:
             return True
         trace = getattr(trace, "parent_trace", None)
     return False
-
-
-def traced_once(fn=None, *, static_argnames=()):
-    """Decorator: ``jax.jit`` for a small function of arrays whose program
-    does not depend on where it is traced. A program calling it many times
-    with the same shapes (a joint per body, a step's stages) traces,
-    differentiates, batches and lowers it once, and XLA inlines the calls,
-    so the compiled program is the one without the decorator. Such a
-    function may not ask :func:`traced_in_loop_body`, nor call what asks it
-    (:func:`simbodyx.spatial.vectors.small_sum`, so ``mat_vec`` and
-    ``mat_mul``; :func:`per_context_jit` functions): that raises."""
-    if fn is None:
-        return functools.partial(traced_once, static_argnames=static_argnames)
-
-    @functools.wraps(fn)
-    def marked(*args, **kwargs):
-        token = _TRACED_ONCE.set(True)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _TRACED_ONCE.reset(token)
-
-    return jax.jit(marked, static_argnames=static_argnames)
 
 
 @contextlib.contextmanager

@@ -16,7 +16,6 @@ from typing import ClassVar
 
 import jax.numpy as jnp
 
-from simbodyx._xla.trace_context import traced_once
 from simbodyx.mobilizers.base import Mobilizer
 from simbodyx.mobilizers.fitting import pick, rotation_between
 from simbodyx.spatial.rotation import (
@@ -28,7 +27,6 @@ from simbodyx.spatial.rotation import (
 from simbodyx.spatial.vectors import cross, mat_mul, spatial_vec
 
 
-@traced_once
 def quaternion_N(q):
     """(4, 3) qdot = N w for w in the parent frame: qdot = 1/2 [0, w] (x) q."""
     w, x, y, z = q[0], q[1], q[2], q[3]
@@ -40,7 +38,6 @@ def quaternion_N(q):
     ])
 
 
-@traced_once
 def quaternion_N_inv(q):
     """(3, 4) w = NInv qdot; NInv N = |q|^2 1 (Simbody's unnormalized form)."""
     w, x, y, z = q[0], q[1], q[2], q[3]
@@ -51,7 +48,6 @@ def quaternion_N_inv(q):
     ])
 
 
-@traced_once
 def euler_xyz_rates_to_body_velocity(a):
     """(3, 3) A with w_M = A(a) adot for body-fixed X-Y-Z angles a."""
     s1, c1 = jnp.sin(a[1]), jnp.cos(a[1])
@@ -64,7 +60,6 @@ def euler_xyz_rates_to_body_velocity(a):
     ])
 
 
-@traced_once
 def euler_xyz_N_body(a):
     """(3, 3) N_B with adot = N_B(a) w_M; singular at cos(a1) = 0."""
     s1, c1 = jnp.sin(a[1]), jnp.cos(a[1])

@@ -12,11 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx._xla.trace_context import traced_once
 from simbodyx.spatial.rotation import _float_array, skew
 
 
-@traced_once
 def point_inertia(mass, p):
     """Inertia about the origin of a point mass at p: m (|p|^2 1 - p p^T)."""
     p = jnp.asarray(p)
@@ -202,7 +200,6 @@ class MassProperties(Module):
         return self
 
 
-@traced_once
 def spatial_inertia_matrix(mass, com, inertia):
     """[[I_Bo, skew(m c)], [-skew(m c), m 1]] from mass (...), com (..., 3) and
     inertia about Bo (..., 3, 3), all in one frame."""

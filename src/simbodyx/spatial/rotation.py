@@ -14,11 +14,9 @@ import numpy as np
 from jax import lax
 
 from simbodyx._xla.module import Module
-from simbodyx._xla.trace_context import traced_once
-from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, safe_norm, skew_times
+from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, safe_norm, skew_times, small_sum
 
 
-@traced_once
 def rot_x(angle):
     """Rotation by ``angle`` (rad) about the common x axis, shape (..., 3, 3)."""
     c, s = jnp.cos(angle), jnp.sin(angle)
@@ -26,7 +24,6 @@ def rot_x(angle):
     return jnp.stack([o, z, z, z, c, -s, z, s, c], axis=-1).reshape(jnp.shape(c) + (3, 3))
 
 
-@traced_once
 def rot_y(angle):
     """Rotation by ``angle`` (rad) about the common y axis, shape (..., 3, 3)."""
     c, s = jnp.cos(angle), jnp.sin(angle)
@@ -34,7 +31,6 @@ def rot_y(angle):
     return jnp.stack([c, z, s, z, o, z, -s, z, c], axis=-1).reshape(jnp.shape(c) + (3, 3))
 
 
-@traced_once
 def rot_z(angle):
     """Rotation by ``angle`` (rad) about the common z axis, shape (..., 3, 3)."""
     c, s = jnp.cos(angle), jnp.sin(angle)
@@ -67,16 +63,11 @@ def _quaternion_to_matrix_jvp(primals, tangents):
     (q,), (dq,) = primals, tangents
     w, v = lax.slice_in_dim(q, 0, 1, axis=-1), lax.slice_in_dim(q, 1, 4, axis=-1)
     dw, dv = lax.slice_in_dim(dq, 0, 1, axis=-1), lax.slice_in_dim(dq, 1, 4, axis=-1)
-    x, y, z = (lax.slice_in_dim(q, k, k + 1, axis=-1) for k in range(1, 4))
-    omega = 2 * (w * dv - dw * v + cross(v, dv)) / ((w * w + y * y) + (x * x + z * z))
+    omega = 2 * (w * dv - dw * v + cross(v, dv)) / small_sum(q * q, -1)[..., None]
     R = quaternion_to_matrix(q)
     return R, skew_times(omega, R)
 
 
-quaternion_to_matrix = traced_once(quaternion_to_matrix)
-
-
-@traced_once
 def matrix_to_quaternion(R):
     """Unit quaternion ``[w, x, y, z]`` with w >= 0 for rotation matrix R.
 
@@ -120,7 +111,6 @@ def body_fixed_xyz_to_matrix(angles):
     return mat_mul(mat_mul(rot_x(angles[..., 0]), rot_y(angles[..., 1])), rot_z(angles[..., 2]))
 
 
-@traced_once
 def body_fixed_xyz_to_quaternion(angles):
     """Unit quaternion ``[w, x, y, z]`` (..., 4) of R = Rx(a0) Ry(a1) Rz(a2):
     the product of the three half-angle quaternions, smooth in the angles
@@ -134,7 +124,6 @@ def body_fixed_xyz_to_quaternion(angles):
     ], axis=-1)
 
 
-@traced_once
 def matrix_to_body_fixed_xyz(R):
     """Body-fixed X-Y-Z angles (..., 3) of R; the middle angle is in [-pi/2, pi/2].
 
@@ -180,7 +169,6 @@ def rotation_problem(R, tol=1e-6) -> str | None:
     return None
 
 
-@traced_once
 def skew(v):
     """Cross-product matrix: ``skew(a) @ b == cross(a, b)``; shape (..., 3, 3)."""
     x, y, z = v[..., 0], v[..., 1], v[..., 2]
@@ -188,7 +176,6 @@ def skew(v):
     return jnp.stack([o, -z, y, z, o, -x, -y, x, o], axis=-1).reshape(v.shape[:-1] + (3, 3))
 
 
-@traced_once
 def vee(S):
     """Inverse of :func:`skew` for the skew-symmetric part of S (..., 3, 3)."""
     return 0.5 * jnp.stack(

@@ -13,7 +13,7 @@ from jax import lax
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from simbodyx._xla.trace_context import traced_in_loop_body, traced_once
+from simbodyx._xla.trace_context import traced_in_loop_body
 
 
 def mat_mul(a, b, transpose_b=False):
@@ -106,7 +106,6 @@ def _slice(a, k, axis):
     return lax.index_in_dim(a, k, axis % a.ndim, keepdims=True)
 
 
-@traced_once(static_argnames=("axis", "keepdims"))
 def safe_norm(x, axis=-1, keepdims=False):
     """Euclidean norm whose gradient is zero (not NaN) at x = 0."""
     sq = jnp.sum(x * x, axis=axis, keepdims=keepdims)
