@@ -91,9 +91,12 @@ def test_forward_dynamics_gradient_equals_the_one_through_the_caches():
     grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4)), static_argnums=5)
     twist = grads(model, s.q, s.u, T, F, None)
     through_caches = jax.jit(jax.grad(loss, argnums=(0, 1, 2, 3, 4)))(model, s.q, s.u, T, F, no_locks)
+    # Two exact methods: rounding only. At this state the gradient itself moves
+    # by up to 5e-11 of its largest entry (the central inertias') when q moves
+    # by one part in 1e15, so that is the rounding to allow for, with room.
     scale = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(through_caches) if b.size)
     for a, b in zip(jax.tree.leaves(twist), jax.tree.leaves(through_caches)):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-11 * scale)  # two exact methods: rounding only
+        np.testing.assert_allclose(a, b, rtol=0, atol=2e-10 * scale)
 
 
 def test_forward_and_reverse_mode_agree_under_vmap():
