@@ -153,7 +153,7 @@ def test_two_cpu_devices_in_a_fresh_process():
         sharded = sx.parallel.shard_batch(states)
         assert len(sharded.q.sharding.device_set) == 2
         fd = lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot
-        rollout = lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[1].q
+        rollout = lambda s: sx.integrate.rollout(model, s, 1e-3, 10, energy=False)[1].q
         controls = jnp.ones((4, model.topology.nu))
         grad = lambda s: t._controls_gradient(model)(controls, s)
         for f in (fd, rollout, grad):
@@ -197,7 +197,7 @@ def _per_state(model):
     """What the two-process test computes per state: udot, and u after a
     10-step rollout."""
     return (lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot,
-            lambda s: sx.integrate.rollout(model, s, 1e-3, 10)[0].u)
+            lambda s: sx.integrate.rollout(model, s, 1e-3, 10, energy=False)[0].u)
 
 
 def test_two_processes_split_a_global_batch(tmp_path):

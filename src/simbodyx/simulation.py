@@ -447,7 +447,7 @@ class _Carry(Module):
 
 
 def simulate(model, state: State, integrator: Integrator, report_times, *, events=(), controller=None,
-             max_event_records: int = 64, throw: bool = True, compiler_options=None):
+             max_event_records: int = 64, throw: bool = True, compiler_options=None, energy: bool = True):
     """(final State, Trajectory at the report times, IntegratorStats): Simbody's
     TimeStepper stepping ``state`` to each of ``report_times`` (s, nondecreasing,
     none before ``state.t``; the last is the final time, reached by a step),
@@ -464,6 +464,8 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     the time reached). ``compiler_options``: XLA's, for the compiled
     stepping loop, such as ``sx.xla_setup.loop_compiler_options()``
     (jaxlib 0.6: one trajectory several times faster, compiled longer).
+    ``energy=False`` leaves ``Trajectory.energy`` None: no energy at the
+    reports, which for a contact model is its detection evaluated again.
 
     A Model small enough for the scalar path (``model.uses_scalar_path()``),
     with concrete numbers and no events, is compiled into the stepping
@@ -495,13 +497,14 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
         if not isinstance(state.t, jax.core.Tracer) and concrete[0] < float(state.t):
             raise ValueError(f"simulate: the first report time {concrete[0]} is before the State's time "
                              f"{float(state.t)}")
-    arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0)
+    arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0, energy)
     folded = model if events else FoldedModel.of(model)
     if isinstance(folded, FoldedModel):
-        run = jit_with_options(_simulate_folded, compiler_options, static_argnames=("folded", "integrator", "records"))
+        run = jit_with_options(_simulate_folded, compiler_options,
+                               static_argnames=("folded", "integrator", "records", "energy"))
         final, trajectory, stats = run(folded, *arguments)
     else:
-        run = jit_with_options(_simulate, compiler_options, static_argnames=("integrator", "records"))
+        run = jit_with_options(_simulate, compiler_options, static_argnames=("integrator", "records", "energy"))
         final, trajectory, stats = run(model, *arguments)
     if throw:
         stats = _raise_on_failure(model, final, stats)
@@ -556,11 +559,11 @@ def _raise_on_failure(model, final, stats):
     return eqx.tree_at(lambda r: r.status, stats, status)
 
 
-def _simulate_folded(folded, state: State, integrator: Integrator, times, events, records):
-    return _simulate(folded.model, state, integrator, times, events, records)
+def _simulate_folded(folded, state: State, integrator: Integrator, times, events, records, energy):
+    return _simulate(folded.model, state, integrator, times, events, records, energy)
 
 
-def _simulate(model, state: State, integrator: Integrator, times, events, records):
+def _simulate(model, state: State, integrator: Integrator, times, events, records, energy):
     dtype = state.q.dtype
     low, _ = integrator.step_bounds()
     final_time = times[-1]
@@ -691,7 +694,7 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
         bad = c.status != IntegratorStatus.Succeeded
         q, u, z = (jnp.where(bad, jnp.nan, jnp.where(at_end, a, y)) for a, y in ((c.adv.q, q), (c.adv.u, u),
                                                                                   (c.adv.z, z)))
-        return c, (target, q, u, z, total_energy(model, _at(base, target, q, u, z)))
+        return c, (target, q, u, z, total_energy(model, _at(base, target, q, u, z)) if energy else None)
 
     c, (t, q, u, z, energy) = jax.lax.scan(interval, carry, times)
     if events:  # the events due at the final time

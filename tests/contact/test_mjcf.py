@@ -68,7 +68,7 @@ def _rest(xml, steps=6000, dt=5e-4, warn=False):
     with warnings.catch_warnings(action="default" if warn else "error"):
         system, _, _, robot = sx.io.load_mjcf(xml)
     model, state = system.realize_topology()
-    final, _ = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, steps, save_every=steps))(state)
+    final, _ = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, steps, save_every=steps, energy=False))(state)
     m = mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
     for _ in range(int(steps * dt / m.opt.timestep)):
@@ -284,7 +284,7 @@ def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():
     coarse = sx.io.load_mjcf(xml.replace('timestep="0.0005"', 'timestep="0.02"'))[3].frictions["slide"]
     np.testing.assert_allclose(coarse.transition_velocity, 2 * robot.frictions["slide"].transition_velocity, rtol=1e-14)
     model, state = system.realize_topology()
-    _, saved = jax.jit(lambda s: sx.integrate.rollout(model, s, 5e-4, 6000, save_every=10))(
+    _, saved = jax.jit(lambda s: sx.integrate.rollout(model, s, 5e-4, 6000, save_every=10, energy=False))(
         state.with_q(jnp.array([0.3])))
     x = np.asarray(saved.q[:, 0])
     half_period = np.pi / np.sqrt(50.0)
@@ -358,7 +358,7 @@ def test_the_gymnasium_ant_stands_on_the_floor():
         system, _, _, robot = sx.io.load_mjcf(ASSETS / "ant.xml")
     assert len(robot.actuators) == 8
     model, state = system.realize_topology()
-    run = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=500))
+    run = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=500, energy=False))
     final, trajectory = run(model, state)
     assert np.all(np.isfinite(np.asarray(trajectory.q)))
     contact = robot.contact.get_contact_forces(model, model.realize(final, sx.Stage.Velocity))
@@ -407,7 +407,7 @@ def test_the_gymnasium_robots_load_with_everything_modelled_and_lie_on_the_floor
     if SETTLED[robot] is None:
         return
     speed, factor = SETTLED[robot]
-    _, trajectory = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000))(model, state)
+    _, trajectory = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000, energy=False))(model, state)
     assert np.all(np.isfinite(np.asarray(trajectory.q))) and np.all(np.isfinite(np.asarray(trajectory.u)))
     depth = [float(jnp.max(loaded.contact.get_contact_forces(model, model.realize(
         state.with_q(trajectory.q[k]).with_u(trajectory.u[k]), sx.Stage.Velocity)).depth)) for k in (4, 5)]
@@ -447,7 +447,7 @@ def test_the_dm_control_runners_come_to_rest_on_the_floor(robot, factor, speed):
     with warnings.catch_warnings(action="error"):
         system, _, _, loaded = sx.io.load_mjcf(path)
     model, state = system.realize_topology()
-    _, trajectory = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000))(model, state)
+    _, trajectory = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000, energy=False))(model, state)
     assert np.all(np.isfinite(np.asarray(trajectory.q))) and np.all(np.isfinite(np.asarray(trajectory.u)))
     depth = []
     for k in (4, 5):
