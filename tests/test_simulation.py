@@ -273,7 +273,7 @@ def test_a_small_concrete_model_is_compiled_in_and_its_program_reused():
     the program, a Model with other numbers gets its own."""
     model, state = _double_pendulum()
     fixed, times = sx.Integrator.RungeKutta3(fixed_step=0.01), jnp.array([0.25, 0.5])
-    run = jit_with_options(_simulate_folded, None, static_argnames=("folded", "integrator", "records"))
+    run = jit_with_options(_simulate_folded, None, static_argnames=("folded", "integrator", "records", "energy"))
     before = run._cache_size()
     folded = sx.simulate(model, state, fixed, times)[1]
     sx.simulate(eqx.tree_at(lambda m: m.force_elements[0].gravity, model, model.force_elements[0].gravity + 0.0),
