@@ -407,7 +407,8 @@ def test_the_gymnasium_robots_load_with_everything_modelled_and_lie_on_the_floor
     if SETTLED[robot] is None:
         return
     speed, factor = SETTLED[robot]
-    _, trajectory = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000, energy=False))(model, state)
+    run = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000, energy=False))
+    _, trajectory = run(model, state)
     assert np.all(np.isfinite(np.asarray(trajectory.q))) and np.all(np.isfinite(np.asarray(trajectory.u)))
     depth = [float(jnp.max(loaded.contact.get_contact_forces(model, model.realize(
         state.with_q(trajectory.q[k]).with_u(trajectory.u[k]), sx.Stage.Velocity)).depth)) for k in (4, 5)]
@@ -447,7 +448,8 @@ def test_the_dm_control_runners_come_to_rest_on_the_floor(robot, factor, speed):
     with warnings.catch_warnings(action="error"):
         system, _, _, loaded = sx.io.load_mjcf(path)
     model, state = system.realize_topology()
-    _, trajectory = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000, energy=False))(model, state)
+    run = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000, energy=False))
+    _, trajectory = run(model, state)
     assert np.all(np.isfinite(np.asarray(trajectory.q))) and np.all(np.isfinite(np.asarray(trajectory.u)))
     depth = []
     for k in (4, 5):
