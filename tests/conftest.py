@@ -2,6 +2,7 @@
 tolerance table keyed by dtype, and small model builders."""
 
 import contextlib
+import gc
 import os
 import pathlib
 
@@ -43,6 +44,16 @@ import jax.numpy as jnp  # noqa: E402
 
 import simbodyx as sx  # noqa: E402
 from simbodyx import functions as fn  # noqa: E402
+
+#: Tracing is a third of the suite's time and makes millions of short-lived
+#: Python objects, few of them in cycles. Python's cyclic collector, run
+#: every 700 allocations and walking every object left from the imports,
+#: took 6-20% of four tracing-bound files' time (113-119 against 90-106 s in
+#: one process). So the imports' objects are frozen out of its reach and it
+#: runs less often; the notebook kernels do the same (tests/test_notebooks.py).
+GC_THRESHOLDS = (100_000, 50, 100)
+gc.freeze()
+gc.set_threshold(*GC_THRESHOLDS)
 
 #: Absolute tolerances for O(1) quantities computed two ways. float64: a few
 #: hundred ulps of accumulated rounding; float32 likewise at its epsilon.

@@ -8,6 +8,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from conftest import GC_THRESHOLDS
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -72,7 +74,9 @@ def test_notebook_runs(path, monkeypatch):
                            str(jax.config.jax_persistent_cache_min_compile_time_secs))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     notebook = nbformat.read(path, as_version=4)
+    collector = f"import gc; gc.freeze(); gc.set_threshold{GC_THRESHOLDS}"  # as in this process (conftest)
     NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   extra_arguments=[f"--IPKernelApp.exec_lines={collector}"],
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     out = ROOT / "build" / "notebooks"
     out.mkdir(parents=True, exist_ok=True)
