@@ -49,8 +49,9 @@ from simbodyx import functions as fn  # noqa: E402
 #: Python objects, few of them in cycles. Python's cyclic collector, run
 #: every 700 allocations and walking every object left from the imports,
 #: took 6-20% of four tracing-bound files' time (113-119 against 90-106 s in
-#: one process). So the imports' objects are frozen out of its reach and it
-#: runs less often; the notebook kernels do the same (tests/test_notebooks.py).
+#: one process; the whole suite 1,105 against 1,152 s). So the imports'
+#: objects are frozen out of its reach and it runs less often; the notebook
+#: kernels do the same (tests/test_notebooks.py).
 GC_THRESHOLDS = (100_000, 50, 100)
 gc.freeze()
 gc.set_threshold(*GC_THRESHOLDS)
