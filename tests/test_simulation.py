@@ -16,8 +16,7 @@ from jax.test_util import check_grads
 
 import simbodyx as sx
 from conftest import link, new_system
-from simbodyx._xla.xla_setup import jit_with_options
-from simbodyx.simulation import _simulate_folded
+from simbodyx.simulation import _stepping_program
 
 G = 9.81
 
@@ -273,7 +272,7 @@ def test_a_small_concrete_model_is_compiled_in_and_its_program_reused():
     the program, a Model with other numbers gets its own."""
     model, state = _double_pendulum()
     fixed, times = sx.Integrator.RungeKutta3(fixed_step=0.01), jnp.array([0.25, 0.5])
-    run = jit_with_options(_simulate_folded, None, static_argnames=("folded", "integrator", "records", "energy"))
+    run = _stepping_program(True, None)  # the program simulate calls, default options
     before = run._cache_size()
     folded = sx.simulate(model, state, fixed, times)[1]
     sx.simulate(eqx.tree_at(lambda m: m.force_elements[0].gravity, model, model.force_elements[0].gravity + 0.0),

@@ -500,12 +500,9 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0, energy)
     folded = model if events else FoldedModel.of(model)
     if isinstance(folded, FoldedModel):
-        run = jit_with_options(_simulate_folded, compiler_options,
-                               static_argnames=("folded", "integrator", "records", "energy"))
-        final, trajectory, stats = run(folded, *arguments)
+        final, trajectory, stats = _stepping_program(True, compiler_options)(folded, *arguments)
     else:
-        run = jit_with_options(_simulate, compiler_options, static_argnames=("integrator", "records", "energy"))
-        final, trajectory, stats = run(model, *arguments)
+        final, trajectory, stats = _stepping_program(False, compiler_options)(model, *arguments)
     if throw:
         stats = _raise_on_failure(model, final, stats)
     return final, trajectory, stats
@@ -557,6 +554,16 @@ def _raise_on_failure(model, final, stats):
     index = jnp.clip(stats.status - min(IntegratorStatus), 0, len(messages) - 1)
     status = eqx.branched_error_if(stats.status, stats.status != IntegratorStatus.Succeeded, index, messages)
     return eqx.tree_at(lambda r: r.status, stats, status)
+
+
+def _stepping_program(folded: bool, compiler_options: dict | None):
+    """The jitted stepping program ``simulate`` calls: :func:`_simulate_folded`
+    (a FoldedModel, its numbers compiled in) or :func:`_simulate` (a Model),
+    built once per options."""
+    if folded:
+        return jit_with_options(_simulate_folded, compiler_options,
+                                static_argnames=("folded", "integrator", "records", "energy"))
+    return jit_with_options(_simulate, compiler_options, static_argnames=("integrator", "records", "energy"))
 
 
 def _simulate_folded(folded, state: State, integrator: Integrator, times, events, records, energy):
