@@ -69,13 +69,12 @@ def _joint_tangents(kind, q, u, udot, q_dot, u_dot, fC_F, params):
     h udot + hdot u (hdot along qdot = N u); dS^T fC (nu,) pairs d(h) with the
     subtree force fC_F about Fo in F."""
 
-    def h(q):
-        return shift_velocity(kind.H_FM(q, params), -kind.X_FM(q, params)[1])
+    def pose_and_h(q):
+        X_FM = kind.X_FM(q, params)
+        return X_FM, shift_velocity(kind.H_FM(q, params), -X_FM[1])
 
     def local(q, u):  # X_FM, h u, gamma_F and h fC_F, differentiated together below
-        X_FM = kind.X_FM(q, params)
-        H = shift_velocity(kind.H_FM(q, params), -X_FM[1])
-        h_dot = jax.jvp(h, (q,), (mat_vec(kind.N(q), u),))[1]
+        (X_FM, H), (_, h_dot) = jax.jvp(pose_and_h, (q,), (mat_vec(kind.N(q), u),))
         gamma = mat_vec(H, udot, transpose=True) + mat_vec(h_dot, u, transpose=True)
         return X_FM, mat_vec(H, u, transpose=True), gamma, mat_vec(H, fC_F)
 
