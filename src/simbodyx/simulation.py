@@ -498,11 +498,8 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
             raise ValueError(f"simulate: the first report time {concrete[0]} is before the State's time "
                              f"{float(state.t)}")
     arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0, energy)
-    folded = model if events else FoldedModel.of(model)
-    if isinstance(folded, FoldedModel):
-        final, trajectory, stats = _stepping_program(True, compiler_options)(folded, *arguments)
-    else:
-        final, trajectory, stats = _stepping_program(False, compiler_options)(model, *arguments)
+    folded = model if events else FoldedModel.of(model)  # the Model itself unless folded
+    final, trajectory, stats = _stepping_program(isinstance(folded, FoldedModel), compiler_options)(folded, *arguments)
     if throw:
         stats = _raise_on_failure(model, final, stats)
     return final, trajectory, stats
