@@ -74,7 +74,7 @@ def test_reversed_joint_moves_like_the_forward_built_one(pairs, seed):
     for a, b, b2, a2 in quads:  # the forward joint takes the reversed joint's q and u
         state = a2.set_q_from_vector(state, b.get_q_as_vector(state))
         state = a2.set_u_from_vector(state, b.get_u_as_vector(state))
-    s = model.realize(state, sx.Stage.Velocity)
+    s = model.realize(state, sx.Stage.Acceleration)  # the stage of the realize below: one program for both
     for a, b, b2, a2 in quads:  # B' placed and moving as B (identity frames: q = X_GB, u = V_GB)
         X = b.get_body_transform(s)
         state = b2.set_q_from_vector(state, jnp.concatenate([matrix_to_quaternion(X.R), X.p]))
