@@ -16,14 +16,17 @@ pytestmark = pytest.mark.smoke
 
 
 @functools.lru_cache(maxsize=None)
-def double_pendulum():
+def double_pendulum(rod=False):
+    """Two 1 m links on pins; with ``rod``, the lower link's pin held 0.6 m from a Ground point."""
     system = sx.MultibodySystem()
     matter = sx.SimbodyMatterSubsystem(system)
     forces = sx.GeneralForceSubsystem(system)
     sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
     body = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02)))
     upper = sx.MobilizedBody.Pin(matter.Ground(), body)
-    sx.MobilizedBody.Pin(upper, sx.Transform([0, -1.0, 0]), body, sx.Transform())
+    lower = sx.MobilizedBody.Pin(upper, sx.Transform([0, -1.0, 0]), body, sx.Transform())
+    if rod:
+        sx.Constraint.Rod(matter.Ground(), [0.5, -1.5, 0.0], lower, [0.0, 0.0, 0.0], 0.6)
     model, state = system.realize_topology()
     return model, state.with_q(jnp.array([1.0, -0.5]))
 
@@ -131,6 +134,22 @@ def test_one_trajectory_is_compiled_into_one_function_and_a_wide_batch_is_not():
     assert _entry_loop(one.lower(state).compile().as_text()) == "function"
     states = jax.tree.map(lambda x: jnp.broadcast_to(x, (8192, *x.shape)), state)
     assert _entry_loop(jax.jit(jax.vmap(one)).lower(states).compile().as_text()) == "thunks"
+
+
+@pytest.mark.skipif(releases.JAXLIB < (0, 7, 0), reason="jaxlib 0.6 keeps XLA's small-loop threshold")
+def test_simulate_compiles_its_step_into_one_function_unless_it_projects_constraints():
+    """``sx.simulate`` at batch 1: the step loop as one function, but with a
+    constraint, whose projection loops inside the step made a closed chain's
+    compile minutes long, kernel by kernel (``xla_setup.kept_out_of_one_function``)."""
+    integrator = sx.Integrator.RungeKuttaMerson(accuracy=1e-6)
+    times = jnp.linspace(0.0, 1.0, 3)
+
+    def entry_loop(model, state):
+        simulate = jax.jit(lambda s: sx.simulate(model, s, integrator, times)[0].q)
+        return _entry_loop(simulate.lower(state).compile().as_text())
+
+    assert entry_loop(*double_pendulum()) == "function"
+    assert entry_loop(*double_pendulum(rod=True)) == "thunks"
 
 
 def test_an_eager_rollout_is_one_program_that_later_calls_reuse():

@@ -60,6 +60,13 @@ def test_loop_options_choose_the_earlier_runtime_only_where_it_exists():
     assert loop_options_for("0.7.0", "", "cpu") == loop_options_for("0.12.0.1", "", "cpu") == {}
 
 
+def test_kept_out_of_one_function_is_the_identity_eagerly_and_under_jit_vmap_and_grad():
+    f = xla_setup.kept_out_of_one_function
+    x = jnp.array([0.3, -2.0, 0.0, 1e-300])
+    assert float(f(x[0])) == 0.3 and float(jax.jit(f)(x[1])) == -2.0
+    assert (jax.vmap(f)(x) == x).all() and float(jax.grad(lambda y: 3.0 * f(y))(0.7)) == 3.0
+
+
 def test_release_numbers():
     assert release("0.10.2") == (0, 10, 2) > release("0.8.1") > release("0.8") == (0, 8, 0)
     assert release("0.8.1.dev20251020") == (0, 8, 1)

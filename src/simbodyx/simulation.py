@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx._xla.xla_setup import jit_with_options
+from simbodyx._xla.xla_setup import jit_with_options, kept_out_of_one_function
 from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
 from simbodyx.events import (
     calc_event_trigger_info,
@@ -678,6 +678,8 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
     kind = "checkpointed" if integrator.reverse_mode else "lax"
 
     def body(c: _Carry, target) -> _Carry:
+        if model.params.constraints:  # the projection's loops inside: as one function it compiles for minutes
+            c = dataclasses.replace(c, h=kept_out_of_one_function(c.h))
         if not events:
             return attempt(c, target)
         return jax.lax.cond(jnp.any(c.due), handle, lambda c: attempt(c, target), c)

@@ -28,10 +28,11 @@
   contact 4.6-5x) and leaves batches of more than a few states to the
   thunk runtime. Such a loop compiles up to 3.6x longer, and a rollout's
   gradient, which runs 3-12x faster, up to 6.4x (the humanoid's over
-  1,000 RK4 steps: 134 against 21 s). On jaxlib 0.6 a loop compiled this
-  way crashes where XLA splits one of its kernels over threads
-  (``jax.random.normal`` of 1,024 x 14 numbers did), so there
-  :func:`loop_compiler_options` is the way.
+  1,000 RK4 steps: 134 against 21 s); ``sx.simulate`` keeps its step on
+  a constrained model out of it (:func:`kept_out_of_one_function`). On
+  jaxlib 0.6 a loop compiled this way crashes where XLA splits one of its
+  kernels over threads (``jax.random.normal`` of 1,024 x 14 numbers did),
+  so there :func:`loop_compiler_options` is the way.
 
 The figures behind each option, per release: benchmarks/README.md, "Why the
 code is as it is" and "Across JAX releases".
@@ -142,6 +143,22 @@ def loop_options_for(jaxlib_version: str, flags: str, backend: str) -> dict:
     if release(jaxlib_version) >= (0, 7, 0) or EARLIER_RUNTIME in flags or backend != "cpu":
         return {}
     return {EARLIER_RUNTIME: False}
+
+
+def kept_out_of_one_function(x):
+    """``x`` through a sort of two copies of itself, which XLA's CPU compiler
+    does not compile into one function with a loop (its small-loop hoisting
+    skips loops holding a sort, a scatter or a custom call): the loop whose
+    iteration computes it runs kernel by kernel, its own inner loops still
+    each as one function. For loop bodies whose one-function compile costs
+    far more than it saves: ``sx.simulate``'s step on a model with
+    constraints, whose projection loops sit inside it (an 11-body closed
+    chain, 1,705 steps, jax 0.9.2: 15.7-16.9 s to compile and 0.23-0.30 s
+    to run, against 80.7 and 0.12 s as one function)."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax.lax.sort(jnp.stack([x, x]))[0]
 
 
 def jit_with_options(fn, compiler_options: dict | None = None, **jit_kwargs):
