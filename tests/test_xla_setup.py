@@ -65,6 +65,8 @@ def test_kept_out_of_one_function_is_the_identity_eagerly_and_under_jit_vmap_and
     x = jnp.array([0.3, -2.0, 0.0, 1e-300])
     assert float(f(x[0])) == 0.3 and float(jax.jit(f)(x[1])) == -2.0
     assert (jax.vmap(f)(x) == x).all() and float(jax.grad(lambda y: 3.0 * f(y))(0.7)) == 3.0
+    single = jnp.float32(0.3)
+    assert f(single).dtype == jnp.float32 and f(single) == single
 
 
 def test_release_numbers():
