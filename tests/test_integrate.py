@@ -2,6 +2,7 @@
 simulation in both dtypes, gradients through a rollout."""
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -165,6 +166,22 @@ def test_an_eager_rollout_is_one_program_that_later_calls_reuse():
     expected = jax.jit(lambda s: sx.integrate.rollout(model, s, 2e-3, 50, save_every=10))(other)
     np.testing.assert_allclose(final.q, expected[0].q, atol=1e-12)
     np.testing.assert_allclose(trajectory.energy, expected[1].energy, atol=1e-12)
+
+
+def test_a_rollouts_energies_are_the_samples_evaluated_after_its_loop():
+    """``energy=True`` leaves the loop's program as it is without energies:
+    they are each saved sample's total energy, evaluated after the loop."""
+    model, state = double_pendulum()
+
+    def loops(energy):
+        jaxpr = jax.make_jaxpr(lambda s: sx.integrate.rollout(model, s, 1e-3, 20, save_every=10, energy=energy))(state)
+        return [re.sub(" at 0x[0-9a-f]+", "", str(e.params["jaxpr"])) for e in jaxpr.eqns if e.primitive.name == "scan"]
+
+    assert loops(True) == loops(False) and loops(True)
+    _, trajectory = sx.integrate.rollout(model, state, 1e-3, 20, save_every=10)
+    for k in range(3):
+        s = state.with_time(trajectory.t[k]).with_q(trajectory.q[k]).with_u(trajectory.u[k])
+        np.testing.assert_allclose(trajectory.energy[k], sx.integrate.total_energy(model, s), rtol=0, atol=1e-12)
 
 
 def test_simulate_argument_errors():

@@ -141,6 +141,10 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     the horizon, for a second extra forward pass. False: every intermediate
     of every step is kept.
     ``energy=False`` leaves ``Trajectory.energy`` None (no energy evaluation).
+    The energies are one batched evaluation over the saved samples after the
+    loop, which keeps the loop's program as small as without them; a time
+    stepper, which may change the State's other variables as it steps,
+    has them evaluated inside the loop, at each sample.
 
     Called eagerly (outside ``jit``, ``vmap`` and ``grad``), the rollout is
     one compiled program, which later calls with the same settings and
@@ -191,8 +195,10 @@ def _rollout(model, state: State, dt, controls, settings: _Settings):
         m = model if force is None else with_controller(model, jax.tree_util.Partial(_held, force))
         return method_step(m, s, dt), None
 
+    in_loop = energy and not isinstance(method, str)  # a time stepper's State changes beyond (t, q, u, z)
+
     def sample(s):
-        return s.t, s.q, s.u, total_energy(model, s) if energy else None, s.z if s.z.shape[-1] else None
+        return s.t, s.q, s.u, total_energy(model, s) if in_loop else None, s.z if s.z.shape[-1] else None
 
     def chunk(s, forces):
         s, _ = jax.lax.scan(step, s, forces, length=save_every)
@@ -211,6 +217,8 @@ def _rollout(model, state: State, dt, controls, settings: _Settings):
     first = sample(state)
     t, q, u, e, z = (None if a is None else jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
                      for a, b in zip(first, rows))
+    if energy and not in_loop:
+        e = jax.vmap(lambda *row: total_energy(model, _with(state, *row)))(t, q, u, *(() if z is None else (z,)))
     return final, Trajectory(t=t, q=q, u=u, energy=e, z=z)
 
 
