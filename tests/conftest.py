@@ -5,6 +5,7 @@ import contextlib
 import gc
 import os
 import pathlib
+import re
 
 import jax
 import jax.extend  # noqa: F401  (jax.extend.core below)
@@ -124,6 +125,15 @@ def primitive_names(jaxpr):
 def count_primitive(jaxpr, name):
     """How many equations of primitive ``name`` a jaxpr and its sub-jaxprs hold."""
     return sum(eqn.primitive.name == name for eqn in equations(jaxpr))
+
+
+def loop_bodies(jaxpr):
+    """The bodies of a jaxpr's loops (scan and while, its sub-jaxprs'
+    included), printed, with the addresses of functions in their parameters
+    left out: equal lists mean the same loops."""
+    loops = [eqn.params.get("jaxpr", eqn.params.get("body_jaxpr")) for eqn in equations(jaxpr)
+             if eqn.primitive.name in ("scan", "while")]
+    return [re.sub(" at 0x[0-9a-f]+", "", str(body)) for body in loops]
 
 
 @pytest.fixture(params=["float64", "float32"])

@@ -15,7 +15,7 @@ import pytest
 from jax.test_util import check_grads
 
 import simbodyx as sx
-from conftest import link, new_system
+from conftest import link, loop_bodies, new_system
 from simbodyx.simulation import _stepping_program
 
 G = 9.81
@@ -263,6 +263,22 @@ def test_fixed_step_interpolation_and_statistics():
     stepped = sx.simulate(model, state, sx.Integrator.RungeKuttaMerson(accuracy=1e-9, allow_interpolation=False),
                           jnp.linspace(0.0, 1.0, 7))[1]
     np.testing.assert_allclose(interpolated.q, stepped.q, atol=1e-7)
+
+
+def test_without_events_the_energies_are_the_reports_evaluated_after_the_loop():
+    """``energy=True`` leaves the stepping loop's program as it is without
+    energies: they are each report's total energy, evaluated after it."""
+    model, state = _double_pendulum()
+    fixed, times = sx.Integrator.RungeKutta3(fixed_step=0.01), jnp.array([0.0, 0.25, 0.5])
+
+    def loops(energy):
+        return loop_bodies(jax.make_jaxpr(lambda s: sx.simulate(model, s, fixed, times, energy=energy)[1].q)(state))
+
+    assert loops(True) == loops(False) and loops(True)
+    trajectory = sx.simulate(model, state, fixed, times)[1]  # the program of the test above
+    for k in range(len(times)):
+        s = state.with_time(trajectory.t[k]).with_q(trajectory.q[k]).with_u(trajectory.u[k])
+        np.testing.assert_allclose(trajectory.energy[k], sx.integrate.total_energy(model, s), rtol=0, atol=1e-12)
 
 
 def test_a_small_concrete_model_is_compiled_in_and_its_program_reused():

@@ -466,6 +466,10 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     (jaxlib 0.6: one trajectory several times faster, compiled longer).
     ``energy=False`` leaves ``Trajectory.energy`` None: no energy at the
     reports, which for a contact model is its detection evaluated again.
+    Without events the energies are one batched evaluation over the reports
+    after the stepping loop, whose program stays as small as without them;
+    with events, whose handlers may change the Model, each is evaluated in
+    the loop at its report.
 
     A Model small enough for the scalar path (``model.uses_scalar_path()``),
     with concrete numbers and no events, is compiled into the stepping
@@ -700,12 +704,15 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
         bad = c.status != IntegratorStatus.Succeeded
         q, u, z = (jnp.where(bad, jnp.nan, jnp.where(at_end, a, y)) for a, y in ((c.adv.q, q), (c.adv.u, u),
                                                                                   (c.adv.z, z)))
-        return c, (target, q, u, z, total_energy(model, _at(base, target, q, u, z)) if energy else None)
+        return c, (target, q, u, z, total_energy(model, _at(base, target, q, u, z)) if in_loop else None)
 
-    c, (t, q, u, z, energy) = jax.lax.scan(interval, carry, times)
+    in_loop = energy and bool(events)  # handlers may change the Model and the State's other variables
+    c, (t, q, u, z, energies) = jax.lax.scan(interval, carry, times)
+    if energy and not in_loop:  # one batched evaluation over the reports, the loop's program left as it is
+        energies = jax.vmap(lambda *report: total_energy(model, _at(base, *report)))(t, q, u, z)
     if events:  # the events due at the final time
         c = jax.lax.cond(jnp.any(c.due) & (c.status == IntegratorStatus.Succeeded), handle, lambda c: c, c)
     stats = IntegratorStats(c.status, *c.counts, c.first_step, c.last_step, c.h, c.num_events, c.event_times,
                             c.event_index)
     return (_at(c.base, c.adv.t, c.adv.q, c.adv.u, c.adv.z),
-            Trajectory(t=t, q=q, u=u, energy=energy, z=z if state.z.shape[-1] else None), stats)
+            Trajectory(t=t, q=q, u=u, energy=energies, z=z if state.z.shape[-1] else None), stats)
