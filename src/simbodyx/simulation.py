@@ -64,7 +64,7 @@ from simbodyx.events import (
     triggered_positions,
 )
 from simbodyx.forces.custom import with_controller
-from simbodyx.integrate import Trajectory, state_rates, total_energy
+from simbodyx.integrate import Trajectory, _sample_energies, state_rates, total_energy
 from simbodyx.model import FoldedModel
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
@@ -680,6 +680,7 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
                 crossing & crossed_witnesses(events, w0, witness))
 
     kind = "checkpointed" if integrator.reverse_mode else "lax"
+    in_loop = energy and bool(events)  # the report energies: handlers may change the Model and the State
 
     def body(c: _Carry, target) -> _Carry:
         if model.params.constraints:  # the projection's loops inside: as one function it compiles for minutes
@@ -706,10 +707,9 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
                                                                                   (c.adv.z, z)))
         return c, (target, q, u, z, total_energy(model, _at(base, target, q, u, z)) if in_loop else None)
 
-    in_loop = energy and bool(events)  # handlers may change the Model and the State's other variables
     c, (t, q, u, z, energies) = jax.lax.scan(interval, carry, times)
-    if energy and not in_loop:  # one batched evaluation over the reports, the loop's program left as it is
-        energies = jax.vmap(lambda *report: total_energy(model, _at(base, *report)))(t, q, u, z)
+    if energy and not in_loop:  # after the loop, whose program is then as without energies
+        energies = _sample_energies(model, base, t, q, u, z)
     if events:  # the events due at the final time
         c = jax.lax.cond(jnp.any(c.due) & (c.status == IntegratorStatus.Succeeded), handle, lambda c: c, c)
     stats = IntegratorStats(c.status, *c.counts, c.first_step, c.last_step, c.h, c.num_events, c.event_times,
