@@ -15,6 +15,7 @@ import dataclasses
 from typing import ClassVar
 
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx.mobilizers.base import Mobilizer
 from simbodyx.mobilizers.fitting import pick, rotation_between
@@ -24,28 +25,33 @@ from simbodyx.spatial.rotation import (
     matrix_to_quaternion,
     quaternion_to_matrix,
 )
-from simbodyx.spatial.vectors import cross, mat_mul, spatial_vec
+from simbodyx.spatial.vectors import cross, mat_mul, small_sum, spatial_vec
+
+
+def _linear_in_q(rows):
+    """(rows, columns, 4) C with M[i, j] = sum_k C[i, j, k] q[k], for the matrix M
+    whose entries ``rows`` name as signed quaternion components ("-x")."""
+    C = np.zeros((len(rows), len(rows[0]), 4))
+    for i, row in enumerate(rows):
+        for j, entry in enumerate(row):
+            C[i, j, "wxyz".index(entry[-1])] = -1.0 if entry[0] == "-" else 1.0
+    return C
+
+
+#: N and NInv (= 4 N^T) as constant tensors times q: a product each in the
+#: traced program, where stacking their entries took some thirty equations.
+_QUATERNION_N = 0.5 * _linear_in_q([["-x", "-y", "-z"], ["w", "z", "-y"], ["-z", "w", "x"], ["y", "-x", "w"]])
+_QUATERNION_N_INV = 4.0 * _QUATERNION_N.transpose(1, 0, 2)
 
 
 def quaternion_N(q):
     """(4, 3) qdot = N w for w in the parent frame: qdot = 1/2 [0, w] (x) q."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    return 0.5 * jnp.stack([
-        jnp.stack([-x, -y, -z]),
-        jnp.stack([w, z, -y]),
-        jnp.stack([-z, w, x]),
-        jnp.stack([y, -x, w]),
-    ])
+    return small_sum(_QUATERNION_N.astype(q.dtype) * q, axis=-1)
 
 
 def quaternion_N_inv(q):
     """(3, 4) w = NInv qdot; NInv N = |q|^2 1 (Simbody's unnormalized form)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    return 2.0 * jnp.stack([
-        jnp.stack([-x, w, -z, y]),
-        jnp.stack([-y, z, w, -x]),
-        jnp.stack([-z, -y, x, w]),
-    ])
+    return small_sum(_QUATERNION_N_INV.astype(q.dtype) * q, axis=-1)
 
 
 def euler_xyz_rates_to_body_velocity(a):
