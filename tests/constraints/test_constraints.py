@@ -485,8 +485,10 @@ def test_derivatives_match_finite_differences_even_when_redundant():
     """Gradients and JVPs of udot and the multipliers against central
     differences: two identical rods (one redundant), then the crank's udot
     held by a lock and one rod disabled (the rule's prescribed and masked
-    rows)."""
+    rows). On the array program: the scalar path, which small models like
+    this one take inside jit, differentiates the solve's arithmetic instead."""
     model, state, crank = _four_bar("two rods")
+    model = model.with_scalar_path(False)
 
     def udot_of(q, u, station):  # the rods' station on the coupler: a Model leaf
         m = eqx.tree_at(lambda m: (m.params.constraints[0].station1, m.params.constraints[1].station1), model,
