@@ -77,7 +77,7 @@ from simbodyx._xla.trace_context import per_context_jit, tracing
 
 #: ``Model.scalar_path = None`` (automatic) tries the scalar path up to this many mobilities ...
 MAX_MOBILITIES = 6
-#: ... and keeps it when it emits at most this many arithmetic operations.
+#: ... and keeps it when its program has at most this many arithmetic results (counted as the module notes say).
 MAX_OPERATIONS = 1900
 #: True while :func:`scalarize` or an entry point's compiled program traces: entry
 #: points inside it run as they are (the outer program's path holds for all of it).
