@@ -1,6 +1,9 @@
 """The collision kernels against closed forms (depth, normal, point,
 effective radius), and the pair table's build-time rules."""
 
+import inspect
+import types
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,8 +11,14 @@ import pytest
 
 import simbodyx as sx
 from conftest import FD_STEP
-from simbodyx.contact import detection
+from simbodyx.contact import detection as kernels
 from simbodyx.contact.geometry import ContactGeometry as CG
+
+#: The module's functions each compiled whole, as the contact forces' programs
+#: hold them: called eagerly, JAX would compile every operation on its own.
+detection = types.SimpleNamespace(**{
+    name: jax.jit(f) if inspect.isfunction(f) and f.__module__ == kernels.__name__ else f
+    for name, f in vars(kernels).items()})
 
 UP = sx.Transform(sx.Rotation.about_y(0.5 * np.pi), np.zeros(3))  # half-space z < 0: its x axis onto -z
 ATOL = 1e-12
