@@ -15,7 +15,8 @@ from simbodyx.contact import detection as kernels
 from simbodyx.contact.geometry import ContactGeometry as CG
 
 #: The module's functions each compiled whole, as the contact forces' programs
-#: hold them: called eagerly, JAX would compile every operation on its own.
+#: hold them: called eagerly, JAX compiles every operation on its own, and a
+#: search loop again at every call.
 detection = types.SimpleNamespace(**{
     name: jax.jit(f) if inspect.isfunction(f) and f.__module__ == kernels.__name__ else f
     for name, f in vars(kernels).items()})
