@@ -11,15 +11,15 @@ import pytest
 
 import simbodyx as sx
 from conftest import FD_STEP
-from simbodyx.contact import detection as kernels
+from simbodyx.contact import detection as detection_module
 from simbodyx.contact.geometry import ContactGeometry as CG
 
 #: The module's functions each compiled whole, as the contact forces' programs
 #: hold them: called eagerly, JAX compiles every operation on its own, and a
 #: search loop again at every call.
 detection = types.SimpleNamespace(**{
-    name: jax.jit(f) if inspect.isfunction(f) and f.__module__ == kernels.__name__ else f
-    for name, f in vars(kernels).items()})
+    name: jax.jit(f) if inspect.isfunction(f) and f.__module__ == detection_module.__name__ else f
+    for name, f in vars(detection_module).items()})
 
 UP = sx.Transform(sx.Rotation.about_y(0.5 * np.pi), np.zeros(3))  # half-space z < 0: its x axis onto -z
 ATOL = 1e-12
@@ -774,14 +774,14 @@ def test_height_field_is_mujocos_triangulated_terrain():
         np.testing.assert_allclose(got, want, atol=ATOL)
     assert np.sum(np.asarray(on_plane.depth) > 0) == 1
     brick = CG.Brick([0.08, 0.06, 0.05])
-    on_brick = jax.jit(detection.height_field_brick)(plane, _pose(), brick, brick_pose)
+    on_brick = detection.height_field_brick(plane, _pose(), brick, brick_pose)
     vertex = detection.half_space_brick(CG.HalfSpace(), tilt, brick, brick_pose)
     np.testing.assert_allclose(np.sort(np.asarray(on_brick.depth))[-4:], np.sort(np.asarray(vertex.depth)), atol=ATOL)
     cylinder = CG.Cylinder(0.1, 0.05)
     for axis in (up, _with_axis(1, up)[:, 0]):  # standing and lying
         X_cylinder = sx.Transform(_with_axis(2, axis), centre - (r - 0.004) * up + (0.05 if axis is up else 0.1) * up
                                   - 0.003 * up)  # 3 mm into the plane
-        on_rims = jax.jit(detection.height_field_cylinder)(plane, _pose(), cylinder, X_cylinder)
+        on_rims = detection.height_field_cylinder(plane, _pose(), cylinder, X_cylinder)
         rims = detection.half_space_cylinder(CG.HalfSpace(), tilt, cylinder, X_cylinder)
         np.testing.assert_allclose(np.sort(np.asarray(on_rims.depth)), np.sort(np.asarray(rims.depth)), atol=ATOL)
         assert np.sum(np.asarray(on_rims.depth) > 0) == (4 if axis is up else 2)
@@ -908,7 +908,7 @@ def test_the_search_kernels_run_in_float32(kernel, first, second):
     between equally good patch points may break either way)."""
     as32 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), tree)
     X1, X2 = _pose(_random_rotation(0), [0.05, 0.02, 0.12]), _pose()
-    single = jax.jit(kernel)(as32(first), as32(X1), as32(second), as32(X2))
-    double = jax.jit(kernel)(first, X1, second, X2)
+    single = kernel(as32(first), as32(X1), as32(second), as32(X2))
+    double = kernel(first, X1, second, X2)
     assert single.depth.dtype == jnp.float32 and single.location.dtype == jnp.float32
     np.testing.assert_allclose(np.sort(single.depth), np.sort(double.depth), atol=20 * 1.2e-7 * 0.1)
