@@ -136,6 +136,14 @@ def loop_bodies(jaxpr):
     return [re.sub(" at 0x[0-9a-f]+", "", str(body)) for body in loops]
 
 
+def assert_energies_are_the_samples(model, state, trajectory):
+    """Each saved sample's energy is the total energy of ``state`` at its
+    (t, q, u), to 1e-12."""
+    for k in range(len(trajectory.t)):
+        s = state.with_time(trajectory.t[k]).with_q(trajectory.q[k]).with_u(trajectory.u[k])
+        np.testing.assert_allclose(trajectory.energy[k], sx.integrate.total_energy(model, s), rtol=0, atol=1e-12)
+
+
 @pytest.fixture(params=["float64", "float32"])
 def dtype(request):
     return np.dtype(request.param)

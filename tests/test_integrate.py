@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import counting_compiles, loop_bodies, primitive_names
+from conftest import assert_energies_are_the_samples, counting_compiles, loop_bodies, primitive_names
 
 import simbodyx as sx
 from simbodyx._xla import releases
@@ -196,9 +196,11 @@ def test_a_rollouts_energies_are_the_samples_evaluated_after_its_loop():
 
     assert loops(True) == loops(False) and loops(True)
     _, trajectory = sx.integrate.rollout(model, state, 1e-3, 20, save_every=10)
-    for k in range(3):
-        s = state.with_time(trajectory.t[k]).with_q(trajectory.q[k]).with_u(trajectory.u[k])
-        np.testing.assert_allclose(trajectory.energy[k], sx.integrate.total_energy(model, s), rtol=0, atol=1e-12)
+    assert_energies_are_the_samples(model, state, trajectory)
+    # the same evaluation, public, for a trajectory run without energies
+    without = sx.integrate.rollout(model, state, 1e-3, 20, save_every=10, energy=False)[1]
+    np.testing.assert_allclose(sx.integrate.total_energies(model, state, without.t, without.q, without.u),
+                               trajectory.energy, rtol=0, atol=1e-12)
 
 
 def test_simulate_argument_errors():

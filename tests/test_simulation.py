@@ -15,7 +15,7 @@ import pytest
 from jax.test_util import check_grads
 
 import simbodyx as sx
-from conftest import link, loop_bodies, new_system
+from conftest import assert_energies_are_the_samples, link, loop_bodies, new_system
 from simbodyx.simulation import _stepping_program
 
 G = 9.81
@@ -275,10 +275,7 @@ def test_without_events_the_energies_are_the_reports_evaluated_after_the_loop():
         return loop_bodies(jax.make_jaxpr(lambda s: sx.simulate(model, s, fixed, times, energy=energy)[1].q)(state))
 
     assert loops(True) == loops(False) and loops(True)
-    trajectory = sx.simulate(model, state, fixed, times)[1]  # the program of the test above
-    for k in range(len(times)):
-        s = state.with_time(trajectory.t[k]).with_q(trajectory.q[k]).with_u(trajectory.u[k])
-        np.testing.assert_allclose(trajectory.energy[k], sx.integrate.total_energy(model, s), rtol=0, atol=1e-12)
+    assert_energies_are_the_samples(model, state, sx.simulate(model, state, fixed, times)[1])  # the test above's program
 
 
 def test_a_small_concrete_model_is_compiled_in_and_its_program_reused():

@@ -66,10 +66,11 @@ def total_energy(model, state: State):
     return model.matter.calc_kinetic_energy(s) + model.forces.calc_potential_energy(s)
 
 
-def _sample_energies(model, base: State, t, q, u, z=None):
-    """(n,) total energies (J) of n samples (t (n,), q (n, nq), u (n, nu), z
-    (n, nz) or None for ``base``'s) with ``base``'s other variables, as one
-    batched evaluation."""
+def total_energies(model, base: State, t, q, u, z=None):
+    """(n,) total energies (J) of n samples, as one batched evaluation of
+    :func:`total_energy`: times t (n,) s, q (n, nq), u (n, nu) and z (n, nz)
+    (None: ``base``'s), with ``base``'s other variables (a Trajectory's
+    fields and the State it started from)."""
     return jax.vmap(lambda t, q, u, z: total_energy(model, _with(base, t, q, u, z)),
                     in_axes=(0, 0, 0, None if z is None else 0))(t, q, u, z)
 
@@ -226,7 +227,7 @@ def _rollout(model, state: State, dt, controls, settings: _Settings):
     t, q, u, e, z = (None if a is None else jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
                      for a, b in zip(first, rows))
     if energy and not in_loop:
-        e = _sample_energies(model, state, t, q, u, z)
+        e = total_energies(model, state, t, q, u, z)
     return final, Trajectory(t=t, q=q, u=u, energy=e, z=z)
 
 

@@ -64,7 +64,7 @@ from simbodyx.events import (
     triggered_positions,
 )
 from simbodyx.forces.custom import with_controller
-from simbodyx.integrate import Trajectory, _sample_energies, state_rates, total_energy
+from simbodyx.integrate import Trajectory, state_rates, total_energies, total_energy
 from simbodyx.model import FoldedModel
 from simbodyx.motion import model_prescription
 from simbodyx.projection import ProjectOptions, project_q, project_u
@@ -712,7 +712,7 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
 
     c, (t, q, u, z, energies) = jax.lax.scan(interval, carry, times)
     if energy and not in_loop:  # after the loop, whose program is then as without energies
-        energies = _sample_energies(model, base, t, q, u, z)
+        energies = total_energies(model, base, t, q, u, z)
     if events:  # the events due at the final time
         c = jax.lax.cond(jnp.any(c.due) & (c.status == IntegratorStatus.Succeeded), handle, lambda c: c, c)
     stats = IntegratorStats(c.status, *c.counts, c.first_step, c.last_step, c.h, c.num_events, c.event_times,
