@@ -372,7 +372,9 @@ def test_operators_agree_with_explicit_matrices():
             GTlam=m.multiply_by_g_transpose(s, lam), minus_b=m.calc_bias_for_acceleration_constraints(s),
             aerr0=m.calc_constraint_acceleration_errors(s, None), aerr=m.calc_constraint_acceleration_errors(s, v),
             P=m.calc_p(s), Pq=m.calc_pq(s), qdot=qdot, Pq_qdot=m.multiply_by_pq(s, qdot),
+            Pq_qdot_bias=m.multiply_by_pq(s, qdot, m.calc_bias_for_multiply_by_pq(s)), PqT=m.calc_pq_transpose(s),
             PqT_lam=m.multiply_by_pq_transpose(s, lam[:mp]), PT=m.calc_pt(s), W=m.calc_projected_m_inv(s),
+            GTlam_parts=m.calc_constraint_forces_from_multipliers(s, lam),
             M_inv=m.calc_m_inv(s),
             residual=m.calc_residual_force(s, s.dynamics.mobility_forces, s.dynamics.body_forces,
                                            s.acceleration.udot, s.acceleration.multipliers),
@@ -390,6 +392,10 @@ def test_operators_agree_with_explicit_matrices():
     assert P.shape == (mp, nu) and Pq.shape == (mp, nq)
     np.testing.assert_allclose(Pq @ r["qdot"], P @ v, atol=1e-12)  # Pq = P N^-1
     np.testing.assert_allclose(r["Pq_qdot"], P @ v, atol=1e-12)
+    np.testing.assert_allclose(r["Pq_qdot_bias"], P @ v, atol=1e-12)
+    np.testing.assert_allclose(r["PqT"], Pq.T, atol=0)
+    F, f = r["GTlam_parts"]  # G^T lambda as body and mobility forces: J^T F + f
+    np.testing.assert_allclose(m.multiply_by_system_jacobian_transpose(s, F) + f, G.T @ lam, atol=1e-12)
     np.testing.assert_allclose(r["PqT_lam"], Pq.T @ lam[:mp], atol=1e-12)
     np.testing.assert_allclose(r["PT"], P.T, atol=0)
     np.testing.assert_allclose(W, G @ r["M_inv"] @ G.T, atol=1e-11)
@@ -482,11 +488,12 @@ def test_redundant_constraints_give_exact_udot_and_minimum_norm_multipliers():
 
 
 def test_derivatives_match_finite_differences_even_when_redundant():
-    """Gradients and JVPs of udot and the multipliers against central
-    differences: two identical rods (one redundant), then the crank's udot
-    held by a lock and one rod disabled (the rule's prescribed and masked
-    rows). On the array program: the scalar path, which small models like
-    this one take inside jit, differentiates the solve's arithmetic instead."""
+    """Gradients, JVPs and a second derivative (the gradient's own JVP) of
+    udot and the multipliers against central differences: two identical
+    rods (one redundant), then the crank's udot held by a lock and one rod
+    disabled (the rule's prescribed and masked rows). On the array program:
+    the scalar path, which small models like this one take inside jit,
+    differentiates the solve's arithmetic instead."""
     model, state, crank = _four_bar("two rods")
     model = model.with_scalar_path(False)
 
@@ -497,7 +504,8 @@ def test_derivatives_match_finite_differences_even_when_redundant():
 
     args = (state.q, state.u, jnp.array([1.2, 0.0, 0.0]))
     f = jax.jit(lambda *a: jnp.sum(udot_of(*a) * jnp.array([1.0, -0.5, 0.25])))
-    grads = jax.jit(jax.grad(f, argnums=(0, 1, 2)))(*args)
+    gradient = jax.jit(jax.grad(f, argnums=(0, 1, 2)))
+    grads = gradient(*args)
     for i, g in enumerate(grads):
         x = np.asarray(args[i], float)
         fd = np.zeros_like(x)
@@ -511,6 +519,13 @@ def test_derivatives_match_finite_differences_even_when_redundant():
         np.testing.assert_allclose(g, fd, atol=10 * FD_TOL)  # accelerations of order 10
     tangent = jax.jvp(lambda q: udot_of(q, state.u, args[2]), (state.q,), (jnp.array([1.0, 0.0, 0.0]),))[1]
     assert np.all(np.isfinite(tangent))
+    # the derivative rule differentiated: d/dq of the gradient along e, against central differences of the
+    # gradient (truncation ~1e-12 times fourth derivatives of order 10, rounding 1e-16 * 10 / 1e-6; a rule
+    # that held its factorizations constant was off by order 1)
+    e = jnp.array([0.3, -1.0, 0.5])
+    second = jax.jit(lambda q: jax.jvp(lambda q: gradient(q, *args[1:])[0], (q,), (e,))[1])(state.q)
+    differences = (gradient(state.q + FD_STEP * e, *args[1:])[0] - gradient(state.q - FD_STEP * e, *args[1:])[0])
+    np.testing.assert_allclose(second, differences / (2 * FD_STEP), atol=1e-6)
 
     def dynamics(q, u):  # udot and the (minimum-norm) multipliers of the redundant pair
         s = model.realize(state.with_q(q).with_u(u), sx.Stage.Acceleration)
@@ -614,6 +629,15 @@ def test_disabled_constraints_in_a_batch_match_models_built_without_them():
     s = model.realize(s, sx.Stage.Acceleration)
     np.testing.assert_allclose(handles["rod"].get_multipliers_as_vector(s), [0.0])
     assert model.matter.is_constraint_disabled(model.matter.set_constraint_is_disabled(state, 1, True), 1)
+    rod, speed = handles["rod"], handles["speed"]
+    s = model.realize(rod.enable(rod.disable(state)), sx.Stage.Acceleration)
+    assert not bool(rod.is_disabled(s)) and rod.get_default_num_constraint_equations() == (1, 0, 0)
+    assert [b.index for b in speed.get_constrained_mobilizers()] == [1]
+    # each handle's acceleration errors are its rows of the stacked ones, zero at the realized udot
+    stacked = model.matter.calc_constraint_acceleration_errors(s, s.acceleration.udot)
+    np.testing.assert_allclose(jnp.concatenate([c.get_acceleration_errors_as_vector(s) for c in (rod, speed)]),
+                               stacked, atol=1e-14)
+    np.testing.assert_allclose(stacked, 0.0, atol=1e-12)
 
 
 def test_disabled_by_default():

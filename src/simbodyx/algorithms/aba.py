@@ -256,15 +256,11 @@ def _forward_dynamics(topology, x):
 
 def forward_dynamics_articulated(topology: Topology, x: ForwardInputs):
     """``forward_dynamics`` and the articulation it made: (udot, A_GB, Articulated),
-    for further solves with M by ``symmetric_solve``. The articulation's
-    tangent is declared zero: ``symmetric_solve`` differentiates through M
-    (its ``matvec``), never through the articulation, so no other use of it
-    may be differentiated."""
-    return _forward_dynamics_articulated(topology, x)
-
-
-@trace_context.custom_jvp(nondiff_argnums=(0,))
-def _forward_dynamics_articulated(topology, x):
+    for further solves with M by ``symmetric_solve`` or the vector sweeps.
+    For use inside a derivative rule of the caller's (constrained dynamics),
+    which evaluates it without differentiating it: differentiating the rule
+    (second derivatives) differentiates the method itself, the articulation
+    included, as the tangents of its further uses need."""
     return _solve_forward(topology, x)
 
 
@@ -288,18 +284,9 @@ def _instantiate(tangents):
 
 
 def _forward_dynamics_jvp(topology, primals, tangents):
-    (udot, A_GB, _), tangents_out = _forward_dynamics_tangents(topology, *primals, *tangents)
-    return (udot, A_GB), tangents_out
-
-
-def _forward_dynamics_articulated_jvp(topology, primals, tangents):
-    (udot, A_GB, art), (udot_dot, A_dot) = _forward_dynamics_tangents(topology, *primals, *tangents)
-    return (udot, A_GB, art), (udot_dot, A_dot, jax.tree.map(jnp.zeros_like, art))
-
-
-def _forward_dynamics_tangents(topology, x: ForwardInputs, dx: ForwardInputs):
-    """((udot, A_GB, art), (udot tangent, A_GB tangent)) for inputs x and
-    their tangents dx: the rule of the module notes."""
+    """((udot, A_GB), their tangents) for the inputs x and their tangents dx:
+    the rule of ``forward_dynamics``'s notes."""
+    (x,), (dx,) = primals, tangents
     udot, A_GB, art = _solve_forward(topology, x)
 
     def residual(instance, position, velocity, mobility_forces, body_forces, udot):
@@ -329,11 +316,10 @@ def _forward_dynamics_tangents(topology, x: ForwardInputs, dx: ForwardInputs):
             udot_dot = udot_given - symmetric_solve(topology, x.instance, x.position, art, f_dot, free)
     A_dot = body_accelerations_tangent(topology, x.position, x.velocity, udot,
                                        *_instantiate((dx.position, dx.velocity)), udot_dot)
-    return (udot, A_GB, art), (udot_dot, A_dot)
+    return (udot, A_GB), (udot_dot, A_dot)
 
 
 _forward_dynamics.defjvp(_forward_dynamics_jvp, symbolic_zeros=True)
-_forward_dynamics_articulated.defjvp(_forward_dynamics_articulated_jvp, symbolic_zeros=True)
 
 
 def symmetric_solve(topology, instance, position, art, v, free):

@@ -34,10 +34,14 @@ the derivative of the pseudo-inverse solution at constant rank, where
 P = 1 - W W^+ projects on the redundant combinations of rows,
 y = M^-1 G^T W^+ lambda and n = a - W lambda the part of a = G udot0 - b that W
 cannot reach (the last two terms vanish without redundant rows, and the
-last one whenever the constraints are consistent). The rule costs three
+last one whenever the constraints are consistent). The rule costs two
 solves with M (``aba.symmetric_solve``, whose transposes reverse mode
-calls) and reuses the primal's factorization of W; nothing of the
-articulation or of the factorizations is differentiated.
+calls), evaluates G^T for lambda and n together, and reuses the primal's
+factorization of W and its rows L g_i: M^-1 G^T of a multiplier-like
+vector is one outward sweep of their combination, as in the primal (y
+and the last term of d udot). Nothing of the articulation or of the
+factorizations is differentiated; second derivatives differentiate this
+rule, and those with it.
 """
 
 from __future__ import annotations
@@ -110,11 +114,11 @@ def _constrained_jvp(topology, primals, tangents):
 
     def linear_parts(x, t, udot):  # x without its locks: their udot enter as udot's tangent
         e = _equations(topology, x, t)
-        R = (residual_forces(topology, x.instance, x.position, x.velocity, udot, x.mobility_forces,
-                             x.body_forces)[0]
-             + e.generalized_forces(x.position, multipliers))
+        GT_multipliers, GT_n = jax.vmap(lambda v: e.generalized_forces(x.position, v))(jnp.stack([multipliers, n]))
+        R = residual_forces(topology, x.instance, x.position, x.velocity, udot, x.mobility_forces,
+                            x.body_forces)[0] + GT_multipliers
         E = e.acceleration_errors_at(x.position, x.velocity, udot)
-        return R, E, e.multiply_by_g(x.position, y), e.generalized_forces(x.position, n)
+        return R, E, e.multiply_by_g(x.position, y), GT_n
 
     with jax.named_scope("linearized_constrained_dynamics"):
         _, (dR, dE, dG_y, dGT_n) = jax.jvp(linear_parts, (x._replace(prescribed=None), t, udot),
@@ -131,6 +135,6 @@ def _constrained_jvp(topology, primals, tangents):
         dG_y = layout.zero_disabled(dG_y, disabled)
         main, redundant = pinv(jnp.stack([G_y1 + layout.zero_disabled(dE, disabled) + pinv(G_y2), dG_y], axis=1)).T
         d_multipliers = main + dG_y - W @ redundant
-        d_udot = udot_given + y1 - m_inv(eqs.generalized_forces(position, d_multipliers))
+        d_udot = udot_given + y1 - aba.respond(topology, art, combined(d_multipliers), udot.dtype)[0]
     d_A = body_accelerations_tangent(topology, position, x.velocity, udot, dx.position, dx.velocity, d_udot)
     return (udot, A_GB, multipliers), (d_udot, d_A, d_multipliers)
