@@ -111,6 +111,19 @@ def test_data_movement_with_known_indices_is_bookkeeping():
         np.testing.assert_array_equal(a, b)
 
 
+def test_scans_are_unrolled_in_either_direction():
+    """A scan's body is evaluated once per iteration, forward or reversed,
+    its carries and stacked outputs as the scan's own."""
+    def f(x, reverse):
+        return lax.scan(lambda c, xi: (c * xi + 1.0, c - xi), x[0], x, reverse=reverse)
+
+    x = jnp.array([0.3, -1.2, 0.7, 2.0])
+    for reverse in (False, True):
+        for a, b in zip(jax.tree.leaves(scalarize(lambda x: f(x, reverse))(x)), jax.tree.leaves(f(x, reverse))):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-15)
+    assert "scan" not in primitive_names(jax.make_jaxpr(scalarize(lambda x: f(x, False)))(x).jaxpr)
+
+
 def test_operations_it_does_not_evaluate_raise():
     with pytest.raises(NotScalarizable, match="cholesky"):
         scalarize(jnp.linalg.cholesky)(jnp.eye(3))

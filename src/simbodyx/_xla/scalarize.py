@@ -446,7 +446,7 @@ def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):
     consts, carry, xs = ins[:num_consts], ins[num_consts:num_consts + num_carry], ins[num_consts + num_carry:]
     ys = [None] * length
     for i in (reversed(range(length)) if reverse else range(length)):
-        out = _eval_closed(jaxpr, consts + carry + [x[i] for x in xs], budget)
+        out = _eval_closed(jaxpr, consts + carry + [x[i, ...] for x in xs], budget)  # each slice an array
         carry, ys[i] = out[:num_carry], out[num_carry:]
     num_ys = len(jaxpr.jaxpr.outvars) - num_carry
     return carry + [np.stack([y[k] for y in ys]) for k in range(num_ys)]
