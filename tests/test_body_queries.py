@@ -181,6 +181,45 @@ def test_single_entries():
         ball.get_one_qdot(s, ball.num_q)
 
 
+def test_composite_queries_are_their_parts_and_reactions_balance():
+    """The queries that bundle or re-express others equal their parts; the
+    mobilizer's reaction on the parent is minus the one on the body, its
+    moment taken about Fo and about Po (stations found through each body)."""
+    model, bodies, states = _tree()
+    s = model.realize(jax.tree.map(lambda x: x[0], states), sx.Stage.Acceleration)
+    B, A = bodies[4], bodies[2]
+    P = B.get_parent_mobilized_body()
+    X_BF = sx.Transform(sx.Rotation.about_y(0.4).matrix, STATION_A)
+    p, v, a = B.find_station_location_velocity_and_acceleration_in_ground(s, LOCATION)
+    for got, want in ((B.find_station_location_and_velocity_in_ground(s, LOCATION), (p, v)),
+                      ((p, v, a), (B.find_station_location_in_ground(s, LOCATION),
+                                   B.find_station_velocity_in_ground(s, LOCATION),
+                                   B.find_station_acceleration_in_ground(s, LOCATION)))):
+        for x, y in zip(got, want):
+            np.testing.assert_allclose(x, y, atol=0)
+    X_GF = B.find_frame_transform_in_ground(s, X_BF)
+    np.testing.assert_allclose(X_GF.p, B.find_station_location_in_ground(s, X_BF.p), atol=1e-14)
+    np.testing.assert_allclose(X_GF.R, B.get_body_transform(s).R @ X_BF.R, atol=1e-14)
+    np.testing.assert_allclose(B.find_frame_acceleration_in_ground(s, X_BF), jnp.concatenate(
+        [B.get_body_angular_acceleration(s), B.find_station_acceleration_in_ground(s, X_BF.p)]), atol=1e-14)
+    np.testing.assert_allclose(B.get_body_origin_acceleration(s), B.get_body_acceleration(s)[3:], atol=0)
+    np.testing.assert_allclose(B.express_vector_in_another_body_frame(s, LOCATION, A),
+                               B.find_body_rotation_in_another_body(s, A).matrix @ LOCATION, atol=1e-14)
+    zero = jnp.zeros(3)
+    np.testing.assert_allclose(B.calc_station_to_station_distance_2nd_time_derivative(s, LOCATION, A, STATION_A),
+                               B.calc_moving_point_to_point_distance_2nd_time_derivative(
+                                   s, LOCATION, zero, zero, A, STATION_A, zero, zero), atol=1e-14)
+    assert float(B.get_body_mass(s)) == float(B.get_body_mass_properties(s).mass)
+    for k in range(B.num_u):
+        assert float(B.get_one_tau(s, k)) == float(B.get_tau_as_vector(s)[k])
+    t, f = np.split(np.asarray(B.find_mobilizer_reaction_on_body_at_m_in_ground(s)), 2)
+    p_M = B.find_station_location_in_ground(s, B.get_outboard_frame(s).p)
+    for got, Q in ((B.find_mobilizer_reaction_on_parent_at_f_in_ground(s),
+                    P.find_station_location_in_ground(s, B.get_inboard_frame(s).p)),
+                   (B.find_mobilizer_reaction_on_parent_at_origin_in_ground(s), P.get_body_origin_location(s))):
+        np.testing.assert_allclose(got, np.concatenate([-(t + np.cross(p_M - Q, f)), -f]), atol=1e-12)
+
+
 def test_body_and_clone_before_freezing():
     system, matter, _, bodies = with_forces(["Pin", ("Screw", 0.25)], seed=1, branching=False)
     pin, screw = bodies[1], bodies[2]

@@ -154,6 +154,22 @@ def test_motion_methods_free_indices_and_prescribe():
     np.testing.assert_allclose(matter.calc_motion_errors(off, sx.Stage.Velocity),
                                [0.2 - A * W * np.cos(W * 0.5 + PHI), 0.2 - 0.7, 0.2 - np.cos(0.5)], rtol=1e-14)
     assert float(on.u[lower.first_u_index]) == 0.2  # free coordinates untouched
+    # prescribe is prescribe_q then prescribe_u; the free-entry packings are the index lists' gathers and scatters
+    np.testing.assert_array_equal(model.prescribe_u(model.prescribe_q(off)).q, on.q)
+    np.testing.assert_array_equal(model.prescribe_u(model.prescribe_q(off)).u, on.u)
+    known = matter.get_known_udot_index(state)
+    np.testing.assert_array_equal(np.sort(np.concatenate([known, matter.get_free_udot_index(state)])),
+                                  np.arange(model.topology.nu))
+    q, u = jnp.arange(1.0, model.topology.nq + 1), jnp.arange(1.0, model.topology.nu + 1)
+    for pack, unpack, index, x in ((matter.pack_free_q, matter.unpack_free_q, matter.get_free_q_index, q),
+                                   (matter.pack_free_u, matter.unpack_free_u, matter.get_free_u_index, u)):
+        np.testing.assert_array_equal(pack(state, x), x[index(state)])
+        np.testing.assert_array_equal(unpack(state, pack(state, x)), jnp.zeros_like(x).at[index(state)].set(
+            x[index(state)]))
+        np.testing.assert_array_equal(unpack(state, pack(state, x), -x), jnp.where(
+            jnp.isin(jnp.arange(x.shape[0]), index(state)), x, -x))
+    s = model.realize(on, sx.Stage.Acceleration)
+    np.testing.assert_array_equal(matter.get_motion_multipliers(s), matter.find_motion_forces(s)[known])
     projected, results = model.project(off)  # Simbody's project prescribes first
     assert bool(results.succeeded)
     np.testing.assert_allclose(projected.q, on.q, rtol=1e-15)

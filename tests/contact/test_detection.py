@@ -745,8 +745,8 @@ def _heights_below(field, points):
 
 
 def test_height_field_is_mujocos_triangulated_terrain():
-    """On a planar height field a sphere, a brick and a cylinder (standing
-    and lying) touch as on the half-space of that plane; in a V-shaped crease a sphere rests on both
+    """On a planar height field a sphere, a brick, a cylinder (standing
+    and lying) and a lying capsule touch as on the half-space of that plane; in a V-shaped crease a sphere rests on both
     sides; for 300 sphere centres over a random field the deepest row is
     MuJoCo's distance (its hfield contacts' least dist), negated, to 1e-12;
     derivatives are finite where the sphere sits over a grid point, an
@@ -785,6 +785,13 @@ def test_height_field_is_mujocos_triangulated_terrain():
         rims = detection.half_space_cylinder(CG.HalfSpace(), tilt, cylinder, X_cylinder)
         np.testing.assert_allclose(np.sort(np.asarray(on_rims.depth)), np.sort(np.asarray(rims.depth)), atol=ATOL)
         assert np.sum(np.asarray(on_rims.depth) > 0) == (4 if axis is up else 2)
+    capsule = CG.Capsule(0.05, 0.1)  # lying, its ends 3 mm into the plane
+    X_capsule = sx.Transform(_with_axis(2, _with_axis(1, up)[:, 0]), centre - (r - 0.004) * up + 0.047 * up)
+    on_ends = detection.height_field_capsule(plane, _pose(), capsule, X_capsule)
+    ends = detection.half_space_capsule(CG.HalfSpace(), tilt, capsule, X_capsule)
+    np.testing.assert_allclose(np.sort(np.asarray(on_ends.depth))[-2:], np.sort(np.asarray(ends.depth)), atol=ATOL)
+    assert np.sum(np.asarray(on_ends.depth) > 0) == 2
+    np.testing.assert_allclose(np.asarray(ends.depth), 0.003, atol=ATOL)
     in_crease = jax.jit(kernels)(crease, jnp.array([0.0, 0.1, r / np.cos(np.arctan(0.5)) - 0.003]))
     touching = np.asarray(in_crease.depth) > 0
     assert touching.sum() == 2  # one triangle on each side
@@ -899,6 +906,7 @@ TERRAIN = 0.02 * np.sin(np.arange(20.0).reshape(4, 5))
     (detection.cylinder_brick, CG.Cylinder(0.2, 0.1), CG.Brick([0.1, 0.2, 0.05])),
     (detection.cylinder_cylinder, CG.Cylinder(0.2, 0.1), CG.Cylinder(0.1, 0.15)),
     (detection.height_field_sphere, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Sphere(0.05)),
+    (detection.height_field_capsule, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Capsule(0.03, 0.05)),
     (detection.height_field_cylinder, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Cylinder(0.05, 0.03)),
     (detection.height_field_ellipsoid, CG.HeightField(TERRAIN, [0.3, 0.2]), CG.Ellipsoid([0.05, 0.03, 0.02])),
 ], ids=lambda x: getattr(x, "__name__", ""))

@@ -286,6 +286,14 @@ def test_a_step_reports_and_enables_the_contacts_in_play():
     s = model.realize(after, sx.Stage.Velocity)
     assert float(contact.get_verr(s)) > 0  # rebounding
     assert contact.calc_effective_cor(0.002, 0.002, 1.0) == 0.5
+    # Simbody's queries: perr the height over the floor, aerr its second derivative, no slip along it
+    s = model.realize(after, sx.Stage.Acceleration)
+    assert contact.get_sign_convention() == 1 and contact.has_friction()  # with zero coefficients
+    np.testing.assert_allclose(contact.get_perr(s), after.q[1] - RADIUS, atol=1e-15)
+    np.testing.assert_allclose(contact.get_aerr(s), s.acceleration.udot[1], atol=1e-12)
+    assert bool(contact.is_proximal(s, abs(float(contact.get_perr(s))) + 1e-9))
+    np.testing.assert_array_equal(contact.get_slip_velocity(s), [0.0, 0.0])
+    assert contact.calc_effective_cof(0.01, 0.5) == 0
 
 
 # -- Simbody's rules and bad input ---------------------------------------------------------------

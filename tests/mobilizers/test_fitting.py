@@ -131,5 +131,13 @@ def test_handles_fit_and_read_back_through_the_model():
         np.testing.assert_allclose(body.get_mobilizer_transform(s).R, X.R, atol=1e-12)
         np.testing.assert_allclose(body.get_mobilizer_transform(s).p, X.p, atol=1e-12)
         np.testing.assert_allclose(body.get_mobilizer_velocity(s), V, atol=1e-12)
+    # the rotation alone (a Rotation) keeps the translation; the angular and linear fits each keep the other half
+    R = Rotation.from_body_fixed_xyz(jnp.array([-0.5, 0.1, 0.2]))
+    s = model.realize(free.set_q_to_fit_rotation(state, R), sx.Stage.Position)
+    np.testing.assert_allclose(free.get_mobilizer_transform(s).R, R.matrix, atol=1e-12)
+    np.testing.assert_allclose(free.get_mobilizer_transform(s).p, X.p, atol=1e-12)
+    s = model.realize(free.set_u_to_fit_linear_velocity(free.set_u_to_fit_angular_velocity(s, V[3:]), V[:3]),
+                      sx.Stage.Velocity)
+    np.testing.assert_allclose(free.get_mobilizer_velocity(s), jnp.concatenate([V[3:], V[:3]]), atol=1e-12)
     with pytest.raises(ValueError, match="Bushing 'body2'.*p_FM has shape"):
         bushing.set_q_to_fit_translation(state, jnp.zeros(2))

@@ -17,6 +17,11 @@ def test_inertia_constructors():
     np.testing.assert_allclose(m, [[1, 0.1, 0.2], [0.1, 2, 0.3], [0.2, 0.3, 3]])
     np.testing.assert_allclose(sx.Inertia(m).moments(), [1, 2, 3])
     np.testing.assert_allclose(sx.Inertia(m).products(), [0.1, 0.2, 0.3])
+    # a point mass m at p: m (|p|^2 1 - p p^T), e.g. 2 kg on the x axis at 3 m has 18 kg m^2 about y and z
+    np.testing.assert_allclose(sx.Inertia.point_mass(2.0, [3.0, 0.0, 0.0]).matrix, np.diag([0.0, 18.0, 18.0]))
+    p = np.array([0.3, -0.4, 1.2])
+    np.testing.assert_allclose(sx.Inertia.point_mass(2.0, p).matrix, 2.0 * (p @ p * np.eye(3) - np.outer(p, p)),
+                               atol=1e-15)
 
 
 @pytest.mark.parametrize(
