@@ -746,11 +746,12 @@ def _heights_below(field, points):
 
 def test_height_field_is_mujocos_triangulated_terrain():
     """On a planar height field a sphere, a brick, a cylinder (standing
-    and lying) and a lying capsule touch as on the half-space of that plane; in a V-shaped crease a sphere rests on both
-    sides; for 300 sphere centres over a random field the deepest row is
-    MuJoCo's distance (its hfield contacts' least dist), negated, to 1e-12;
-    derivatives are finite where the sphere sits over a grid point, an
-    edge or exactly touches."""
+    and lying) and a lying capsule touch as on the half-space of that
+    plane; in a V-shaped crease a sphere rests on both sides; for 300
+    sphere centres over a random field the deepest row is MuJoCo's distance
+    (its hfield contacts' least dist), negated, to 1e-12; derivatives are
+    finite where the sphere sits over a grid point, an edge or exactly
+    touches."""
     mujoco = pytest.importorskip("mujoco")
     slope = np.array([0.2, -0.1])  # dz/dx, dz/dy
     x, y = np.meshgrid(np.linspace(-1.0, 1.0, 6), np.linspace(-0.8, 0.8, 5))
