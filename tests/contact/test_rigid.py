@@ -347,6 +347,24 @@ def test_bad_input_names_the_element():
         sx.SemiExplicitEulerTimeStepper(solver="PLUS")
     plus = sx.SemiExplicitEulerTimeStepper(impulse_solver_type="PLUS")
     assert plus.get_impulse_solver().get_max_rolling_speed() == plus.get_default_friction_transition_velocity_in_use()
+    # the settings read back as given, by Simbody's getters and names
+    stepper = sx.SemiExplicitEulerTimeStepper(
+        restitution_model="Newton", position_projection_method="Unilateral", accuracy=1e-3,
+        default_impact_capture_velocity=0.01, default_impact_min_cor_velocity=0.02,
+        default_friction_transition_velocity=0.03, solver=sx.PGSImpulseSolver(convergence_tolerance=1e-8,
+                                                                              max_iterations=50))
+    T = sx.SemiExplicitEulerTimeStepper
+    assert (T.get_restitution_model_name(stepper.get_restitution_model()),
+            T.get_induced_impact_model_name(stepper.get_induced_impact_model()),
+            T.get_position_projection_method_name(stepper.get_position_projection_method()),
+            T.get_impulse_solver_type_name(stepper.get_impulse_solver_type())) == (
+        "Newton", "Simultaneous", "Unilateral", "PGS")
+    assert (stepper.get_accuracy_in_use(), stepper.get_default_impact_capture_velocity(),
+            stepper.get_default_impact_min_cor_velocity(), stepper.get_default_friction_transition_velocity()) == (
+        1e-3, 0.01, 0.02, 0.03)
+    pgs, solver = stepper.get_impulse_solver(), sx.PLUSImpulseSolver(1e-3, convergence_tolerance=1e-9, max_iterations=7)
+    assert (pgs.get_convergence_tol(), pgs.get_max_iterations(), solver.get_convergence_tol(),
+            solver.get_max_iterations()) == (1e-8, 50, 1e-9, 7)
     assert sx.SemiExplicitEulerTimeStepper(solver=sx.PLUSImpulseSolver(1e-3)).get_impulse_solver_type().name == "PLUS"
     with pytest.raises(ValueError, match="unknown restitution_model 'Hertz'"):
         sx.SemiExplicitEulerTimeStepper(restitution_model="Hertz")
