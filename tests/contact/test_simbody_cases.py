@@ -389,6 +389,10 @@ def test_compliant_contact_subsystem_needs_a_material_on_every_surface():
         sx.ContactMaterial(1.0, 0.0, 0.4, 0.5)
     with pytest.raises(ValueError, match="ContactMaterial: stiffness must be finite and >= 0"):
         sx.ContactMaterial(-1.0, 0.0, 0.4, 0.3)
+    material = sx.ContactMaterial(3.0, 0.2, 0.9, 0.6, 0.1)
+    assert (material.get_stiffness(), material.get_dissipation(), material.get_static_friction(),
+            material.get_dynamic_friction(), material.get_viscous_friction()) == material.values()
+    assert repr(material) == "ContactMaterial(3.0, 0.2, 0.9, 0.6, 0.1)"
     assert sx.ContactMaterial.calc_plane_strain_stiffness(2e9, 0.3) == pytest.approx(2e9 / 0.91, rel=1e-15)
     assert sx.ContactMaterial.calc_confined_compression_stiffness(2e9, 0.3) == pytest.approx(
         2e9 * 0.7 / (1.3 * 0.4), rel=1e-15)

@@ -175,6 +175,9 @@ def test_state_access_and_errors():
     assert float(thermostat.get_external_work(s)) == 2.5
     np.testing.assert_array_equal(thermostat.get_chain_state(thermostat.initialize_chain_state(s)), np.zeros(6))
     assert thermostat.get_default_num_chains() == 3 and thermostat.num_z() == 7 and state.z.shape == (7,)
+    assert (thermostat.get_boltzmanns_constant(), thermostat.get_default_bath_temperature(),
+            thermostat.get_default_relaxation_time(), thermostat.get_default_num_excluded_dofs()) == (
+        KB, TB, RELAXATION, 0)
     with pytest.raises(ValueError, match=r"set_chain_state: expected 6 values"):
         thermostat.set_chain_state(state, jnp.zeros(3))
     system = sx.MultibodySystem()
