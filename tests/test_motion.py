@@ -155,8 +155,9 @@ def test_motion_methods_free_indices_and_prescribe():
                                [0.2 - A * W * np.cos(W * 0.5 + PHI), 0.2 - 0.7, 0.2 - np.cos(0.5)], rtol=1e-14)
     assert float(on.u[lower.first_u_index]) == 0.2  # free coordinates untouched
     # prescribe is prescribe_q then prescribe_u; the free-entry packings are the index lists' gathers and scatters
-    np.testing.assert_array_equal(model.prescribe_u(model.prescribe_q(off)).q, on.q)
-    np.testing.assert_array_equal(model.prescribe_u(model.prescribe_q(off)).u, on.u)
+    in_two_steps = model.prescribe_u(model.prescribe_q(off))
+    np.testing.assert_array_equal(in_two_steps.q, on.q)
+    np.testing.assert_array_equal(in_two_steps.u, on.u)
     known = matter.get_known_udot_index(state)
     np.testing.assert_array_equal(np.sort(np.concatenate([known, matter.get_free_udot_index(state)])),
                                   np.arange(model.topology.nu))

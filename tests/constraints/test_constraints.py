@@ -523,8 +523,9 @@ def test_derivatives_match_finite_differences_even_when_redundant():
     # gradient (truncation ~1e-12 times fourth derivatives of order 10, rounding 1e-16 * 10 / 1e-6; a rule
     # that held its factorizations constant was off by order 1)
     e = jnp.array([0.3, -1.0, 0.5])
-    second = jax.jit(lambda q: jax.jvp(lambda q: gradient(q, *args[1:])[0], (q,), (e,))[1])(state.q)
-    differences = (gradient(state.q + FD_STEP * e, *args[1:])[0] - gradient(state.q - FD_STEP * e, *args[1:])[0])
+    gradient_q = lambda q: gradient(q, *args[1:])[0]
+    second = jax.jit(lambda q: jax.jvp(gradient_q, (q,), (e,))[1])(state.q)
+    differences = gradient_q(state.q + FD_STEP * e) - gradient_q(state.q - FD_STEP * e)
     np.testing.assert_allclose(second, differences / (2 * FD_STEP), atol=1e-6)
 
     def dynamics(q, u):  # udot and the (minimum-norm) multipliers of the redundant pair
