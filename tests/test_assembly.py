@@ -67,6 +67,32 @@ def test_goals_locks_and_ranges():
     assert np.abs(ball.get_position_errors_as_vector(s)).max() < 1e-9
 
 
+
+def test_undoing_settings_and_weighing_the_constraints():
+    """unlock and unrestrict undo lock and restrict; the constraints weighed
+    0 are ignored (the goal alone is met, by the crank alone) and weighed
+    finitely are a goal beside the others (both met, the loop closable with
+    the crank where the goal wants it); the max norm reports the largest
+    error where the RMS norm reports their root mean square."""
+    model, state, (crank, coupler, rocker), ball = _four_bar()
+    assembler = sx.Assembler(model).set_error_tolerance(TIGHT)
+    assert assembler.get_accuracy_in_use() == 1e-3 and assembler.set_accuracy(1e-5).get_accuracy_in_use() == 1e-5
+    for undone in (assembler.lock_mobilizer(crank).unlock_mobilizer(crank),
+                   assembler.lock_q(rocker, 0).lock_q(crank, 0).unlock_q(rocker, 0).unlock_q(crank, 0),
+                   assembler.restrict_q(crank, 0, -1.0, 0.4).unrestrict_q(crank, 0)):
+        assert undone.locked_q == frozenset() and undone.ranges == ()
+    goal = assembler.adopt_assembly_goal(sx.QValue(crank, 0, 0.5))
+    s, _ = goal.set_system_constraints_weight(0).assemble(state)  # only the crank moves
+    np.testing.assert_allclose(s.q, [0.5, 0.0, 0.0], atol=1e-8)
+    assert np.abs(ball.get_position_errors_as_vector(s)).max() > 0.4
+    s, _ = goal.set_system_constraints_weight(1.0).assemble(state)
+    assert float(s.q[0]) == pytest.approx(0.5, abs=1e-5)
+    assert np.abs(ball.get_position_errors_as_vector(s)).max() < 1e-5
+    unconverged = state.with_q([0.3, 0.2, -0.1])
+    for rms, norm in ((True, lambda e: np.sqrt(np.mean(e ** 2))), (False, lambda e: np.abs(e).max())):
+        s, r = assembler.set_use_rms_error_norm(rms).assemble(unconverged, throw=False)
+        np.testing.assert_allclose(r.error_norm, norm(ball.get_position_errors_as_vector(s)), rtol=1e-12)
+
 def test_markers_recover_a_known_pose():
     """A planar two-link arm without constraints: markers on the elbow and the
     hand, observed where a known pose puts them, pull the arm to that pose."""

@@ -285,3 +285,57 @@ def test_inboard_and_outboard_frames_after_freezing():
         return bodies[1].get_body_origin_location(m.realize(state, sx.Stage.Position))
 
     np.testing.assert_allclose(jax.jit(jax.jacfwd(origin))(jnp.zeros(3)), np.eye(3), atol=1e-14)
+
+
+def test_each_kind_default_setter_poses_its_mobilizer():
+    """The kinds' default setters (Simbody's setDefaultAngle, setDefaultTransform,
+    ...) put the default State's X_FM where they say, their getters read the
+    values back, and the tree's navigation answers by the chain's shape."""
+    MB = sx.MobilizedBody
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    ground, body = matter.Ground(), sx.Body.Rigid(sx.MassProperties(1.0, [0.1, 0.2, 0.3], sx.Inertia(0.5)))
+    R = sx.Rotation.from_body_fixed_xyz(jnp.array([0.3, -0.4, 0.2])).matrix
+    p = np.array([0.3, -0.2, 0.5])
+    X = sx.Transform(R, jnp.asarray(p))
+    pin = MB.Pin(ground, body).set_default_angle(0.3)
+    slider = MB.Slider(pin, body).set_default_length(0.7)
+    screw = MB.Screw(slider, body, 0.2).set_default_pitch(0.1).set_default_q([0.5])
+    planar = MB.Planar(ground, body).set_default_angle(0.2).set_default_translation([0.1, -0.3])
+    gimbal = MB.Gimbal(ground, body).set_default_rotation(R)
+    translation = MB.Translation(ground, body).set_default_translation(p)
+    ball = MB.Ball(ground, body).set_default_rotation(R)
+    free = MB.Free(ground, body).set_default_transform(X)
+    ellipsoid = MB.Ellipsoid(ground, body).set_default_radii([0.4, 0.3, 0.2])
+    spherical = MB.SphericalCoords(ground, body).set_default_angles([0.4, -0.6]).set_default_radius(1.5)
+    bushing = MB.Bushing(ground, body).set_default_transform(X)
+    pin.set_default_u([2.0])
+    Rz, Ry = (lambda a: sx.Rotation.about_z(a).matrix), (lambda a: sx.Rotation.about_y(a).matrix)
+    zero = np.zeros(3)
+    want = {pin: (Rz(0.3), zero), slider: (np.eye(3), [0.7, 0, 0]), screw: (Rz(0.5), [0, 0, 0.05]),
+            planar: (Rz(0.2), [0.1, -0.3, 0]), gimbal: (R, zero), translation: (np.eye(3), p), ball: (R, zero),
+            free: (R, p), ellipsoid: (np.eye(3), [0, 0, 0.2]),
+            spherical: (Rz(0.4) @ Ry(-0.6), Rz(0.4) @ Ry(-0.6) @ jnp.array([0, 0, 1.5])), bushing: (R, p)}
+
+    assert pin.get_default_angle() == 0.3 and slider.get_default_length() == 0.7 and screw.get_default_pitch() == 0.1
+    for got in (ball.get_default_rotation().matrix, free.get_default_transform().R, bushing.get_default_transform().R):
+        np.testing.assert_allclose(got, R, atol=1e-14)
+    for got in (free.get_default_transform().p, bushing.get_default_transform().p):
+        np.testing.assert_allclose(got, p, atol=1e-15)
+    np.testing.assert_allclose(ellipsoid.get_default_radii(), [0.4, 0.3, 0.2])
+    np.testing.assert_allclose(spherical.get_default_angles(), [0.4, -0.6])
+    assert spherical.get_default_radius() == 1.5 and pin.get_default_u().tolist() == [2.0]
+
+    assert [b.get_level_in_multibody_tree() for b in (ground, pin, slider, screw, ball)] == [0, 1, 2, 3, 1]
+    assert screw.get_base_mobilized_body() is pin and pin.get_base_mobilized_body() is pin
+    assert ground.get_base_mobilized_body() is ground and screw.get_parent_mobilized_body() is slider
+    assert screw.is_same_mobilized_body(screw) and not screw.is_same_mobilized_body(slider)
+    assert screw.get_direction() is sx.MobilizedBody.Direction.Forward
+
+    model, state = system.realize_topology()
+    assert float(state.u[pin.first_u_index]) == 2.0
+    s = model.realize(state, sx.Stage.Position)
+    for b, (R_FM, p_FM) in want.items():
+        X_FM = b.get_mobilizer_transform(s)
+        np.testing.assert_allclose(X_FM.R, R_FM, atol=1e-14, err_msg=b.name)
+        np.testing.assert_allclose(X_FM.p, p_FM, atol=1e-14, err_msg=b.name)

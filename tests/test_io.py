@@ -125,6 +125,7 @@ def test_mimic_damping_names_and_welds():
     system, matter, forces, robot = sx.io.load_urdf(ARM, damping=True)
     model, state = system.realize_topology()
     assert robot["base"].is_ground() and robot["tool"] is robot["upper"] is robot["shoulder"]
+    assert list(robot) == [*robot.links, *robot.joint_bodies] and len(robot) == len(robot.links) + 3
     assert robot.joints["shoulder"].lower == -1 and robot.joints["shoulder"].friction == 0.1
     assert [g.kind for g in robot.visuals + robot.collisions] == ["cylinder", "mesh"]
     assert robot.collisions[0].attributes["filename"] == "package://arm/tool.stl"

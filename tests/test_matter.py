@@ -39,6 +39,9 @@ def test_counts_and_options(model_state):
     assert m.get_use_euler_angles(state) == euler
     assert m.get_num_quaternions_in_use(state) == (0 if euler else 7)  # 6 kinds and Custom
     assert m.get_num_bodies() == len(ALL_KINDS) + 2 and m.get_num_mobilities() == model.topology.nu
+    assert m.get_num_q() == model.topology.nq and m.get_num_constraints() == 0
+    assert repr(model) == (f"Model(Topology({m.get_num_bodies()} bodies incl. Ground, nq={m.get_num_q()}, "
+                           f"nu={m.get_num_mobilities()}, euler_angles={euler}), dtype=float64)")
     ball_index = model.topology.quaternion_bodies[0] if not euler else 9
     assert m.is_using_quaternion(state, ball_index) == (not euler)
     assert m.get_quaternion_pool_index(state, ball_index) == (-1 if euler else 0)

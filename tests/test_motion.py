@@ -126,6 +126,17 @@ def test_disabling_a_motion_frees_its_mobilizer_without_recompiling():
     assert float(driven[top.first_u_index]) == pytest.approx(-A * W**2 * np.sin(PHI), rel=1e-13)
     assert sinusoid.get_level(state) == sx.Motion.Position
     assert sinusoid.get_level(sinusoid.disable(state)) == sx.Motion.NoLevel
+    M, off = sx.Motion.Method, sinusoid.disable(state)
+    np.testing.assert_array_equal(sinusoid.enable(off).motion_disabled, state.motion_disabled)
+    assert (sinusoid.get_level_method(state), sinusoid.get_level_method(off)) == (M.Prescribed, M.NoMethod)
+    traced = jax.jit(lambda s: (sinusoid.get_level(s), sinusoid.get_level_method(s)))
+    assert [int(x) for x in traced(off) + traced(state)] == [sx.Motion.NoLevel, M.NoMethod, sx.Motion.Position,
+                                                             M.Prescribed]
+    # a Motion defined but off in the default State
+    system, matter, _ = new_system()
+    idle = sx.Motion.Steady(sx.MobilizedBody.Pin(matter.Ground(), link()), 0.7).set_disabled_by_default()
+    assert idle.is_disabled_by_default() and matter.get_num_motions() == 1
+    assert bool(idle.is_disabled(system.realize_topology()[1]))
 
 
 def test_motion_methods_free_indices_and_prescribe():

@@ -22,7 +22,7 @@ EXACT = sx.ProjectOptions(accuracy=1e-12)
 def _particle_on_rod():
     """A particle on a Translation mobilizer held at distance 1 from Ground's origin."""
     system, matter, _ = new_system()
-    system.set_default_time_scale(0.5)
+    system.set_default_time_scale(0.5).set_default_length_scale(0.01)
     particle = sx.MobilizedBody.Translation(matter.Ground(), sx.Body.Rigid(sx.MassProperties(2.0, [0, 0, 0],
                                                                                               sx.Inertia(0.0))))
     C.Rod(matter.Ground(), [0, 0, 0], particle, [0, 0, 0], 1.0)
@@ -53,7 +53,9 @@ def test_particle_on_rod_closed_form_with_weights():
     np.testing.assert_allclose(s.q, n, atol=1e-12)  # the Rod's errors are linear along the radius
     np.testing.assert_allclose(s.u, u - (u @ n) * n, atol=1e-12)
     assert s.stage >= sx.Stage.Velocity and bool(results.succeeded) and bool(results.any_change_made)
-    # position errors unweighted (RMS of one); velocity errors weighted by the system's time scale (0.5)
+    # position errors unweighted (RMS of one; the length scale, a hint, weighs nothing); velocity errors weighted
+    # by the system's time scale (0.5)
+    assert (model.get_default_time_scale(), model.get_default_length_scale()) == (0.5, 0.01)
     assert float(model.project_q(state.with_q(q))[1].norm_on_entrance) == pytest.approx(np.linalg.norm(q) - 1)
     _, ru = model.project_u(state.with_q(n).with_u(u))
     assert float(ru.norm_on_entrance) == pytest.approx(0.5 * abs(u @ n))

@@ -193,6 +193,7 @@ def test_default_setters_of_every_builtin():
             assert getattr(c, f"set_default_{name}")(value) is c  # chainable, as in Simbody
             named[type(c).__name__, name] = c
     assert len(named) == 36  # every setter of the 15 built-ins that have them (the couplers are Custom)
+    assert cs[0].get_default_num_constraint_equations() == (1, 0, 0)  # the Rod: one distance
     rod, line, sphere = cs[0], cs[4], cs[15]
     rod.set_default_rod_length(1.5).set_default_point_on_body2([0, 0.2, 0])
     line.set_default_line_direction([0, 0, 2])  # normalized, as the constructor does

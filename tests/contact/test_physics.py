@@ -157,9 +157,13 @@ def brick_on_floor():
     bricks, balls = contacts.create_contact_set(), contacts.create_contact_set()
     contacts.add_body(bricks, brick, sx.ContactGeometry.Brick(HALF))
     contacts.add_body(bricks, matter.Ground(), sx.ContactGeometry.HalfSpace(), FLOOR)
-    contacts.add_body(balls, ball, sx.ContactGeometry.Sphere(RADIUS))
+    sphere = sx.ContactGeometry.Sphere(RADIUS)
+    contacts.add_body(balls, ball, sphere)
     contacts.add_body(balls, matter.Ground(), sx.ContactGeometry.Brick([1.0, 0.5, 1.0]), sx.Transform([5.0, -0.5, 0]))
     on_floor, on_brick = sx.HuntCrossleyForce(forces, contacts, bricks), sx.HuntCrossleyForce(forces, contacts, balls)
+    assert contacts.get_num_contact_sets() == 2 and on_brick.get_contact_set_index() == balls
+    assert contacts.get_body_geometry(balls, 0) is sphere
+    np.testing.assert_array_equal(contacts.get_body_transform(balls, 1).p, [5.0, -0.5, 0])
     for surface in (0, 1):
         on_floor.set_body_parameters(surface, VERTEX_STIFFNESS, 10.0, 0.5, 0.5, 0.0)
         on_brick.set_body_parameters(surface, MODULUS, 1.0, 0.5, 0.5, 0.0)

@@ -427,11 +427,14 @@ def test_a_ratchet_turns_one_way_and_a_limited_motor_ramps_at_its_torque():
     system, matter = _system()
     body = sx.Body.Rigid(sx.MassProperties(1.0, [0.5, 0, 0], sx.Inertia(0.001, 0.26, 0.26)))
     arm = sx.MobilizedBody.Pin(matter.Ground(), body, name="arm")
-    matter.adopt_unilateral_speed_constraint(sx.UnilateralSpeedConstraint(arm, 0, -1, name="ratchet"))
+    ratchet = sx.UnilateralSpeedConstraint(arm, 0, -1, name="ratchet")
+    assert matter.adopt_unilateral_speed_constraint(ratchet) == ratchet.get_my_index() == 0
     wheel = sx.MobilizedBody.Pin(matter.Ground(), sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.5))),
                                  name="wheel")
     motor = sx.BoundedSpeedConstraint(wheel, 0, 10.0, -2.0, 2.0, name="motor")
     assert matter.adopt_bounded_speed_constraint(motor) == 0
+    assert (matter.get_num_unilateral_speed_constraints(), matter.get_num_bounded_speed_constraints(),
+            matter.get_num_unilateral_contacts()) == (1, 1, 0)
     model, state = system.realize_topology()
     _, traj = run(model, state, 1e-3, 3000, sx.SemiExplicitEulerTimeStepper())
     swing = np.asarray(traj.u[:, 0])
@@ -441,6 +444,11 @@ def test_a_ratchet_turns_one_way_and_a_limited_motor_ramps_at_its_torque():
     np.testing.assert_allclose(spin[ramp], np.minimum(4.0 * t[ramp], 10.0), atol=1e-9)  # 2 N m / 0.5 kg m^2
     np.testing.assert_allclose(spin[t >= 2.6], 10.0, atol=1e-6)
     assert model.params.bounded_speeds[0].calc_effective_bounds() == (-2.0, 2.0)
+    # the wrapped ConstantSpeed, disabled by default; the handle enables and disables it, also under jit
+    assert ratchet.get_sign_convention() == -1 and ratchet.get_constraint().index == ratchet.constraint
+    on = jax.jit(ratchet.enable)(state)
+    assert bool(ratchet.is_enabled(on)) and not bool(motor.is_enabled(on)) and not bool(ratchet.is_enabled(state))
+    np.testing.assert_array_equal(ratchet.disable(on).constraint_disabled, state.constraint_disabled)
 
 
 
@@ -501,3 +509,9 @@ def test_state_limited_friction_sticks_slides_and_stops_a_puck_where_coulomb_say
     assert float(model.params.state_limited_frictions[1].get_normal_force_magnitude(s)) == m * G
     assert float(incline.get_normal_force_magnitude(s)) == m * G * np.cos(theta)
     assert float(plane.get_slip_speed(s)) == 0.0
+    # the wrapped constraints, disabled by default; the element enables and disables them together, also under jit
+    assert plane.get_my_index() == 1 and [c.index for c in plane.get_constraints()] == list(plane.constraints)
+    on = jax.jit(lambda s: plane.enable(s))(state)
+    assert bool(plane.is_enabled(on)) and not bool(incline.is_enabled(on)) and not bool(plane.is_enabled(state))
+    assert not np.asarray(on.constraint_disabled)[list(plane.constraints)].any()
+    np.testing.assert_array_equal(plane.disable(on).constraint_disabled, state.constraint_disabled)

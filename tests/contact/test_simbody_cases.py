@@ -120,8 +120,16 @@ def test_smooth_sphere_half_space_force_matches_simbodys_test():
     n = len(h)
     q = np.concatenate([q_sphere, np.tile([1.0, 0, 0, 0, 0, 0, 0], (2 * n, 1))], axis=1)
     u = np.concatenate([u_sphere, np.zeros((2 * n, 6))], axis=1)
-    got, energy = _evaluate(model, state, q, u, lambda s: element.potential_energy(model, s))
+    got, (energy, (point, force)) = _evaluate(
+        model, state, q, u, lambda s: (element.potential_energy(model, s), smooth.get_contact_force(model, s)))
     got, energy = np.asarray(got), np.asarray(energy)
+    # Simbody's getters read the settings back; the force on the half-space is minus the sphere's, at (x, y) of
+    # the midpoint of the overlap
+    assert (smooth.get_body_sphere(), smooth.get_body_half_space()) == (sphere, half_space)
+    assert smooth.get_contact_sphere_radius() == RADIUS
+    np.testing.assert_array_equal(smooth.get_contact_sphere_location_in_body(), [0, 0, 0])
+    np.testing.assert_array_equal(smooth.get_contact_half_space_transform().R, FLOOR.R)
+    np.testing.assert_allclose(force, -(got[:, 3:] - GRAVITY), rtol=0, atol=TOL)
 
     stiffness = 0.5 * k ** (2 / 3)
     depth = RADIUS - h
@@ -136,6 +144,7 @@ def test_smooth_sphere_half_space_force_matches_simbodys_test():
     ff = fh * (np.minimum(vrel, 1) * (ud + 2 * (us - ud) / (1 + vrel ** 2)) + uv * vslip) * v / vslip
     total = GRAVITY + np.stack([-ff, fh, np.zeros(n)], axis=1)
     np.testing.assert_allclose(got[n:], _expected_body_force(-depth / 2, h, total), rtol=0, atol=TOL)
+    np.testing.assert_allclose(point[:, 1], np.tile(-depth / 2, 2), rtol=0, atol=TOL)
 
 
 def test_mobility_linear_stop_matches_simbodys_formula():

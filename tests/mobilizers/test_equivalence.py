@@ -37,7 +37,7 @@ def branches():
     system = sx.MultibodySystem()
     matter = sx.SimbodyMatterSubsystem(system)
     sx.Force.UniformGravity(sx.GeneralForceSubsystem(system), matter, [0.0, -9.81, 0.0])
-    ground, massless = matter.Ground(), sx.Body.Rigid(sx.MassProperties(0.0))
+    ground, massless = matter.Ground(), sx.Body.Massless()
     pairs = {}
     for k, (kind, (chain, _, _)) in enumerate(EQUIVALENT.items()):
         rng = np.random.default_rng(k)
