@@ -137,7 +137,7 @@ def min_norm_solve(W, b, rtol=None):
     return min_norm_solver(W, rtol)(b)
 
 
-def min_norm_solver(W, rtol=None, *, differentiable=True):
+def min_norm_solver(W, rtol=None, *, inverse_formed=False):
     """b -> W^+ b for a symmetric positive semi-definite W (n, n), the rank
     decided by ``independent_rows``, factored once for any number of b.
 
@@ -151,19 +151,21 @@ def min_norm_solver(W, rtol=None, *, differentiable=True):
     piecewise constant in W, so the derivative is that of the
     pseudo-inverse at constant rank.
 
-    ``differentiable=False`` (W's factorization a constant of the caller's
-    own derivative rule, as in constrained dynamics): above ``UNROLLED_MAX``
-    rows W^+ is formed once, so that each solve is a product, and a W that
-    passes the full-rank test below takes W^-1 from the test's own
-    factorization; under ``jax.vmap`` a batch whose every W passes takes it
-    together (``jax.custom_batching.custom_vmap``: the choice is made once
-    per batch, not per W, which would compute both). JAX cannot
-    differentiate through that choice, hence the flag."""
+    ``inverse_formed=True``, for a caller that solves with many b and whose
+    own derivative rule holds W constant at first order (constrained
+    dynamics): above ``UNROLLED_MAX`` rows W^+ is formed once, so that each
+    solve is a product, and a W that passes the full-rank test below takes
+    W^-1 from the test's own factorization; under ``jax.vmap`` a batch
+    whose every W passes takes it together (``jax.custom_batching.custom_vmap``:
+    the choice is made once per batch, not per W, which would compute both).
+    JAX cannot linearize that choice, so W^+ carries its own derivative
+    rule (``_pseudo_inverse_tangent``), which second derivatives of the
+    caller's rule take, in forward and in reverse mode."""
     n = W.shape[-1]
     if n == 0:
         return lambda b: b
     W = 0.5 * (W + W.T)
-    if differentiable or n <= UNROLLED_MAX:
+    if not inverse_formed or n <= UNROLLED_MAX:
         V, VWV = _factors(W, independent_rows(W, rtol))
 
         def apply(b):
@@ -227,4 +229,27 @@ def _pseudo_inverse_full_rank_first(W, rtol):
         passes, inverse = jax.vmap(lambda W: _full_rank_inverse(W, rtol))(W)
         return choose(W, passes, inverse, jax.vmap(general)), True
 
-    return pseudo_inverse(W)
+    @jax.custom_jvp
+    def differentiable(W):
+        return pseudo_inverse(W)
+
+    @differentiable.defjvp
+    def _jvp(primals, tangents):
+        (W,), (dW,) = primals, tangents
+        P = differentiable(W)
+        return P, _pseudo_inverse_tangent(W, P, dW)
+
+    return differentiable(W)
+
+
+def _pseudo_inverse_tangent(W, P, dW):
+    """d(W^+) along dW for a symmetric W of constant rank, P = W^+ (Golub and
+    Pereyra): -P dW P + T + T^T with T = P P dW (I - W P), whose last factor,
+    the projector onto W's null space, is zero at full rank. W's rank is
+    piecewise constant along a trajectory (a structural redundancy stays
+    one), and the kept-rows construction differentiated by JAX gives the
+    same derivative along such a dW."""
+    P_dW = _mul(P, dW)
+    null = jnp.eye(W.shape[-1], dtype=W.dtype) - _mul(W, P)
+    T = _mul(P, _mul(P_dW, null))
+    return -_mul(P_dW, P) + T + T.T

@@ -91,7 +91,7 @@ def _solve(topology, x: aba.ForwardInputs, t, disabled):
         aerr = eqs.acceleration_errors(A0, coordinates.calc_qdotdot(topology, x.q, x.u, udot0), udot0)
         aerr = layout.zero_disabled(aerr, disabled)
     with jax.named_scope("constraint_multipliers"):
-        pinv = min_norm_solver(W, differentiable=False)  # the rule below differentiates, not JAX
+        pinv = min_norm_solver(W, inverse_formed=True)  # many solves; the rule below differentiates, not JAX
 
         def combined(weights):  # sum_i weights_i L g_i, in the full layout
             return tree.expand_levels(paths, aba.combine_innovations(weights, rows), art.u_bar)
