@@ -575,6 +575,7 @@ def test_custom_constraints_reproduce_builtins():
             C.Ball(b2, s2, b4, [0, 0, 0.2])
             C.ConstantSpeed(b3, 0, 0.4)
             C.CoordinateCoupler(matter, fn.Linear((1.0, 2.0, -0.1)), [b3, b4], [0, 0])
+            C.ConstantAcceleration(b2, 1, -0.3)
         else:
             I = C.Custom.Implementation
             C.Custom(matter, I(bodies=[b2, b3], num_position=1, params={"L": 0.5, "s2": s2, "s3": s3},
@@ -588,6 +589,7 @@ def test_custom_constraints_reproduce_builtins():
             C.Custom(matter, I(mobilizers=[b3], num_velocity=1, velocity_errors=lambda V, u: u[0] - 0.4))
             C.Custom(matter, I(mobilizers=[b3, b4], num_position=1,
                                position_errors=lambda X, q: q[0] + 2.0 * q[1] - 0.1))
+            C.Custom(matter, I(mobilizers=[b2], num_acceleration=1, acceleration_errors=lambda A, udot: udot[0][1] + 0.3))
         model, state = system.realize_topology()
         rng = np.random.default_rng(3)
         state = state.with_q(np.asarray(state.q) + 0.2 * rng.standard_normal(state.q.shape))
@@ -601,6 +603,7 @@ def test_custom_constraints_reproduce_builtins():
     for c_b, c_c in zip(m_b.constraints, m_c.constraints):
         np.testing.assert_allclose(c_c.get_velocity_errors_as_vector(s_c), c_b.get_velocity_errors_as_vector(s_b),
                                    atol=1e-12)
+    assert float(s_c.acceleration.udot[m_c.topology.u_start[2] + 1]) == pytest.approx(-0.3, abs=1e-12)
 
 
 # -- disabling: one compile, each State equal to its own model -------------------------------
