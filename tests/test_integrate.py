@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_energies_are_the_samples, counting_compiles, loop_bodies, primitive_names
+from conftest import assert_energies_are_the_samples, counting_compiles, loop_bodies, primitive_names, tol
 
 import simbodyx as sx
 from simbodyx._xla import releases
@@ -77,6 +77,10 @@ def test_batched_simulation_under_jit_vmap(dtype):
     np.testing.assert_allclose(traj.q[7], one.q, atol=1e-5 if dtype == "float32" else 1e-12)
     drift = np.abs(traj.energy[:, -1] - traj.energy[:, 0]).max()
     assert drift < (1e-3 if dtype == "float32" else 1e-8)  # RK4, dt = 1e-3: O(dt^4) per unit time
+    # the energies, evaluated in the model's dtype, are each sample's total energy
+    assert traj.energy.dtype == np.dtype(dtype)
+    samples = [base.with_time(t).with_q(q).with_u(u) for t, q, u in zip(one.t, one.q, one.u)]
+    np.testing.assert_allclose(one.energy, [sx.integrate.total_energy(model, s) for s in samples], rtol=tol(dtype))
 
 
 def test_quaternions_stay_normalized_and_gradients_flow():
