@@ -67,7 +67,6 @@ def test_goals_locks_and_ranges():
     assert np.abs(ball.get_position_errors_as_vector(s)).max() < 1e-9
 
 
-
 def test_undoing_settings_and_weighing_the_constraints():
     """unlock and unrestrict undo lock and restrict; the constraints weighed
     0 are ignored (the goal alone is met, by the crank alone) and weighed
@@ -92,6 +91,7 @@ def test_undoing_settings_and_weighing_the_constraints():
     for rms, norm in ((True, lambda e: np.sqrt(np.mean(e ** 2))), (False, lambda e: np.abs(e).max())):
         s, r = assembler.set_use_rms_error_norm(rms).assemble(unconverged, throw=False)
         np.testing.assert_allclose(r.error_norm, norm(ball.get_position_errors_as_vector(s)), rtol=1e-12)
+
 
 def test_markers_recover_a_known_pose():
     """A planar two-link arm without constraints: markers on the elbow and the

@@ -451,7 +451,6 @@ def test_a_ratchet_turns_one_way_and_a_limited_motor_ramps_at_its_torque():
     np.testing.assert_array_equal(ratchet.disable(on).constraint_disabled, state.constraint_disabled)
 
 
-
 def test_state_limited_friction_sticks_slides_and_stops_a_puck_where_coulomb_says():
     """StateLimitedFriction with a known normal force: a block on a Slider
     pushed down a 30 degree incline (m g sin(theta) along it; its friction a
