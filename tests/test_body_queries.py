@@ -221,10 +221,13 @@ def test_composite_queries_are_their_parts_and_reactions_balance():
 
 
 def test_body_and_clone_before_freezing():
-    system, matter, _, bodies = with_forces(["Pin", ("Screw", 0.25)], seed=1, branching=False)
+    system, matter, forces, bodies = with_forces(["Pin", ("Screw", 0.25)], seed=1, branching=False)
     pin, screw = bodies[1], bodies[2]
     heavy = sx.Body.Rigid(sx.MassProperties(3.0, [0.1, 0, 0], sx.Inertia(0.2)))
     assert float(pin.set_body(heavy).get_body().mass_properties.mass) == 3.0
+    light = sx.Body.Rigid(sx.MassProperties(1.0))
+    assert light.set_default_rigid_body_mass_properties(heavy.get_default_rigid_body_mass_properties()) is light
+    assert float(light.mass_properties.mass) == 3.0 and forces.get_num_forces() == 1  # gravity
     screw.set_default_q([0.4])
     twin = screw.clone_for_new_parent(pin, name="twin")
     assert type(twin) is type(screw) and twin.parent is pin and twin.get_default_q() == screw.get_default_q()
