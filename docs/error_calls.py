@@ -846,7 +846,7 @@ CALLS = [
     ("_xla.scalarize._known_indices", "with traced indices",
      lambda: jax.jit(lambda s: m.model.with_scalar_path(True).realize(s, sx.Stage.Dynamics).dynamics.mobility_forces)(
          (m := custom_force_model(lambda u: jnp.ones(3)[jnp.floor(u).astype(int)])).state)),
-    ("_xla.module._leaf_key", "traced values", lambda: jax.jit(lambda m: hash(m))(model().model)),
+    ("_xla.module.content_key", "traced values", lambda: jax.jit(lambda m: hash(m))(model().model)),
     # -- exchange with other engines --------------------------------------------------------------
     ("interop.mujoco.to_mjcf", "no MuJoCo joint for {kind}",
      lambda: sx.interop.mujoco.to_mjcf(pendulum("Cylinder").matter)),

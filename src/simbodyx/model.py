@@ -11,7 +11,7 @@ import numpy as np
 
 from simbodyx import motion, projection
 from simbodyx._xla import scalarize
-from simbodyx._xla.module import Module
+from simbodyx._xla.module import Module, content_key
 from simbodyx.forces.subsystem import Forces, default_z
 from simbodyx.matter import Matter
 from simbodyx.parameters import Parameters
@@ -209,8 +209,7 @@ class FoldedModel:
 
     def __init__(self, model: Model):
         self.model = model
-        leaves, treedef = jax.tree.flatten(model)
-        self._key = treedef, tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, leaves))
+        self._key = content_key(model)
 
     @classmethod
     def of(cls, model: Model):

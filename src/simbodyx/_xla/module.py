@@ -36,16 +36,15 @@ class Module(eqx.Module):
         return value
 
     def __hash__(self) -> int:
-        leaves, treedef = jax.tree.flatten(self)
-        return hash((treedef, tuple(map(_leaf_key, leaves))))
+        return hash(content_key(self))
 
 
-def _leaf_key(x):
-    """A leaf's hashable content: an array's dtype, shape and bytes; a traced
-    one has none (TypeError, as equinox's hash gives for any array)."""
-    if isinstance(x, jax.core.Tracer):
-        raise TypeError("a pytree holding traced values does not hash (its numbers are not known)")
-    if isinstance(x, (jax.Array, np.ndarray)):
-        a = np.asarray(x)
-        return a.dtype.str, a.shape, a.tobytes()
-    return x
+def content_key(tree):
+    """A pytree's structure and numbers (each leaf's dtype, shape and bytes),
+    hashable; TypeError for a traced leaf, whose numbers are not known (as
+    equinox's hash gives for any array)."""
+    leaves, treedef = jax.tree.flatten(tree)
+    try:
+        return treedef, tuple((a.dtype.str, a.shape, a.tobytes()) for a in map(np.asarray, leaves))
+    except jax.errors.TracerArrayConversionError:
+        raise TypeError("a pytree holding traced values does not hash (its numbers are not known)") from None
