@@ -264,6 +264,58 @@ def test_every_builtin_one_at_a_time():
     np.testing.assert_allclose(G[velocity_rows], J, atol=1e-13)
 
 
+def test_alike_constraints_share_one_trace_and_keep_their_own_numbers(monkeypatch):
+    """Three Rods and two Balls, each on its own bodies with its own stations
+    and lengths: each kind's errors are traced once per level and shape
+    (equations._alike), every row of G is still its own constraint's, the
+    u-Jacobian of its velocity errors (autodiff through the kinematics),
+    and udot and the multipliers are those traced constraint by
+    constraint."""
+    system, matter, _ = _system()
+    G = matter.Ground()
+    b1 = sx.MobilizedBody.Free(G, sx.Transform([0, 1, 0]), _body(), sx.Transform())
+    b2 = sx.MobilizedBody.Pin(b1, sx.Transform([0.5, 0, 0]), _body(), sx.Transform([0, 0.3, 0]))
+    b3 = sx.MobilizedBody.Ball(G, sx.Transform([1, 0, 0]), _body(), sx.Transform([0, 0.4, 0]))
+    cs = [C.Rod(b1, [0.1, 0, 0], b3, [0, 0.1, 0], 1.2), C.Rod(b2, [0, 0.2, 0.1], b3, [0.3, 0, 0], 0.8),
+          C.Rod(G, [0, 2, 0], b2, [0.1, 0.1, 0], 1.9), C.Ball(b2, [0.2, 0, 0], b3, [0, 0, 0.1]),
+          C.Ball(b1, [0.5, 1, 0], b3, [0.3, 0, 0.2])]
+    model, state = system.realize_topology()
+    rng = np.random.default_rng(5)
+    state = model.matter.normalize_quaternions(state.with_q(state.q + 0.1 * rng.standard_normal(state.q.shape))
+                                               .with_u(rng.standard_normal(state.u.shape)))
+    traced = []
+    jax.clear_caches()  # alike constraints of the file's other models share these traces too
+    for kind in (C.Rod, C.Ball):
+        for level in ("position_level", "velocity_level", "acceleration_level"):
+            method = getattr(kind, level)
+            monkeypatch.setattr(kind, level, lambda self, *args, level=level, method=method: (
+                traced.append((level, type(self).__name__)) or method(self, *args)))
+
+    def realized(s):
+        return model.realize(s, sx.Stage.Acceleration)
+
+    s = jax.jit(realized)(state)
+    jax.jit(model.matter.get_q_err)(s), jax.jit(model.matter.get_u_err)(s)
+    # per level and kind, once per number of bodies read (a Rod to Ground reads one body's accelerations
+    # fewer); 3 Rods and 2 Balls before sharing
+    assert sorted(traced) == [("acceleration_level", "Ball"), ("acceleration_level", "Rod"),
+                              ("acceleration_level", "Rod"), ("position_level", "Ball"), ("position_level", "Rod"),
+                              ("velocity_level", "Ball"), ("velocity_level", "Rod")]
+
+    def velocity_errors(u):
+        s = model.realize(state.with_u(u), sx.Stage.Velocity)
+        return jnp.concatenate([c.get_velocity_errors_as_vector(s) for c in cs])
+
+    np.testing.assert_allclose(model.matter.calc_g(s), jax.jacfwd(velocity_errors)(state.u), atol=1e-13)
+    jax.clear_caches()
+    monkeypatch.setattr(C.Rod, "ALIKE", False)
+    monkeypatch.setattr(C.Ball, "ALIKE", False)
+    unshared = jax.jit(realized)(state)
+    assert len([level for level, _ in traced if level == "acceleration_level"]) == 3 + 5
+    np.testing.assert_allclose(s.acceleration.udot, unshared.acceleration.udot, atol=1e-12)
+    np.testing.assert_allclose(s.acceleration.multipliers, unshared.acceleration.multipliers, atol=1e-12)
+
+
 def test_errors_are_the_geometric_quantities():
     model, state, cs = _mixed()
     s = model.realize(state, sx.Stage.Velocity)

@@ -93,6 +93,11 @@ class Constraint(Module):
     #: ``get_default_<name>`` (e.g. Rod's ``set_default_rod_length``): name ->
     #: (field, checker(value, what, kind)); the methods are made per subclass.
     DEFAULTS: ClassVar[dict] = {}
+    #: Whether this kind's error methods read none of an instance's naming
+    #: fields (index, label, bodies, mobilizers, Ancestor, matter), so that
+    #: alike instances share one traced program of them: true of the
+    #: built-ins, not of Constraint.Custom, whose functions are a user's.
+    ALIKE: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

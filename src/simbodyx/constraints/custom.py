@@ -75,6 +75,7 @@ class Custom(Constraint):
     """A constraint defined by an :class:`Implementation`."""
 
     Implementation = Implementation
+    ALIKE = False
 
     impl: Implementation = eqx.field(static=True)
     params: object

@@ -21,6 +21,8 @@ mobilities between the Ancestor and the constrained bodies.
 
 from __future__ import annotations
 
+import copy
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -106,6 +108,38 @@ def _relative_acceleration(X_GA, V_GA, A_GA, X_GB, V_GB, A_GB):
     return jnp.concatenate([mat_vec(R_AG, alpha), mat_vec(R_AG, a)], axis=-1)
 
 
+def _alike(c):
+    """A built-in constraint as every one of its kind: a copy whose static
+    fields that only name it (index, label, bodies, mobilizers, Ancestor,
+    handle) are its kind's, so that alike constraints (a mechanism's Rods,
+    Balls or Welds, a brick's corner contacts) share one traced program of
+    each level's errors (:func:`_position_level`, :func:`_velocity_level`,
+    :func:`_acceleration_level`) and the derivatives, transposes and
+    batches JAX caches for them; otherwise the trace of constrained
+    dynamics grows by a few hundred ms per constraint. Kinds whose errors
+    may read those fields (``Constraint.ALIKE`` false) are passed as they
+    are."""
+    if not type(c).ALIKE:
+        return c
+    alike = copy.copy(c)
+    for field, value in (("index", 0), ("label", f"Constraint.{type(c).__name__}"), ("bodies", ()),
+                         ("mobilizers", (0,) * len(c.mobilizers)), ("ancestor", 0), ("matter", None)):
+        object.__setattr__(alike, field, value)
+    return alike
+
+
+@per_context_jit(eqx.filter_jit)
+def _position_level(c, t, X_AB, q):
+    """Constraint c's perr (mp,), jitted as :func:`_acceleration_level` is."""
+    return c.position_level(t, X_AB, q)
+
+
+@per_context_jit(eqx.filter_jit)
+def _velocity_level(c, k: Kinematics):
+    """Constraint c's (pverr (mp,), verr (mv,)), jitted as :func:`_acceleration_level` is."""
+    return c.velocity_level(k, k.V_AB, k.qdot, k.u)
+
+
 @per_context_jit(eqx.filter_jit)
 def _acceleration_level(c, k: Kinematics, rows: tuple, ancestor, A, qdotdot: tuple, udot: tuple):
     """Constraint c's (paerr, vaerr, aerr) for its touched bodies' A_GB (t, 6)
@@ -188,7 +222,7 @@ class Equations:
                                         tree.take_rows(self.V_GB, idx))
 
         def f(A, qdotdot, udot):
-            return _acceleration_level(c, k, tuple(rows), ancestor, A, self._q(c, qdotdot), self._u(c, udot))
+            return _acceleration_level(_alike(c), k, tuple(rows), ancestor, A, self._q(c, qdotdot), self._u(c, udot))
 
         return f
 
@@ -198,7 +232,7 @@ class Equations:
         parts = []
         for c in self.constraints:
             k = self.kinematics(c)
-            parts.append(c.position_level(self.t, k.X_AB, k.q))
+            parts.append(_position_level(_alike(c), self.t, k.X_AB, k.q))
         return jnp.concatenate(parts) if parts else jnp.zeros(0, self.t.dtype)
 
     def velocity_errors(self):
@@ -206,7 +240,7 @@ class Equations:
         per = []
         for c in self.constraints:
             k = self.kinematics(c)
-            per.append(c.velocity_level(k, k.V_AB, k.qdot, k.u) + (jnp.zeros(0, self.t.dtype),))
+            per.append(_velocity_level(_alike(c), k) + (jnp.zeros(0, self.t.dtype),))
         return self.layout.stack(per) if per else jnp.zeros(0, self.t.dtype)
 
     def acceleration_errors(self, A_GB, qdotdot, udot):
