@@ -1,6 +1,7 @@
 """simbodyx._xla.module.Module behaves as eqx.Module, with plain attributes read
 without equinox's bound-method check (the cost of flattening a Model or
-State at every jitted call), and hashes by structure and numbers."""
+State at every jitted call), methods bound without equinox's constructor
+checks, and hashes by structure and numbers."""
 
 import equinox as eqx
 import jax
@@ -15,6 +16,10 @@ from conftest import random_state, with_forces
 
 
 def test_attributes_skip_equinox_and_methods_stay_pytrees(monkeypatch):
+    """Plain attributes are read without equinox's bound-method check;
+    a method is bound as equinox binds it (its BoundMethod, a pytree holding
+    the model's arrays, equal in structure, attributes and leaves to the
+    one equinox's constructor makes) without equinox's code."""
     system, *_ = with_forces(["Pin", "Ball", "Free"], seed=3)
     model, _ = system.realize_topology()
     state = random_state(model, seed=1)
@@ -22,15 +27,21 @@ def test_attributes_skip_equinox_and_methods_stay_pytrees(monkeypatch):
 
     def counting(self, name):
         calls.append(name)
-        return eqx.Module.__getattribute__(self, name)
+        return original(self, name)
 
-    monkeypatch.setattr(module, "_equinox_getattribute", counting)
+    original = eqx.Module.__getattribute__
+    monkeypatch.setattr(eqx.Module, "__getattribute__", counting)
     leaves, treedef = jax.tree.flatten((model, state))
-    assert calls == []  # flattening reads each node's __dict__ directly
-    assert model.params.X_PF.p.shape == (4, 3) and state.stage == Stage.Model and calls == []
+    assert model.params.X_PF.p.shape == (4, 3) and state.stage == Stage.Model
+    realize = model.realize
+    assert calls == []  # flattening reads each node's __dict__ directly; methods are bound here
+    monkeypatch.undo()
 
-    realize = model.realize  # a method still goes through equinox: a pytree holding the model's arrays
-    assert calls == ["realize"] and isinstance(realize, eqx.Module)
+    by_equinox = module._BOUND_METHOD(type(model).realize, model)
+    assert type(realize) is type(by_equinox) and isinstance(realize, eqx.Module)
+    assert jax.tree.structure(realize) == jax.tree.structure(by_equinox)
+    assert vars(realize).keys() == vars(by_equinox).keys() and realize.__name__ == "realize"
+    assert realize.__doc__ == type(model).realize.__doc__ and realize == model.realize
     assert len(jax.tree.leaves(realize)) == len(jax.tree.leaves(model))
     realized = eqx.filter_jit(realize)(state, Stage.Position)
     np.testing.assert_array_equal(realized.position.X_GB.p, model.realize(state).position.X_GB.p)

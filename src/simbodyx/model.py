@@ -215,7 +215,7 @@ class FoldedModel:
     def of(cls, model: Model):
         """How an eagerly called program takes ``model``: folded when its
         numbers are concrete and it takes the scalar path, else as it is."""
-        return cls(model) if not scalarize.num_traced(model) and model.uses_scalar_path() else model
+        return cls(model) if model.uses_scalar_path() and not scalarize.num_traced(model) else model
 
     @staticmethod
     def unfold(model) -> Model:

@@ -5,10 +5,12 @@ Every jitted call flattens its Model and State arguments in Python, and
 equinox's flatten reads each node's ``__dict__`` through
 ``eqx.Module.__getattribute__``, which checks every attribute for a bound
 method to wrap (so that ``eqx.filter_jit(model.realize)`` sees the model's
-arrays). Here plain attributes skip that check and methods still go through
-equinox, so the behaviour is equinox's, and a Model passes into a jitted
-call about a quarter faster (benchmarks/README.md, "Why the code is as it
-is").
+arrays). Here plain attributes skip that check, and a Model passes into a
+jitted call about a quarter faster (benchmarks/README.md, "Why the code is
+as it is"). Methods are bound as equinox binds them, as its pytree
+``BoundMethod``, built without the checks of equinox's constructor, which
+flatten every argument, the whole Model included: 28 against 1 us per
+``model.realize`` looked up (chain7, jax 0.9.2).
 
 A simbodyx pytree also hashes by its structure and numbers, consistently
 with equinox's equality: equinox hashes a Module's fields, and arrays do
@@ -25,14 +27,38 @@ import equinox as eqx
 import jax
 import numpy as np
 
-_equinox_getattribute = eqx.Module.__getattribute__
+
+
+class _Probe(eqx.Module):
+    def method(self):
+        pass
+
+
+#: equinox's class of bound methods, and the attributes of the function it
+#: copies onto each (its name, docstring, ...), as equinox makes them.
+_BOUND_METHOD = type(_Probe().method)
+_COPIED = tuple(name for name in vars(_Probe().method) if name not in ("__func__", "__self__"))
+_ABSENT = object()
+
+
+def _bound_method(function, instance):
+    """equinox's bound method of ``function`` to ``instance``, built directly."""
+    bound = object.__new__(_BOUND_METHOD)
+    object.__setattr__(bound, "__func__", function)
+    object.__setattr__(bound, "__self__", instance)
+    for name in _COPIED:
+        value = getattr(function, name, _ABSENT)
+        if value is not _ABSENT:
+            object.__setattr__(bound, name, value)
+    return bound
 
 
 class Module(eqx.Module):
     def __getattribute__(self, name: str, /):
         value = object.__getattribute__(self, name)
-        if type(value) is types.MethodType:  # equinox makes bound methods pytrees
-            return _equinox_getattribute(self, name)
+        if type(value) is types.MethodType and value.__self__ is self and not (
+                name.startswith("__") and name.endswith("__")):  # equinox makes bound methods pytrees
+            return _bound_method(value.__func__, self)
         return value
 
     def __hash__(self) -> int:
