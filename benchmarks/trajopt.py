@@ -21,12 +21,14 @@ Two rows (``run.py`` prints them too):
   Reported: compile plus first iteration (cold, s) and the best time per
   iteration after it.
 * **chain7 rollout**: one trajectory of ``--rollout-steps`` RK4 steps of
-  1 ms from a random State, ``jit(sx.integrate.rollout)`` against MuJoCo C's
-  ``mj_step`` with ``mjINT_RK4`` at the same step on the same model (built
-  by ``simbodyx.interop.to_mjcf``; contacts off), one Python call per step;
-  the final states are checked to agree to 1e-8 first. Reported: time per
-  RK4 step. On jaxlib 0.6 also ``simbodyx_loop``: the same program compiled
-  with ``sx.xla_setup.loop_compiler_options()`` (XLA's earlier CPU runtime).
+  1 ms from a random State, ``sx.integrate.rollout`` called as it is
+  (``simbodyx``, default options: its own compiled program) and inside a
+  ``jax.jit`` of one's own (``simbodyx_in_jit``, default options: on jaxlib
+  0.6 that program needs ``sx.xla_setup.loop_compiler_options()`` to run
+  as fast), against MuJoCo C's ``mj_step`` with ``mjINT_RK4`` at the same
+  step on the same model (built by ``simbodyx.interop.to_mjcf``; contacts
+  off), one Python call per step; the final states are checked to agree to
+  1e-8 first. Reported: time per RK4 step.
 
 Targets (issue "trajectory optimization at the speed of hand-written JAX"):
 iteration within 2x and compile within 3x of the closed form, a chain7 RK4
@@ -197,19 +199,18 @@ def swing_up_rows(sx, iterations, repeats, array_path=True):
     return rows
 
 
-def rollout_rows(sx, steps, repeats, mujoco=True, loop=True):
-    """chain7: one RK4 trajectory through simbodyx (and, when ``loop``, with
-    the loop compiler options where they apply) and (when ``mujoco``)
-    through MuJoCo C."""
+def rollout_rows(sx, steps, repeats, mujoco=True):
+    """chain7: one RK4 trajectory through simbodyx, called as it is and
+    inside a jit of one's own, and (when ``mujoco``) through MuJoCo C."""
     system, matter = MODELS["chain7"](sx)
     model, _ = system.realize_topology()
     start = jax.tree.map(lambda x: x[0], random_states(model, 1))
     rows = []
-    options = sx.xla_setup.loop_compiler_options() if loop else {}
-    programs = [("simbodyx", None)] + ([("simbodyx_loop", options)] if options else [])  # {}: no earlier runtime
-    for engine, options in programs:
-        run = jax.jit(lambda s: sx.integrate.rollout(model, s, ROLLOUT_DT, steps, save_every=steps, energy=False)[0],
-                      compiler_options=options)
+
+    def rollout(s):
+        return sx.integrate.rollout(model, s, ROLLOUT_DT, steps, save_every=steps, energy=False)[0]
+
+    for engine, run in (("simbodyx", rollout), ("simbodyx_in_jit", jax.jit(rollout))):
         t = time.perf_counter()
         final = jax.block_until_ready(run(start))
         compile_s = time.perf_counter() - t
@@ -251,10 +252,10 @@ def rollout_rows(sx, steps, repeats, mujoco=True, loop=True):
     return rows, None
 
 
-def trajopt_rows(sx, iterations, rollout_steps, repeats, mujoco=True, array_path=True, loop=True):
+def trajopt_rows(sx, iterations, rollout_steps, repeats, mujoco=True, array_path=True):
     """Both rows (a list of dicts) and a note, or None."""
     rows = swing_up_rows(sx, iterations, repeats, array_path)
-    more, note = rollout_rows(sx, rollout_steps, repeats, mujoco, loop)
+    more, note = rollout_rows(sx, rollout_steps, repeats, mujoco)
     return rows + more, note
 
 

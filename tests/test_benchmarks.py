@@ -156,12 +156,12 @@ def test_trajopt_rows_agree_with_their_peers():
         peers = True
     except ImportError:
         peers = False
-    rows, note = trajopt.trajopt_rows(sx, iterations=2, rollout_steps=20, repeats=1, mujoco=peers, array_path=False,
-                                      loop=False)
+    rows, note = trajopt.trajopt_rows(sx, iterations=2, rollout_steps=20, repeats=1, mujoco=peers, array_path=False)
     assert note is None
     assert [(r["engine"], r["op"]) for r in rows] == [
         ("closed_form", "swing_up_iteration"), ("simbodyx", "swing_up_iteration"),
-        ("simbodyx_own_loop", "swing_up_iteration"), ("simbodyx", "rk4_rollout")] + [("mujoco", "rk4_rollout")] * peers
+        ("simbodyx_own_loop", "swing_up_iteration"), ("simbodyx", "rk4_rollout"),
+        ("simbodyx_in_jit", "rk4_rollout")] + [("mujoco", "rk4_rollout")] * peers
     assert all(r["step_us"] > 0 for r in rows)
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_energies_are_the_samples, counting_compiles, loop_bodies, primitive_names, tol
 
 import simbodyx as sx
-from simbodyx._xla import releases
+from simbodyx._xla import releases, xla_setup
 
 pytestmark = pytest.mark.smoke
 
@@ -174,12 +174,18 @@ def test_simulate_compiles_its_step_into_one_function_unless_it_projects_constra
     assert loops(*double_pendulum(rod=True)) == "function thunks(thunks(function function))"
 
 
-def test_an_eager_rollout_is_one_program_that_later_calls_reuse():
-    """Called eagerly, a rollout compiles once: a second call with another
-    State and time step compiles nothing (a notebook's loop over initial
-    states pays one compile), and it equals the rollout under jit."""
+def test_an_eager_rollout_is_one_program_that_later_calls_reuse(monkeypatch):
+    """Called eagerly, a rollout compiles once, with the loop compiler
+    options (XLA's earlier CPU runtime on jaxlib 0.6, none after): a second
+    call with another State and time step compiles nothing (a notebook's
+    loop over initial states pays one compile), and it equals the rollout
+    under jit."""
     model, state = double_pendulum()
+    options = []
+    monkeypatch.setattr(sx.integrate, "jit_with_options", lambda fn, compiler_options, **kwargs: (
+        options.append(compiler_options) or xla_setup.jit_with_options(fn, compiler_options, **kwargs)))
     sx.integrate.rollout(model, state, 1e-3, 50, save_every=10)
+    assert options == [xla_setup.loop_compiler_options()]
     other = state.with_q(state.q + 0.1)
     with counting_compiles() as compiled:
         final, trajectory = sx.integrate.rollout(model, other, 2e-3, 50, save_every=10)

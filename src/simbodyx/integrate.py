@@ -15,10 +15,12 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx._xla.module import Module
 from simbodyx._xla.scalarize import entry_point
 from simbodyx._xla.trace_context import tracing
+from simbodyx._xla.xla_setup import jit_with_options, loop_compiler_options
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
 from simbodyx.impulse import ITERATED
@@ -160,7 +162,10 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     shapes reuse (``dt``, the State's and the controls' numbers may
     differ); a Model on the scalar path is compiled in as constants, as
     ``sx.simulate`` does (:class:`FoldedModel`), so other numbers compile
-    their own.
+    their own. That program is compiled with
+    ``sx.xla_setup.loop_compiler_options()``, so that on jaxlib 0.6 too its
+    loop runs as one function (later releases do that by default); inside
+    a ``jax.jit`` of your own, pass them to that ``jit`` on jaxlib 0.6.
     """
     if isinstance(method, str) and method not in STEPS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(STEPS)} or a time stepper")
@@ -176,10 +181,11 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
     settings = _Settings(num_steps, save_every, _chunks_per_segment(checkpoint, num_steps // save_every, save_every),
                          method, checkpoint is not False, energy)
-    dt = jnp.asarray(dt, state.q.dtype)
     if tracing() is False:  # eager: one cached program, not the scan compiled afresh at every call
-        return _compiled_rollout(FoldedModel.of(model), state, dt, controls, settings)
-    return _rollout(model, state, dt, controls, settings)
+        folded = FoldedModel.of(model)
+        dt = np.asarray(dt, state.q.dtype)  # a host number: no computation dispatched of its own
+        return _rollout_program(isinstance(folded, FoldedModel))(folded, state, dt, controls, settings)
+    return _rollout(model, state, jnp.asarray(dt, state.q.dtype), controls, settings)
 
 
 class _Settings(NamedTuple):
@@ -231,9 +237,19 @@ def _rollout(model, state: State, dt, controls, settings: _Settings):
     return final, Trajectory(t=t, q=q, u=u, energy=e, z=z)
 
 
-@eqx.filter_jit
-def _compiled_rollout(model, state: State, dt, controls, settings: _Settings):
-    return _rollout(FoldedModel.unfold(model), state, dt, controls, settings)
+def _rollout_program(folded: bool):
+    """The jitted program an eager ``rollout`` calls, compiled with
+    ``sx.xla_setup.loop_compiler_options()`` (one trajectory's loop as one
+    function on jaxlib 0.6, as the small-loop threshold set on import makes
+    it on later releases): :func:`_rollout_folded` (a FoldedModel, its
+    numbers compiled in) or :func:`_rollout` (a Model)."""
+    if folded:
+        return jit_with_options(_rollout_folded, loop_compiler_options(), static_argnames=("folded", "settings"))
+    return jit_with_options(_rollout, loop_compiler_options(), static_argnames=("settings",))
+
+
+def _rollout_folded(folded, state: State, dt, controls, settings: _Settings):
+    return _rollout(folded.model, state, dt, controls, settings)
 
 
 def _chunks_per_segment(checkpoint, num_chunks: int, save_every: int) -> int:
