@@ -91,7 +91,7 @@ def test_integrator_benchmark_smoke():
     simbodyx's steps, and MuJoCo C's RK4 at a step reaching simbodyx's error."""
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "integrators.py"), "--models", "chain7", "--batch", "4",
-         "--repeats", "1", "--no-diffrax", "--no-grad", "--no-loop-options"],
+         "--repeats", "1", "--no-diffrax", "--no-grad", "--no-in-jit"],
         capture_output=True, text=True, check=True, timeout=600,
     ).stdout
     rows = [line for line in out.splitlines() if line.startswith("| simbodyx") or line.startswith("| MuJoCo")]

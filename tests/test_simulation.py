@@ -16,6 +16,7 @@ from jax.test_util import check_grads
 
 import simbodyx as sx
 from conftest import assert_energies_are_the_samples, link, loop_bodies, new_system
+from simbodyx._xla import xla_setup
 from simbodyx.simulation import _stepping_program
 
 G = 9.81
@@ -247,16 +248,22 @@ def test_check_grads_through_simulate():
                     modes=[mode])
 
 
-def test_fixed_step_interpolation_and_statistics():
+def test_fixed_step_interpolation_and_statistics(monkeypatch):
+    """Fixed steps report their statistics and samples; the stepping loop
+    compiles with the loop compiler options unless told otherwise (XLA's
+    own options: ``{}``), to the same samples."""
     model, state = _double_pendulum()
     fixed = sx.Integrator.RungeKutta3(fixed_step=0.01)
+    options = []
+    monkeypatch.setattr(sx.simulation, "jit_with_options", lambda fn, compiler_options, **kwargs: (
+        options.append(compiler_options) or xla_setup.jit_with_options(fn, compiler_options, **kwargs)))
     _, trajectory, stats = sx.simulate(model, state, fixed, jnp.array([0.0, 0.25, 0.5]))
     assert int(stats.num_steps_taken) == 50 == int(stats.num_steps_attempted)
     assert float(stats.actual_initial_step_size_taken) == pytest.approx(0.01)
     np.testing.assert_allclose(trajectory.q[0], state.q)  # a report time at state.t gives the start
-    looped = sx.simulate(model, state, fixed, jnp.array([0.0, 0.25, 0.5]),
-                         compiler_options=sx.xla_setup.loop_compiler_options())[1]
-    np.testing.assert_allclose(looped.q, trajectory.q, rtol=0, atol=1e-12)
+    xla_own = sx.simulate(model, state, fixed, jnp.array([0.0, 0.25, 0.5]), compiler_options={})[1]
+    assert options == [xla_setup.loop_compiler_options(), {}]
+    np.testing.assert_allclose(xla_own.q, trajectory.q, rtol=0, atol=1e-12)
     # stepping to each report time instead of interpolating gives the same samples to the accuracy
     accurate = sx.Integrator.RungeKuttaMerson(accuracy=1e-9)
     interpolated = sx.simulate(model, state, accurate, jnp.linspace(0.0, 1.0, 7))[1]

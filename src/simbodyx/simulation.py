@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx._xla.xla_setup import jit_with_options, kept_out_of_one_function
+from simbodyx._xla.xla_setup import jit_with_options, kept_out_of_one_function, loop_compiler_options
 from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
 from simbodyx.events import (
     calc_event_trigger_info,
@@ -462,8 +462,11 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
     after it). Samples after a failure are NaN and ``stats.status`` says why;
     ``throw=True`` raises then, naming the status (and, called outside jit,
     the time reached). ``compiler_options``: XLA's, for the compiled
-    stepping loop, such as ``sx.xla_setup.loop_compiler_options()``
-    (jaxlib 0.6: one trajectory several times faster, compiled longer).
+    stepping loop; None (the default) is
+    ``sx.xla_setup.loop_compiler_options()``, so that on jaxlib 0.6 too the
+    stepping loop runs as one function, as later releases compile it
+    (there one trajectory several times faster, compiled about twice as
+    long); ``{}`` is XLA's own.
     ``energy=False`` leaves ``Trajectory.energy`` None: no energy at the
     reports, which for a contact model is its detection evaluated again.
     Without events the energies are one batched evaluation over the reports
@@ -560,7 +563,9 @@ def _raise_on_failure(model, final, stats):
 def _stepping_program(folded: bool, compiler_options: dict | None):
     """The jitted stepping program ``simulate`` calls: :func:`_simulate_folded`
     (a FoldedModel, its numbers compiled in) or :func:`_simulate` (a Model),
-    built once per options."""
+    built once per options (None: the loop compiler options)."""
+    if compiler_options is None:
+        compiler_options = loop_compiler_options()
     if folded:
         return jit_with_options(_simulate_folded, compiler_options,
                                 static_argnames=("folded", "integrator", "records", "energy"))
