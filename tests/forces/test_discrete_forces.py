@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import simbodyx as sx
-from conftest import link, new_system
+from conftest import counting_compiles, link, new_system
 
 G = 9.81
 
@@ -115,3 +115,50 @@ def test_simulate_with_a_controller():
     np.testing.assert_allclose(plain.q, trajectory.q[:3], rtol=0, atol=1e-10)
     with pytest.raises(ValueError, match=r"controller\(t, state\) returned shape"):
         sx.simulate(model, state, integrator, times[:3], controller=lambda t, s: jnp.zeros(3))
+
+
+class _Policy(eqx.Module):
+    """A neural-network controller: an MLP of (q, u), whose activation
+    function is a leaf that is not an array."""
+
+    net: eqx.nn.MLP
+
+    def __call__(self, t, state):
+        return self.net(jnp.concatenate([state.q, state.u]))
+
+
+def test_a_neural_network_controller_has_its_weights_traced_and_its_functions_held():
+    """An ``eqx.nn.MLP`` policy as a controller: a rollout steps it as the
+    same policy closed over in a plain function does (1e-12); under a filter_jit
+    over the policy other weights reuse the compiled program (called
+    eagerly, this small model's numbers are compiled in); and the gradient
+    with respect to the weights matches a central difference along a
+    random direction (step 1e-6, rtol 1e-6: truncation and rounding well
+    below it)."""
+    (model, state, *_), _ = _pendulum()
+    nq = state.q.shape[0] + state.u.shape[0]
+
+    def policy(seed):
+        return _Policy(eqx.nn.MLP(nq, state.u.shape[0], 8, 2, key=jax.random.PRNGKey(seed), dtype=jnp.float64))
+
+    def final_q(p):
+        controlled = sx.forces.custom.with_controller(model, p)
+        return sx.integrate.rollout(controlled, state, 1e-3, 20, energy=False)[0].q
+
+    first = policy(0)
+    held = sx.forces.custom.with_controller(model, lambda t, s: first(t, s))
+    np.testing.assert_allclose(final_q(first), sx.integrate.rollout(held, state, 1e-3, 20, energy=False)[0].q,
+                               rtol=0, atol=1e-12)
+    run = eqx.filter_jit(final_q)
+    run(first)
+    with counting_compiles() as compiled:
+        run(policy(1))
+    assert not compiled
+    weights, rest = eqx.partition(first, eqx.is_inexact_array)
+    loss = lambda w: jnp.sum(final_q(eqx.combine(w, rest)) ** 2)  # noqa: E731
+    direction = jax.tree.map(lambda w: jax.random.normal(jax.random.PRNGKey(2), w.shape, w.dtype), weights)
+    step = lambda h: jax.tree.map(lambda w, d: w + h * d, weights, direction)  # noqa: E731
+    gradient = jax.grad(loss)(weights)
+    along = sum(jnp.vdot(g, d) for g, d in zip(jax.tree.leaves(gradient), jax.tree.leaves(direction)))
+    central = (loss(step(1e-6)) - loss(step(-1e-6))) / 2e-6
+    assert float(along) == pytest.approx(float(central), rel=1e-6)

@@ -75,11 +75,14 @@ def _number(x):
 class Controller(ForceElement):
     """Mobility forces ``controller(t, state) -> (nu,)`` from a State realized to
     Velocity: what ``simulate(..., controller=...)`` adds to the Model's forces.
-    A controller that is a pytree (an equinox Module, a ``jax.tree_util.Partial``)
-    has its arrays traced, so new gains or schedules never recompile and
-    ``jax.grad`` reaches them; any other callable is held fixed."""
+    A controller that is a pytree (an equinox Module such as a policy holding
+    an ``eqx.nn.MLP``, a ``jax.tree_util.Partial``) has its arrays traced, so
+    new gains, weights or schedules never recompile and ``jax.grad`` reaches
+    them; its other leaves (an MLP's activation function, Python numbers)
+    and any other callable are held fixed, part of the Model's structure."""
 
-    controller: Callable
+    arrays: object  #: the controller with its arrays only (None elsewhere)
+    fixed: tuple = eqx.field(static=True)  #: (treedef, leaves) of the rest, None where the arrays are
 
     def __init__(self, controller):
         if not callable(controller):
@@ -87,7 +90,15 @@ class Controller(ForceElement):
                             f"{type(controller).__name__}")
         if not isinstance(controller, (eqx.Module, jax.tree_util.Partial)):
             controller = jax.tree_util.Partial(controller)
-        self.controller = controller
+        self.arrays, rest = eqx.partition(controller, eqx.is_array)
+        leaves, treedef = jax.tree.flatten(rest, is_leaf=lambda x: x is None)
+        self.fixed = (treedef, tuple(leaves))
+
+    @property
+    def controller(self) -> Callable:
+        """The controller, its arrays and fixed leaves together."""
+        treedef, leaves = self.fixed
+        return eqx.combine(self.arrays, jax.tree.unflatten(treedef, leaves))
 
     def calc(self, model, state):
         top = state.topology
