@@ -62,12 +62,11 @@ def simbodyx_rows(sx, model, states, accuracy, repeats, grad):
         return jnp.sum(final(s.with_q(q).with_u(u))[0])
 
     one = jax.tree.map(lambda x: x[0], states)
-    f = final  # sx.simulate compiles its own program
-    compile_s, (q, u, steps) = cold(f, one)
+    compile_s, (q, u, steps) = cold(final, one)  # sx.simulate compiles its own program
     fb = jax.jit(batched(final))
     sharded = shard_batch(states)
     batch_s = best_time(fb, sharded, repeats=repeats, inner=1)
-    row = {"engine": "simbodyx", "compile_s": compile_s, "latency_ms": 1e3 * best_time(f, one, repeats=repeats),
+    row = {"engine": "simbodyx", "compile_s": compile_s, "latency_ms": 1e3 * best_time(final, one, repeats=repeats),
            "steps": int(steps), "per_second": states.q.shape[0] / batch_s}
     if grad:
         g = jax.jit(jax.grad(loss, argnums=(0, 1)))
@@ -176,10 +175,10 @@ def adaptive_rows(sx, system, matter, model, accuracy=1e-6, batch=64, repeats=5,
     ours["error"] = error(*final(one))
     rows = [ours, mujoco_rows(sx, matter, model, states, ours["error"], reference_mj, repeats)]
     if in_jit and sx.xla_setup.loop_compiler_options():  # sx.simulate compiles its stepping loop with these
-        in_jit = jax.jit(final)  # a jit of one's own: its options, XLA's own, rule
-        compile_s, out = cold(in_jit, one)
+        jitted = jax.jit(final)  # a jit of one's own: its options, XLA's own, rule
+        compile_s, out = cold(jitted, one)
         rows.insert(1, {"engine": "simbodyx inside jax.jit", "compile_s": compile_s, "steps": int(out[2]),
-                        "latency_ms": 1e3 * best_time(in_jit, one, repeats=repeats), "error": error(*out)})
+                        "latency_ms": 1e3 * best_time(jitted, one, repeats=repeats), "error": error(*out)})
     if with_diffrax and not model.topology.quaternion_bodies:
         rows += diffrax_rows(sx, model, one, accuracy, repeats, jnp.concatenate([exact.q[-1], exact.u[-1]]), grad)
     return rows

@@ -36,8 +36,9 @@ class _Probe(eqx.Module):
 
 #: equinox's class of bound methods, and the attributes of the function it
 #: copies onto each (its name, docstring, ...), as equinox makes them.
-_BOUND_METHOD = type(_Probe().method)
-_COPIED = tuple(name for name in vars(_Probe().method) if name not in ("__func__", "__self__"))
+_PROBED = _Probe().method
+_BOUND_METHOD = type(_PROBED)
+_COPIED = tuple(name for name in vars(_PROBED) if name not in ("__func__", "__self__"))
 _ABSENT = object()
 
 

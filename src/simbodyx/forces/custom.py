@@ -82,7 +82,9 @@ class Controller(ForceElement):
     and any other callable are held fixed, part of the Model's structure."""
 
     arrays: object  #: the controller with its arrays only (None elsewhere)
-    fixed: tuple = eqx.field(static=True)  #: (treedef, leaves) of the rest, None where the arrays are
+    #: (treedef, leaves) of the rest, None where the arrays are: flattened, so that one function
+    #: wrapped twice compares equal (a ``jax.tree_util.Partial`` compares by identity)
+    fixed: tuple = eqx.field(static=True)
 
     def __init__(self, controller):
         if not callable(controller):
