@@ -127,6 +127,13 @@ def count_primitive(jaxpr, name):
     return sum(eqn.primitive.name == name for eqn in equations(jaxpr))
 
 
+def compiled_kernels(fn, *args):
+    """How many fused kernels XLA's compiled program of ``jax.jit(fn)(*args)``
+    runs at its top level (the thunks XLA's CPU runtime dispatches)."""
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    return text[text.index("\nENTRY"):].count(" fusion(")
+
+
 def loop_bodies(jaxpr):
     """The bodies of a jaxpr's loops (scan and while, its sub-jaxprs'
     included), printed, with the addresses of functions in their parameters

@@ -2,7 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FD_STEP, FD_TOL, tol
+from conftest import FD_STEP, FD_TOL, compiled_kernels, tol
 
 import simbodyx as sx
 from simbodyx import spatial
@@ -29,6 +29,14 @@ def test_quaternion_matrix_round_trip_canonical_sign():
     back = spatial.matrix_to_quaternion(R)
     assert np.all(back[:, 0] >= 0)
     np.testing.assert_allclose(back, q * np.sign(q[:, :1]), atol=1e-14)
+
+
+def test_a_matrix_of_nine_computed_entries_is_one_kernel():
+    # Stacked as three rows of three: XLA's CPU compiler fuses every entry
+    # into the matrix's kernel (a stack of nine would leave each its own).
+    q = jnp.asarray(random_quaternions(1)[0])
+    assert compiled_kernels(lambda q: spatial.quaternion_to_matrix(jnp.sin(q)), q) == 1
+    assert compiled_kernels(lambda q: spatial.skew(jnp.sin(q[1:])), q) == 1
 
 
 def test_quaternion_is_not_assumed_normalized():

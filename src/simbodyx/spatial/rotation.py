@@ -17,25 +17,34 @@ from simbodyx._xla.module import Module
 from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, safe_norm, skew_times, small_sum
 
 
+def matrix3(entries):
+    """A (..., 3, 3) matrix from its nine entries (each of shape (...)) in
+    row order, stacked as three rows of three: XLA's CPU compiler fuses the
+    producers of a concatenation of at most eight pieces into it, so a stack
+    of nine would leave each entry a kernel of its own."""
+    rows = [jnp.stack(entries[i:i + 3], axis=-1) for i in (0, 3, 6)]
+    return jnp.stack(rows, axis=-2)
+
+
 def rot_x(angle):
     """Rotation by ``angle`` (rad) about the common x axis, shape (..., 3, 3)."""
     c, s = jnp.cos(angle), jnp.sin(angle)
     o, z = jnp.ones_like(c), jnp.zeros_like(c)
-    return jnp.stack([o, z, z, z, c, -s, z, s, c], axis=-1).reshape(jnp.shape(c) + (3, 3))
+    return matrix3([o, z, z, z, c, -s, z, s, c])
 
 
 def rot_y(angle):
     """Rotation by ``angle`` (rad) about the common y axis, shape (..., 3, 3)."""
     c, s = jnp.cos(angle), jnp.sin(angle)
     o, z = jnp.ones_like(c), jnp.zeros_like(c)
-    return jnp.stack([c, z, s, z, o, z, -s, z, c], axis=-1).reshape(jnp.shape(c) + (3, 3))
+    return matrix3([c, z, s, z, o, z, -s, z, c])
 
 
 def rot_z(angle):
     """Rotation by ``angle`` (rad) about the common z axis, shape (..., 3, 3)."""
     c, s = jnp.cos(angle), jnp.sin(angle)
     o, z = jnp.ones_like(c), jnp.zeros_like(c)
-    return jnp.stack([c, -s, z, s, c, z, z, z, o], axis=-1).reshape(jnp.shape(c) + (3, 3))
+    return matrix3([c, -s, z, s, c, z, z, z, o])
 
 
 @jax.custom_jvp
@@ -50,12 +59,12 @@ def quaternion_to_matrix(q):
     """
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     s = 2.0 / (w * w + x * x + y * y + z * z)
-    rows = [
+    entries = [
         1 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y),
         s * (x * y + w * z), 1 - s * (x * x + z * z), s * (y * z - w * x),
         s * (x * z - w * y), s * (y * z + w * x), 1 - s * (x * x + y * y),
     ]
-    return jnp.stack(rows, axis=-1).reshape(q.shape[:-1] + (3, 3))
+    return matrix3(entries)
 
 
 @quaternion_to_matrix.defjvp
@@ -173,7 +182,7 @@ def skew(v):
     """Cross-product matrix: ``skew(a) @ b == cross(a, b)``; shape (..., 3, 3)."""
     x, y, z = v[..., 0], v[..., 1], v[..., 2]
     o = jnp.zeros_like(x)
-    return jnp.stack([o, -z, y, z, o, -x, -y, x, o], axis=-1).reshape(v.shape[:-1] + (3, 3))
+    return matrix3([o, -z, y, z, o, -x, -y, x, o])
 
 
 def vee(S):
