@@ -4,7 +4,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import compiled_kernels
 
 from simbodyx import tree
 from simbodyx._xla import releases
@@ -46,30 +45,6 @@ def test_take_rows_repeats_and_many_pieces():
     hlo = jax.jit(lambda a: tree.take_rows(a, np.repeat(np.arange(3, 9), 2))).lower(a).as_text()
     assert "gather" not in hlo and "broadcast_in_dim" in hlo
     assert "gather" in jax.jit(lambda a: tree.take_rows(a, np.arange(0, n, 2))).lower(a).as_text()
-
-
-def test_many_pieces_concatenate_in_one_kernel_with_their_producers():
-    """Past ``MAX_FUSED_PIECES`` pieces a concatenation is groups, zero-padded
-    and added: the same array (axis 0 or 1, floats or booleans, and its
-    gradient), and one kernel where a plain concatenation of computed pieces
-    leaves each piece a kernel of its own (XLA's CPU compiler fuses into at
-    most eight)."""
-    n = 3 * tree.MAX_FUSED_PIECES // 2
-    x = jnp.linspace(0.1, 2.0, 4 * n).reshape(2 * n, 2)
-
-    def pieces(x, axis=0):
-        parts = [jnp.sin(x[2 * i:2 * i + 2]) * (i + 1) for i in range(n)]
-        return parts if axis == 0 else [p.T for p in parts]
-
-    for axis in (0, 1):
-        np.testing.assert_array_equal(tree._concatenated(pieces(x, axis), axis), jnp.concatenate(pieces(x, axis), axis))
-    flags = [p > 0.5 for p in pieces(x)]
-    np.testing.assert_array_equal(tree._concatenated(flags), jnp.concatenate(flags))
-    weights = jnp.arange(4.0 * n).reshape(2 * n, 2)
-    grads = [jax.grad(lambda x: jnp.sum(weights * join(pieces(x))))(x) for join in (tree._concatenated, jnp.concatenate)]
-    np.testing.assert_array_equal(*grads)
-    assert compiled_kernels(lambda x: tree._concatenated(pieces(x)), x) == 1
-    assert compiled_kernels(lambda x: jnp.concatenate(pieces(x)), x) == n  # and the concatenation
 
 
 def test_long_chain_is_one_scanned_segment():

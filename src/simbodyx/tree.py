@@ -45,6 +45,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from simbodyx._xla import releases
+from simbodyx._xla.concatenation import concatenate
 
 #: Segments with at most this many levels are unrolled rather than scanned.
 UNROLL_MAX_LEVELS = 8
@@ -54,9 +55,6 @@ MAX_SLICES = 16
 #: pieces than this stays one gather (transposed: a scatter-add), bounding
 #: the slices a gradient has to compile.
 MAX_SPLIT_TRANSPOSE_SLICES = 64
-#: XLA's CPU compiler fuses no producer into a concatenation of more pieces
-#: than this (each piece would be a kernel of its own): see ``_concatenated``.
-MAX_FUSED_PIECES = 8
 #: Children summed by elementwise adds up to this many per body; a reduction above.
 MAX_ADDED_CHILDREN = 8
 
@@ -235,7 +233,7 @@ def restricted(schedule: TreeSchedule, bodies: tuple) -> TreeSchedule:
 def _columns(a, cols):
     """a[:, cols] for a static column list, as slices."""
     runs = _runs([(0, j) for j in cols])
-    return _concatenated([a[:, j:j + count] for _, j, count in runs], axis=1)
+    return concatenate([a[:, j:j + count] for _, j, count in runs], axis=1)
 
 
 def restrict_levels(sub: TreeSchedule, levels):
@@ -337,7 +335,7 @@ def _split_gather(sources, runs, tail, dtype):
         parts = jax.lax.split(src, sizes) if len(sizes) > 1 else [src]
         pieces.update((key, part) for key, part in zip(keys, parts) if key is not None)
     out = [jnp.zeros((count,) + tail, dtype) if src is None else pieces[(src, row, count)] for src, row, count in runs]
-    return _concatenated(out) if out else jnp.zeros((0,) + tail, dtype)
+    return concatenate(out) if out else jnp.zeros((0,) + tail, dtype)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
@@ -347,27 +345,7 @@ def _gather_rows(sources, locations, tail, dtype):
         return _stacked(sources, tail, dtype)[_flat_index(sources, locations)]
     pieces = [jnp.zeros((count,) + tail, dtype) if src is None else sources[src][row:row + count]
               for src, row, count in runs]
-    return _concatenated(pieces) if pieces else jnp.zeros((0,) + tail, dtype)
-
-
-def _concatenated(pieces, axis=0):
-    """``jnp.concatenate(pieces, axis)`` as concatenations XLA's CPU compiler
-    fuses with the pieces' producers: up to :data:`MAX_FUSED_PIECES` pieces
-    one concatenation, more as groups of that many, each zero-padded to the
-    whole and the groups added (XLA would merge nested concatenations back
-    into one). Adding zeros changes no number (a -0.0 beside a group becomes
-    +0.0)."""
-    if len(pieces) <= MAX_FUSED_PIECES:
-        return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis)
-    groups = [jnp.concatenate(pieces[i:i + MAX_FUSED_PIECES], axis) for i in range(0, len(pieces), MAX_FUSED_PIECES)]
-    total, at, out = sum(g.shape[axis] for g in groups), 0, None
-    for g in groups:
-        widths = [(0, 0)] * g.ndim
-        widths[axis] = (at, total - at - g.shape[axis])
-        padded = jnp.pad(g, widths)
-        out = padded if out is None else (out | padded if g.dtype == bool else out + padded)
-        at += g.shape[axis]
-    return out
+    return concatenate(pieces) if pieces else jnp.zeros((0,) + tail, dtype)
 
 
 def _runs(locations):

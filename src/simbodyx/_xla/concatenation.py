@@ -1,0 +1,35 @@
+"""Concatenations that XLA's CPU compiler fuses with their pieces.
+
+XLA's CPU compiler fuses no producer into a concatenation of more than
+:data:`MAX_FUSED_PIECES` pieces: each computed piece of a longer one
+becomes a kernel of its own, which a call pays for in XLA's runtime
+(benchmarks/README.md, "Why the code is as it is"). :func:`concatenate`
+builds a longer one from groups of that many instead.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+#: The most pieces of a concatenation XLA's CPU compiler fuses with their producers.
+MAX_FUSED_PIECES = 8
+
+
+def concatenate(pieces, axis=0):
+    """``jnp.concatenate(pieces, axis)``: up to :data:`MAX_FUSED_PIECES`
+    pieces one concatenation, more as groups of that many, each zero-padded
+    to the whole and the groups added (XLA would merge nested concatenations
+    back into one). Adding zeros changes no number (a -0.0 beside a group
+    becomes +0.0); boolean groups are or-ed."""
+    pieces = list(pieces)
+    if len(pieces) <= MAX_FUSED_PIECES:
+        return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis)
+    groups = [jnp.concatenate(pieces[i:i + MAX_FUSED_PIECES], axis) for i in range(0, len(pieces), MAX_FUSED_PIECES)]
+    total, at, out = sum(g.shape[axis] for g in groups), 0, None
+    for g in groups:
+        widths = [(0, 0)] * g.ndim
+        widths[axis] = (at, total - at - g.shape[axis])
+        padded = jnp.pad(g, widths)
+        out = padded if out is None else (out | padded if g.dtype == bool else out + padded)
+        at += g.shape[axis]
+    return out
