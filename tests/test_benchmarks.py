@@ -224,3 +224,16 @@ def test_contact_gradient_rows_report_errors_and_failures():
     bad = contact_gradient.row("toy", "reverse", final, refuse, reference)
     assert bad["error"].startswith("ValueError: Reverse-mode")
     contact_gradient.print_table([good, bad])
+
+
+def test_compile_times_run_each_target_cold_then_warm():
+    """benchmarks/compile_times.py on chain7 alone: two fresh processes
+    sharing one persistent cache folder, each timing trace, lowering, XLA
+    and the first call apart."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compile_times.py"), "--targets", "chain7"],
+                         capture_output=True, text=True, check=True, timeout=600).stdout
+    (row,) = json.loads(out.strip().splitlines()[-1])
+    assert row["target"] == "chain7" and row["limit_s"] == 1.0
+    for run in (row["cold"], row["warm"]):
+        parts = [run[k] for k in ("trace_s", "lower_s", "compile_s", "first_call_s")]
+        assert all(p > 0 for p in parts) and abs(sum(parts) - run["total_s"]) < 1e-6
