@@ -82,14 +82,14 @@ def run_target(name: str, cache: str) -> dict:
     compilation cache in the folder ``cache``."""
     what, _ = TARGETS[name]
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-    if isinstance(what, str):
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / what)], env=env, check=True, cwd=ROOT,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return {"total_s": time.perf_counter() - t0}
-    out = subprocess.run([sys.executable, __file__, "--operation", *what], env=env, check=True, cwd=ROOT,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    command = [sys.executable, str(ROOT / what)] if isinstance(what, str) else [
+        sys.executable, __file__, "--operation", *what]
+    t0 = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    total_s = time.perf_counter() - t0
+    if done.returncode:
+        raise RuntimeError(f"target {name}: {' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    return {"total_s": total_s} if isinstance(what, str) else json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main():
