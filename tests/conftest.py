@@ -77,24 +77,26 @@ def _release_compiled_programs():
     jax.clear_caches()
 
 
-#: One list per open :func:`counting_compiles` block, innermost last.
+#: One (event, list) per open :func:`counting_compiles` block, innermost last.
 _COMPILES = []
 
 
 def _count_compile(event, duration, **_):
-    if _COMPILES and event.endswith("backend_compile_duration"):
-        _COMPILES[-1].append(duration)
+    if _COMPILES and event.endswith(_COMPILES[-1][0]):
+        _COMPILES[-1][1].append(duration)
 
 
 jax.monitoring.register_event_duration_secs_listener(_count_compile)
 
 
 @contextlib.contextmanager
-def counting_compiles():
-    """A list that gains an entry for each program XLA compiles inside the block."""
-    _COMPILES.append([])
+def counting_compiles(event="backend_compile_duration"):
+    """A list that gains an entry for each program XLA compiles inside the
+    block; with ``event="jaxpr_to_mlir_module_duration"``, for each program
+    lowered, those then read from the persistent cache included."""
+    _COMPILES.append((event, []))
     try:
-        yield _COMPILES[-1]
+        yield _COMPILES[-1][1]
     finally:
         _COMPILES.pop()
 

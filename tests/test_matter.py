@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import ALL_KINDS, FD_STEP, FD_TOL, primitive_names, random_state, random_tree, tol
+from conftest import ALL_KINDS, FD_STEP, FD_TOL, counting_compiles, primitive_names, random_state, random_tree, tol
 
 import simbodyx as sx
 
@@ -139,3 +139,37 @@ def test_wrong_vector_shapes_are_reported():
     state = model.default_state()
     with pytest.raises(ValueError, match="input vector has shape \\(3,\\), expected"):
         model.matter.multiply_by_n(state, False, jnp.zeros(3))
+
+
+@pytest.mark.parametrize("x64", [True, False], ids=["float64", "float32"])
+def test_building_a_model_compiles_no_program(x64):
+    """A model of Simbody-style value types (frames, rotations, inertias,
+    mass properties), a force element and a constraint, frozen with its
+    default State, asks JAX for no program, in JAX's default precision
+    either way: its numbers are computed on the host
+    (spatial.vectors.array_module). Counted as lowerings, which come before
+    any persistent-cache lookup, after dropping the compiled programs."""
+    jax.clear_caches()
+    jax.config.update("jax_enable_x64", x64)
+    try:
+        with counting_compiles("jaxpr_to_mlir_module_duration") as lowered:
+            system = sx.MultibodySystem()
+            matter = sx.SimbodyMatterSubsystem(system)
+            forces = sx.GeneralForceSubsystem(system)
+            sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+            cylinder = sx.UnitInertia.cylinder_along_z(0.02, 0.5).matrix
+            body = sx.Body.Rigid(sx.MassProperties.from_central(
+                1.0, [0, -0.5, 0], sx.Inertia(cylinder).re_express(sx.Rotation.about_x(1.0))))
+            pin = sx.MobilizedBody.Pin(matter.Ground(), sx.Transform(), body, sx.Transform())
+            X_PF = sx.Transform(sx.Rotation.about_y(0.2), [0, -1, 0])
+            ball = sx.MobilizedBody.Ball(pin, X_PF, body, sx.Transform())
+            free = sx.MobilizedBody.Free(matter.Ground(), sx.Transform([1.0, 0, 0]), body, sx.Transform())
+            sx.Constraint.Rod(ball, [0, -0.5, 0], free, [0, 0, 0], 1.0)
+            pin.set_default_angle(0.5)
+            model, state = system.realize_topology()
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    dtype = np.float64 if x64 else np.float32
+    assert model.topology.nq == 1 + 4 + 7
+    assert all(x.dtype == dtype for x in (state.t, state.q, state.u, model.params.X_PF.R, model.params.central_inertia))
+    assert not lowered, f"{len(lowered)} programs"

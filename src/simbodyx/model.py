@@ -18,6 +18,7 @@ from simbodyx.parameters import Parameters
 from simbodyx.realize import realize
 from simbodyx.spatial.inertia import MassProperties
 from simbodyx.spatial.rotation import rotation_problem
+from simbodyx.spatial.vectors import device_array
 from simbodyx.stage import Stage
 from simbodyx.state import InstanceData, Level, Locks, State
 from simbodyx.topology import Topology
@@ -120,17 +121,17 @@ class Model(Module):
         """t = 0, default q and u, realized to Stage.Model (no caches)."""
         dtype, top = self.dtype, self.topology
         return State(
-            t=jnp.zeros((), dtype),
-            q=jnp.asarray(top.default_q, dtype).reshape(top.nq),
-            u=jnp.asarray(top.default_u, dtype).reshape(top.nu),
+            t=device_array(0.0, dtype),
+            q=device_array(np.reshape(top.default_q, top.nq), dtype),
+            u=device_array(np.reshape(top.default_u, top.nu), dtype),
             z=default_z(self, dtype),
             topology=top,
             discrete=tuple(v for v in (e.default_discrete(top, dtype) for e in self.force_elements) if v is not None),
             instance_data=InstanceData(
                 locks=self._default_locks(),
-                constraint_disabled=(jnp.asarray(self.constraint_disabled_by_default, bool)
+                constraint_disabled=(device_array(self.constraint_disabled_by_default, bool)
                                      if self.params.constraints else None),
-                motion_disabled=jnp.asarray(self.motion_disabled_by_default, bool) if self.params.motions else None),
+                motion_disabled=device_array(self.motion_disabled_by_default, bool) if self.params.motions else None),
         )
 
     def _default_locks(self) -> Locks | None:

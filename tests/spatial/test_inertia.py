@@ -101,3 +101,26 @@ def test_mass_properties_grad_and_jit():
     g = jax.grad(central_trace)(2.0)
     np.testing.assert_allclose(g, -2 * 0.05, rtol=1e-14)  # d/dm of -m * 2|c|^2
     np.testing.assert_allclose(jax.jit(central_trace)(2.0), 3 - 2 * 2 * 0.05, rtol=1e-14)
+
+
+def test_concrete_values_are_computed_on_the_host_and_traced_ones_by_jax():
+    """Built from numbers, the value types hold JAX arrays of JAX's default
+    float computed with NumPy (no XLA program: tests/test_matter.py); traced
+    under jit, vmap and grad the same functions give the same numbers."""
+    X = sx.Transform(sx.Rotation.about_z(0.3), [0.1, -0.2, 0.4])
+
+    def props(mass, radius):
+        central = sx.UnitInertia.cylinder_along_z(radius, 0.5).matrix * mass
+        central = sx.Inertia(central).re_express(sx.Rotation.about_x(np.pi / 2))
+        mp = sx.MassProperties.from_central(mass, [0.0, -0.5, 0.1], central)
+        return mp.calc_transformed_mass_props(X).inertia.matrix
+
+    eager = props(2.0, 0.02)
+    assert isinstance(eager, jax.Array) and eager.dtype == jnp.result_type(float)
+    np.testing.assert_allclose(jax.jit(props)(2.0, 0.02), eager, rtol=0, atol=1e-15)
+    batch = jax.vmap(props)(jnp.array([2.0, 3.0]), jnp.array([0.02, 0.05]))
+    np.testing.assert_allclose(batch[0], eager, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(batch[1], props(3.0, 0.05), rtol=0, atol=1e-15)
+    grad = jax.grad(lambda m: jnp.trace(props(m, 0.02)))(2.0)
+    np.testing.assert_allclose(grad, jnp.trace(props(1.0, 0.02)), rtol=1e-14)  # linear in the mass
+    assert isinstance(sx.Inertia(1, 2, 3).matrix, jax.Array) and sx.Inertia(1, 2, 3).matrix.dtype == eager.dtype

@@ -22,6 +22,7 @@ from simbodyx.constraints.conditional import (
 from simbodyx.model import Model
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
+from simbodyx.spatial.vectors import device_array
 from simbodyx.state import State
 from simbodyx.topology import Topology
 
@@ -120,7 +121,7 @@ class MultibodySystem:
             dtype = jnp.result_type(float)
             elements = tuple(_frozen(e) for fs in self._force_subsystems for e in fs.elements)
             _place_z(elements)
-            elements = jax.tree.map(lambda a: jnp.asarray(a, dtype), elements)
+            elements = jax.tree.map(lambda a: device_array(a, dtype), elements)
             model = Model(topology, matter.parameters(), elements, tuple(matter._constraint_disabled_by_default),
                           tuple(matter._motion_disabled_by_default), self._time_scale, self._length_scale)
             self._realized = (model, model.default_state())
@@ -330,20 +331,19 @@ class SimbodyMatterSubsystem:
         bodies = self._bodies
         mp = [b._mass_properties for b in bodies]
 
-        def stack(values):
-            return jnp.asarray(np.stack([np.asarray(v, dtype=np.float64) for v in values]), dtype)
+        def stack(values, shape=None):
+            values = np.stack([np.asarray(v, dtype=np.float64) for v in values])
+            return device_array(values if shape is None else values.reshape(shape), dtype)
 
         def frames(xs):
             return Transform(stack([x.R for x in xs]), stack([x.p for x in xs]))
 
         def elements(handles):
             """The Model's copies of element handles, their numbers in the Model's dtype."""
-            return jax.tree.map(lambda a: jnp.asarray(a, dtype), tuple(_element(h) for h in handles))
+            return jax.tree.map(lambda a: device_array(a, dtype), tuple(_element(h) for h in handles))
 
         joint_params = tuple(
-            stack([bodies[b]._joint_params for b in group.bodies]).reshape(
-                len(group.bodies), group.kind.num_params
-            )
+            stack([bodies[b]._joint_params for b in group.bodies], (len(group.bodies), group.kind.num_params))
             for group in self.topology().groups
         )
         armature = [a for b in bodies for a in b._armature]
@@ -356,7 +356,7 @@ class SimbodyMatterSubsystem:
             joint_params=joint_params,
             armature=stack(armature) if any(armature) else None,
             constraints=jax.tree.map(
-                lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
+                lambda a: device_array(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
                 tuple(_element(c) for c in self._constraints)),
             motions=elements(self._motions),
             unilateral_contacts=elements(self._unilateral_contacts),

@@ -56,7 +56,7 @@ class ForceElement(Module):
 
     def default_z(self, dtype):
         """This element's z in a default State."""
-        return jnp.zeros(self.num_z(), dtype)
+        return np.zeros(self.num_z(), dtype)
 
     def calc_zdot(self, model, state):
         """d/dt of this element's z, for a State realized to Velocity."""

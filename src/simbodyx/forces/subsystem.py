@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx._xla.scalarize import entry_point
 from simbodyx.forces.base import zeros
+from simbodyx.spatial.vectors import array_module, device_array
 from simbodyx.stage import Stage
 
 
@@ -53,8 +55,8 @@ def z_derivatives(model, state):
 
 def default_z(model, dtype):
     """z (nz,) of a default State: the elements' ``default_z``, each at its place."""
-    owners = _z_owners(model)
-    return jnp.concatenate([e.default_z(dtype) for e in owners]) if owners else jnp.zeros(0, dtype)
+    parts = [e.default_z(dtype) for e in _z_owners(model)] or [np.zeros(0, dtype)]
+    return device_array(array_module(*parts).concatenate(parts), dtype)
 
 
 def potential_energy(model, state):

@@ -13,23 +13,30 @@ import numpy as np
 
 from simbodyx._xla.module import Module
 from simbodyx.spatial.rotation import _float_array, skew
+from simbodyx.spatial.vectors import array_module
 
 
 def point_inertia(mass, p):
     """Inertia about the origin of a point mass at p: m (|p|^2 1 - p p^T)."""
-    p = jnp.asarray(p)
-    eye = jnp.eye(3, dtype=p.dtype)
-    pp = jnp.sum(p * p, axis=-1)[..., None, None]
-    return jnp.asarray(mass)[..., None, None] * (pp * eye - p[..., :, None] * p[..., None, :])
+    xp = array_module(mass, p)
+    p = xp.asarray(p)
+    eye = xp.eye(3, dtype=p.dtype)
+    pp = xp.sum(p * p, axis=-1)[..., None, None]
+    return xp.asarray(mass)[..., None, None] * (pp * eye - p[..., :, None] * p[..., None, :])
 
 
 def inertia_problem(matrix, rtol=1e-10) -> str | None:
     """Why a concrete 3x3 matrix is not a physical inertia, or None if it is.
 
     Checks: finite, symmetric, non-negative principal moments and the
-    triangle inequality I_a + I_b >= I_c (with a relative tolerance).
+    triangle inequality I_a + I_b >= I_c, with a relative tolerance of
+    ``rtol`` or, for a matrix of lower precision, 64 of its epsilons (float32:
+    8e-6), within which its rounding makes a symmetric tensor.
     """
-    m = np.asarray(matrix, dtype=float)
+    m = np.asarray(matrix)
+    if np.issubdtype(m.dtype, np.floating):
+        rtol = max(rtol, 64 * float(np.finfo(m.dtype).eps))
+    m = m.astype(float)
     if m.shape != (3, 3):
         return f"inertia must be 3x3, got shape {m.shape}"
     if not np.all(np.isfinite(m)):
@@ -61,25 +68,26 @@ class Inertia(Module):
     matrix: jnp.ndarray
 
     def __init__(self, *args):
+        xp = array_module(*args)
         if len(args) == 1 and np.ndim(args[0]) >= 2:
-            m = _float_array(args[0])
+            m = args[0]
         elif len(args) == 1 and np.ndim(args[0]) == 1:  # Simbody's Inertia(Vec3): principal moments
             if np.shape(args[0]) != (3,):
                 raise ValueError(f"Inertia: a vector of moments has shape (3,) (ixx, iyy, izz), got {np.shape(args[0])}")
-            m = jnp.diag(_float_array(args[0]))
+            m = xp.diag(xp.asarray(args[0]))
         elif len(args) in (1, 3, 6):
-            vals = _float_array(jnp.stack([jnp.asarray(a) for a in args]))
+            vals = xp.stack([xp.asarray(a) for a in args])
             if len(args) == 1:
-                vals = jnp.stack([vals[0]] * 3)
+                vals = xp.stack([vals[0]] * 3)
             xx, yy, zz = vals[0], vals[1], vals[2]
             xy, xz, yz = (vals[3], vals[4], vals[5]) if len(args) == 6 else (0 * xx,) * 3
-            m = jnp.stack([xx, xy, xz, xy, yy, yz, xz, yz, zz]).reshape(3, 3)
+            m = xp.stack([xx, xy, xz, xy, yy, yz, xz, yz, zz]).reshape(3, 3)
         else:
             raise TypeError(
                 "Inertia takes a moment, (ixx, iyy, izz), (ixx, iyy, izz, ixy, ixz, iyz) "
                 f"or a 3x3 matrix; got {len(args)} arguments"
             )
-        self.matrix = m
+        self.matrix = _float_array(m)
 
     @classmethod
     def point_mass(cls, mass, p):
@@ -90,16 +98,20 @@ class Inertia(Module):
         """Treat self as the central inertia I_C; return the inertia about a
         point Q offset by p from the mass center (either sign), same frame:
         I_Q = I_C + m (|p|^2 1 - p p^T) (parallel-axis theorem)."""
-        return Inertia(self.matrix + point_inertia(mass, p))
+        xp = array_module(self.matrix, mass, p)
+        return Inertia(xp.asarray(self.matrix) + point_inertia(mass, p))
 
     def shift_to_mass_center(self, p, mass) -> Inertia:
         """Inverse of :meth:`shift_from_mass_center`: I_C = I_Q - m(|p|^2 1 - p p^T)."""
-        return Inertia(self.matrix - point_inertia(mass, p))
+        xp = array_module(self.matrix, mass, p)
+        return Inertia(xp.asarray(self.matrix) - point_inertia(mass, p))
 
     def re_express(self, R_AB) -> Inertia:
         """Same tensor expressed in A given it is expressed in B: R I R^T."""
         R = getattr(R_AB, "matrix", R_AB)
-        return Inertia(R @ self.matrix @ jnp.swapaxes(R, -1, -2))
+        xp = array_module(R, self.matrix)
+        R = xp.asarray(R)
+        return Inertia(R @ xp.asarray(self.matrix) @ xp.swapaxes(R, -1, -2))
 
     def moments(self):
         return jnp.stack([self.matrix[..., 0, 0], self.matrix[..., 1, 1], self.matrix[..., 2, 2]], -1)
@@ -121,17 +133,18 @@ class UnitInertia(Inertia):
 
     @classmethod
     def sphere(cls, radius):
-        return cls(0.4 * jnp.square(_float_array(radius)))
+        return cls(0.4 * array_module(radius).square(radius))
 
     @classmethod
     def brick(cls, hx, hy, hz):
         """Solid box with half-lengths hx, hy, hz about its center."""
-        x2, y2, z2 = (jnp.square(_float_array(h)) for h in (hx, hy, hz))
+        x2, y2, z2 = (array_module(h).square(h) for h in (hx, hy, hz))
         return cls((y2 + z2) / 3, (x2 + z2) / 3, (x2 + y2) / 3)
 
     @classmethod
     def cylinder_along_z(cls, radius, half_length):
-        r2, h2 = jnp.square(_float_array(radius)), jnp.square(_float_array(half_length))
+        xp = array_module(radius, half_length)
+        r2, h2 = xp.square(radius), xp.square(half_length)
         t = r2 / 4 + h2 / 3
         return cls(t, t, r2 / 2)
 
@@ -146,9 +159,9 @@ class MassProperties(Module):
 
     def __init__(self, mass, com=(0.0, 0.0, 0.0), inertia=None):
         self.mass = _float_array(mass)
-        self.com = _float_array(com).astype(self.mass.dtype)
+        self.com = _float_array(array_module(com).asarray(com, self.mass.dtype))
         if inertia is None:
-            inertia = Inertia(jnp.zeros((3, 3), self.mass.dtype))
+            inertia = Inertia(np.zeros((3, 3), self.mass.dtype))
         elif not isinstance(inertia, Inertia):
             inertia = Inertia(inertia)
         self.inertia = inertia
@@ -165,19 +178,22 @@ class MassProperties(Module):
 
     def calc_shifted_inertia(self, p_BQ) -> Inertia:
         """Inertia about the station Q (p_BQ in B), in B."""
-        Q = _float_array(p_BQ)
-        return self.calc_central_inertia().shift_from_mass_center(self.com - Q, self.mass)
+        xp = array_module(self.com, p_BQ)
+        return self.calc_central_inertia().shift_from_mass_center(xp.asarray(self.com) - xp.asarray(p_BQ), self.mass)
 
     def re_express(self, R_CB) -> MassProperties:
         """The same mass properties expressed in frame C (about the same point)."""
         R = getattr(R_CB, "matrix", R_CB)
-        return MassProperties(self.mass, jnp.einsum("...ij,...j->...i", R, self.com),
+        xp = array_module(R, self.com)
+        return MassProperties(self.mass, xp.einsum("...ij,...j->...i", xp.asarray(R), xp.asarray(self.com)),
                               self.inertia.re_express(R))
 
     def calc_transformed_mass_props(self, X_BC) -> MassProperties:
         """Mass properties about C's origin, expressed in C, given X_BC."""
-        about_c = MassProperties(self.mass, self.com - X_BC.p, self.calc_shifted_inertia(X_BC.p))
-        return about_c.re_express(jnp.swapaxes(X_BC.R, -1, -2))
+        xp = array_module(self.com, X_BC.p, X_BC.R)
+        com = xp.asarray(self.com) - xp.asarray(X_BC.p)
+        about_c = MassProperties(self.mass, com, self.calc_shifted_inertia(X_BC.p))
+        return about_c.re_express(xp.swapaxes(xp.asarray(X_BC.R), -1, -2))
 
     def to_spatial_mat(self):
         """6x6 spatial inertia about Bo in B: [[I, skew(m c)], [-skew(m c), m 1]]."""

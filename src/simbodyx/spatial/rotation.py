@@ -14,7 +14,16 @@ import numpy as np
 from jax import lax
 
 from simbodyx._xla.module import Module
-from simbodyx.spatial.vectors import cross, mat_mul, mat_vec, safe_norm, skew_times, small_sum
+from simbodyx.spatial.vectors import (
+    array_module,
+    cross,
+    device_array,
+    mat_mul,
+    mat_vec,
+    safe_norm,
+    skew_times,
+    small_sum,
+)
 
 
 def matrix3(entries):
@@ -22,28 +31,32 @@ def matrix3(entries):
     row order, stacked as three rows of three: XLA's CPU compiler fuses the
     producers of a concatenation of at most eight pieces into it, so a stack
     of nine would leave each entry a kernel of its own."""
-    rows = [jnp.stack(entries[i:i + 3], axis=-1) for i in (0, 3, 6)]
-    return jnp.stack(rows, axis=-2)
+    xp = array_module(*entries)
+    rows = [xp.stack(entries[i:i + 3], axis=-1) for i in (0, 3, 6)]
+    return xp.stack(rows, axis=-2)
 
 
 def rot_x(angle):
     """Rotation by ``angle`` (rad) about the common x axis, shape (..., 3, 3)."""
-    c, s = jnp.cos(angle), jnp.sin(angle)
-    o, z = jnp.ones_like(c), jnp.zeros_like(c)
+    xp = array_module(angle)
+    c, s = xp.cos(angle), xp.sin(angle)
+    o, z = xp.ones_like(c), xp.zeros_like(c)
     return matrix3([o, z, z, z, c, -s, z, s, c])
 
 
 def rot_y(angle):
     """Rotation by ``angle`` (rad) about the common y axis, shape (..., 3, 3)."""
-    c, s = jnp.cos(angle), jnp.sin(angle)
-    o, z = jnp.ones_like(c), jnp.zeros_like(c)
+    xp = array_module(angle)
+    c, s = xp.cos(angle), xp.sin(angle)
+    o, z = xp.ones_like(c), xp.zeros_like(c)
     return matrix3([c, z, s, z, o, z, -s, z, c])
 
 
 def rot_z(angle):
     """Rotation by ``angle`` (rad) about the common z axis, shape (..., 3, 3)."""
-    c, s = jnp.cos(angle), jnp.sin(angle)
-    o, z = jnp.ones_like(c), jnp.zeros_like(c)
+    xp = array_module(angle)
+    c, s = xp.cos(angle), xp.sin(angle)
+    o, z = xp.ones_like(c), xp.zeros_like(c)
     return matrix3([c, -s, z, s, c, z, z, z, o])
 
 
@@ -180,8 +193,10 @@ def rotation_problem(R, tol=1e-6) -> str | None:
 
 def skew(v):
     """Cross-product matrix: ``skew(a) @ b == cross(a, b)``; shape (..., 3, 3)."""
+    xp = array_module(v)
+    v = xp.asarray(v)
     x, y, z = v[..., 0], v[..., 1], v[..., 2]
-    o = jnp.zeros_like(x)
+    o = xp.zeros_like(x)
     return matrix3([o, -z, y, z, o, -x, -y, x, o])
 
 
@@ -194,6 +209,12 @@ def vee(S):
 
 
 def _float_array(x):
+    """x as a JAX array of a floating dtype (JAX's default float for
+    integers). A concrete x is converted on the host, so that only a
+    transfer, and no XLA program, makes the array (:func:`device_array`)."""
+    if array_module(x) is np:
+        x = np.asarray(x)
+        return device_array(x, None if np.issubdtype(x.dtype, np.floating) else float)
     x = jnp.asarray(x)
     return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
 
@@ -209,7 +230,7 @@ class Rotation(Module):
     matrix: jnp.ndarray
 
     def __init__(self, matrix=None):
-        self.matrix = jnp.eye(3) if matrix is None else _float_array(matrix)
+        self.matrix = _float_array(np.eye(3) if matrix is None else matrix)
 
     @classmethod
     def from_quaternion(cls, q):

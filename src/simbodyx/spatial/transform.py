@@ -28,8 +28,8 @@ class Transform(Module):
             R, p = None, R  # Transform(p)
         if isinstance(R, Rotation):
             R = R.matrix
-        R = jnp.eye(3) if R is None else _float_array(R)
-        p = jnp.zeros(R.shape[:-1], R.dtype) if p is None else _float_array(p)
+        R = _float_array(np.eye(3) if R is None else R)
+        p = _float_array(np.zeros(R.shape[:-1], R.dtype) if p is None else p)
         if R.shape[-2:] != (3, 3) or p.shape[-1:] != (3,):
             raise ValueError(
                 f"Transform needs R of shape (..., 3, 3) and p of shape (..., 3); "

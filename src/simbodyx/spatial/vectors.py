@@ -9,11 +9,34 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from simbodyx._xla.trace_context import traced_in_loop_body
+
+
+def array_module(*values):
+    """NumPy when every value is concrete (a number, a NumPy array or a JAX
+    array outside any trace), else ``jax.numpy``. The spatial types compute a
+    model's built-in values (defaults, mass properties, frames) with NumPy,
+    so that building a model compiles no XLA program for them: each eager
+    ``jax.numpy`` operation of a new shape or dtype is a program of its
+    own, 10-40 ms to compile, and the first model built in a process asked
+    for 44 of them. Under ``jit``, ``vmap`` and ``grad`` the values are traced, and
+    the same functions build the program with ``jax.numpy``."""
+    return jnp if any(isinstance(v, jax.core.Tracer) for v in values) else np
+
+
+def device_array(x, dtype=None):
+    """``jnp.asarray(x, dtype)``, converted on the host when x is concrete
+    (:func:`array_module`): a transfer, with no XLA program compiled for a
+    change of dtype, JAX's default precision included."""
+    if array_module(x) is jnp:
+        return jnp.asarray(x, dtype)
+    x = np.asarray(x, dtype)
+    return jnp.asarray(x.astype(jax.dtypes.canonicalize_dtype(x.dtype), copy=False))
 
 
 def mat_mul(a, b, transpose_b=False):
