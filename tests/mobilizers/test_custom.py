@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import add_body, random_state, rigid
+from conftest import add_body, counting_compiles, random_state, rigid
 
 import simbodyx as sx
 from simbodyx import functions as fn
@@ -225,3 +225,18 @@ def test_bad_custom_transform_names_the_body():
     wrong_shape = Custom(1, 1, lambda q: (jnp.eye(3), jnp.zeros(2)))
     with pytest.raises(ValueError, match="'hip'.*p_FM has shape"):
         sx.MobilizedBody.Custom(matter.Ground(), rigid(), wrong_shape, name="hip")
+
+
+def test_adding_bodies_checks_each_implementation_in_one_program():
+    """A Custom body is checked at its default q (transform, H, N and N^-1)
+    in one compiled program per implementation, which later bodies of the
+    same implementation reuse; the rest of the build is computed on the host."""
+    jax.clear_caches()
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    with counting_compiles("jaxpr_to_mlir_module_duration") as lowered:
+        knee = sx.MobilizedBody.Custom(matter.Ground(), rigid(), CUSTOM["Ball"])
+        sx.MobilizedBody.Custom(knee, sx.Transform([0, -1.0, 0]), rigid(), sx.Transform(), CUSTOM["Ball"])
+        sx.MobilizedBody.FunctionBased(knee, rigid(), *FUNCTION_BASED["Gimbal"])
+        system.realize_topology()
+    assert len(lowered) == 2

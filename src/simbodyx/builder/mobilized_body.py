@@ -23,6 +23,7 @@ from simbodyx.builder.body import Body
 from simbodyx.spatial.inertia import MassProperties
 from simbodyx.spatial.rotation import Rotation, matrix_to_body_fixed_xyz, matrix_to_quaternion, rotation_problem
 from simbodyx.spatial.transform import Transform
+from simbodyx.spatial.vectors import device_array
 from simbodyx.state import Level, Method, State, level_methods
 from simbodyx.topology import BodySpec
 
@@ -679,11 +680,9 @@ class Custom(MobilizedBody):
     def _check_kind(self, kind):
         """Evaluate the user's functions once at the default q: shapes, finiteness
         and a proper rotation, with this body's name in any error."""
-        q = jnp.asarray(kind.default_q(), jnp.result_type(float))
+        q = device_array(kind.default_q(), jnp.result_type(float))
         try:
-            R, p = kind.X_FM(q, None)
-            H = kind.H_FM(q, None)
-            N, N_inv = kind.N(q), kind.N_inv(q)
+            R, p, H, N, N_inv = _at_default_q(kind, q)
         except Exception as e:
             raise ValueError(f"{self._label}: evaluating the mobilizer at its default q failed: {e}") from e
         checks = ((R, (3, 3), "R_FM"), (p, (3,), "p_FM"), (H, (kind.nu, 6), "H_FM"),
@@ -697,6 +696,14 @@ class Custom(MobilizedBody):
         problem = rotation_problem(R)
         if problem:
             raise ValueError(f"{self._label}: transform(q)'s rotation at the default q {problem}")
+
+
+@eqx.filter_jit
+def _at_default_q(kind, q):
+    """(R_FM, p_FM, H_FM, N, NInv) of a user-defined mobilizer at q, one
+    compiled program per implementation instead of one per operation."""
+    R, p = kind.X_FM(q, None)
+    return R, p, kind.H_FM(q, None), kind.N(q), kind.N_inv(q)
 
 
 class FunctionBased(Custom):

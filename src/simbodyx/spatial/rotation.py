@@ -234,6 +234,8 @@ class Rotation(Module):
 
     @classmethod
     def from_quaternion(cls, q):
+        if array_module(q) is np:  # on the host: the function itself, not its JAX derivative rule's wrapper
+            return cls(quaternion_to_matrix.fun(np.asarray(q, float)))
         return cls(quaternion_to_matrix(_float_array(q)))
 
     @classmethod
