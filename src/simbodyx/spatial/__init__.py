@@ -1,4 +1,12 @@
-"""Spatial algebra: rotations, transforms, spatial vectors and inertias."""
+"""Spatial algebra: rotations, transforms, spatial vectors and inertias.
+
+The value types (``Rotation``, ``Transform``, ``Inertia``, ``UnitInertia``,
+``MassProperties``) hold JAX arrays. Given concrete values (numbers, NumPy
+arrays, JAX arrays outside a trace) they and the helpers they use compute
+with NumPy, so that building a model compiles no XLA program; ``rot_x``,
+``rot_y``, ``rot_z``, ``skew`` and ``point_inertia`` called that way return
+NumPy arrays. Under ``jit``, ``vmap`` and ``grad`` everything is traced
+with ``jax.numpy``."""
 
 from simbodyx.spatial.inertia import (
     Inertia as Inertia,
