@@ -150,6 +150,7 @@ def test_building_a_model_compiles_no_program(x64):
     (spatial.vectors.array_module). Counted as lowerings, which come before
     any persistent-cache lookup, after dropping the compiled programs."""
     jax.clear_caches()
+    previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", x64)
     try:
         with counting_compiles("jaxpr_to_mlir_module_duration") as lowered:
@@ -168,7 +169,7 @@ def test_building_a_model_compiles_no_program(x64):
             pin.set_default_angle(0.5)
             model, state = system.realize_topology()
     finally:
-        jax.config.update("jax_enable_x64", True)
+        jax.config.update("jax_enable_x64", previous)
     dtype = np.float64 if x64 else np.float32
     assert model.topology.nq == 1 + 4 + 7
     assert all(x.dtype == dtype for x in (state.t, state.q, state.u, model.params.X_PF.R, model.params.central_inertia))
