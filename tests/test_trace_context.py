@@ -12,7 +12,7 @@ import pytest
 from conftest import with_forces
 
 import simbodyx as sx
-from simbodyx._xla import trace_context
+from simbodyx._xla import trace_context, xla_setup
 from simbodyx._xla.trace_context import per_context_jit, traced_in_loop_body
 from simbodyx.spatial.vectors import mat_vec
 
@@ -66,6 +66,27 @@ def test_a_jitted_function_keeps_one_program_per_context():
     assert _reductions(looped, x) > 0
     assert _reductions(f, x) == 0
     np.testing.assert_allclose(looped(x), A @ (A @ (A @ x)), rtol=1e-13)
+
+
+def test_eager_calls_compile_quickly_and_traced_ones_with_their_callers_options():
+    """An eager call runs a third program, built on the first eager call
+    with XLA's quick settings (on the CPU, this suite's backend); calls
+    traced in a program of one's own use the other two, the options of that
+    program's own jit."""
+    options = []
+
+    def recording_jit(fn, **kwargs):
+        options.append(kwargs.get("compiler_options"))
+        return jax.jit(fn, **kwargs)
+
+    f = per_context_jit(recording_jit)(lambda x: mat_vec(A, x))
+    x = jnp.arange(6.0)
+    assert options == [None, None]
+    eager, again = f(x), f(2 * x)
+    assert options == [None, None, xla_setup.QUICK_COMPILE]
+    np.testing.assert_allclose(eager, jax.jit(f)(x), rtol=1e-14)
+    np.testing.assert_allclose(again, 2 * A @ x, rtol=1e-14)
+    assert len(options) == 3
 
 
 def test_custom_jvp_function_and_rule_know_their_callers_loop():

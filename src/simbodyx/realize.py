@@ -7,7 +7,8 @@ to the Model's parameters is correct whatever caches ``state`` carried.
 
 The computation is wrapped in ``jax.jit`` (the stage is static): called
 eagerly (in a notebook) it is one compiled call instead of op-by-op
-dispatch, which costs about a thousand times more.
+dispatch, which costs about a thousand times more, compiled with XLA's
+quick settings (``simbodyx._xla.xla_setup.QUICK_COMPILE``).
 Inside a user's transformation it is inlined, on the scalar path for
 small models (``simbodyx.scalarize.entry_point``), so a loop of one's own
 around ``model.realize`` runs the program ``sx.integrate.rollout`` runs.

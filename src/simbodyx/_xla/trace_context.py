@@ -10,7 +10,7 @@ code is as it is").
 
 simbodyx's jitted functions cache their traced programs, so one traced
 outside a loop would be reused inside one: :func:`per_context_jit` keeps a
-cache for each, and :func:`custom_jvp` tells a custom derivative's function
+cache for each (and a third for eager calls, compiled quickly), and :func:`custom_jvp` tells a custom derivative's function
 and rule where their caller was. A function you jit yourself and call both
 outside a loop and inside one keeps the program of its first trace: the
 same values, only the speed differs.
@@ -23,6 +23,8 @@ import contextvars
 import functools
 
 import jax
+
+from simbodyx._xla.xla_setup import eager_compiler_options
 
 try:
     from jax._src.core import EvalTrace, trace_ctx
@@ -78,15 +80,23 @@ def _caller_in_loop_body(in_loop: bool):
 
 def per_context_jit(jit):
     """Decorator: ``jit`` (``eqx.filter_jit``, ``functools.partial(jax.jit,
-    static_argnames=...)``) applied twice to the function, one cache for
-    calls outside loop bodies and one for calls traced inside a loop body."""
+    static_argnames=...)``) applied three times to the function, one cache
+    for eager calls, compiled with
+    :func:`simbodyx._xla.xla_setup.eager_compiler_options`, one for calls
+    traced outside loop bodies and one for calls traced inside a loop body."""
 
     def decorate(fn):
-        outside = jit(fn)
-        inside = jit(functools.wraps(fn)(lambda *args, **kwargs: fn(*args, **kwargs)))
+        def copy():
+            return functools.wraps(fn)(lambda *args, **kwargs: fn(*args, **kwargs))
+
+        outside, inside, eager = jit(fn), jit(copy()), []
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
+            if tracing() is False:
+                if not eager:
+                    eager.append(jit(copy(), compiler_options=eager_compiler_options() or None))
+                return eager[0](*args, **kwargs)
             return (inside if traced_in_loop_body() else outside)(*args, **kwargs)
 
         return call

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx import mobilizers
+from simbodyx._xla.trace_context import per_context_jit
 from simbodyx.body_queries import BodyQueries
 from simbodyx.builder.body import Body
 from simbodyx.spatial.inertia import MassProperties
@@ -698,10 +699,11 @@ class Custom(MobilizedBody):
             raise ValueError(f"{self._label}: transform(q)'s rotation at the default q {problem}")
 
 
-@eqx.filter_jit
+@per_context_jit(eqx.filter_jit)
 def _at_default_q(kind, q):
     """(R_FM, p_FM, H_FM, N, NInv) of a user-defined mobilizer at q, one
-    compiled program per implementation instead of one per operation."""
+    compiled program per implementation instead of one per operation
+    (compiled quickly: it runs once)."""
     R, p = kind.X_FM(q, None)
     return R, p, kind.H_FM(q, None), kind.N(q), kind.N_inv(q)
 
