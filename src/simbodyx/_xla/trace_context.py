@@ -4,14 +4,15 @@ XLA's CPU runtime handles the scalars of every reduction of a program on
 every call of it, so one state's forward dynamics with its products' sums
 as reductions costs several times JAX's dispatch floor, and with the sums
 as adds it runs near it. In a loop body the runtime pays that once, and
-the adds' kernels, run one after another many times, are the slower ones. :func:`simbodyx.spatial.vectors.small_sum` asks
-:func:`traced_in_loop_body` which to emit (benchmarks/README.md, "Why the
-code is as it is").
+the adds' kernels, run one after another many times, are the slower ones.
+:func:`simbodyx.spatial.vectors.small_sum` asks :func:`traced_in_loop_body`
+which to emit (benchmarks/README.md, "Why the code is as it is").
 
 simbodyx's jitted functions cache their traced programs, so one traced
 outside a loop would be reused inside one: :func:`per_context_jit` keeps a
-cache for each (and a third for eager calls, compiled quickly), and :func:`custom_jvp` tells a custom derivative's function
-and rule where their caller was. A function you jit yourself and call both
+cache for each (and a third for eager calls, compiled quickly), and
+:func:`custom_jvp` tells a custom derivative's function and rule where
+their caller was. A function you jit yourself and call both
 outside a loop and inside one keeps the program of its first trace: the
 same values, only the speed differs.
 """

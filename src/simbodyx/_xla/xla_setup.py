@@ -41,8 +41,8 @@ Two more options are per program, not per process. simbodyx's entry points
 called eagerly, one call at a time (``model.realize(state)`` in a notebook),
 compile with :data:`QUICK_COMPILE` on the CPU (:func:`eager_compiler_options`):
 such a call runs in JAX's dispatch time, tens to hundreds of microseconds
-whatever XLA's optimizations, and XLA's LLVM optimizations took half of its
-compile time. And :func:`loop_compiler_options`
+whatever XLA's optimizations, and XLA's LLVM optimizations took up to 60%
+of its compile time. And :func:`loop_compiler_options`
 (XLA's earlier CPU runtime, jaxlib 0.6 only), which compiles a whole
 program, loops included, into one function; ``sx.simulate``,
 ``sx.optimize.minimize`` and ``sx.optimize.augmented_lagrangian`` take it
