@@ -2,10 +2,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FD_STEP, FD_TOL, compiled_kernels, tol
+from conftest import FD_STEP, FD_TOL, compiled_kernels, primitive_names, tol
 
 import simbodyx as sx
 from simbodyx import spatial
+from simbodyx._xla.scalarize import scalarize
+from simbodyx.spatial.rotation import matrix3
 
 
 def random_quaternions(n, seed=0):
@@ -37,6 +39,49 @@ def test_a_matrix_of_nine_computed_entries_is_one_kernel():
     q = jnp.asarray(random_quaternions(1)[0])
     assert compiled_kernels(lambda q: spatial.quaternion_to_matrix(jnp.sin(q)), q) == 1
     assert compiled_kernels(lambda q: spatial.skew(jnp.sin(q[1:])), q) == 1
+
+
+def _stacked(entries):
+    """The reference: the nine entries broadcast and stacked with jax.numpy."""
+    entries = jnp.broadcast_arrays(*(jnp.asarray(e, jnp.result_type(*entries)) for e in entries))
+    return jnp.stack(entries, axis=-1).reshape(entries[0].shape + (3, 3))
+
+
+def test_matrix3_is_one_primitive_under_jit_vmap_and_both_modes():
+    """``matrix3`` traces to one equation, its fixed entries among the
+    parameters, and equals a stack of the entries eagerly, under jit, under
+    vmap with fixed and unbatched entries, in float32, and on the scalar
+    path; its derivatives in forward and reverse mode, second order
+    included, equal the stack's (exact: both only move entries)."""
+    rng = np.random.default_rng(5)
+    x, y = jnp.asarray(rng.normal(size=(2, 4)))
+
+    def fn(x, y):
+        return matrix3([1.0, jnp.sin(x), 0.0, y, x * y, -x, 0.0, jnp.cos(y), 2])
+
+    def reference(x, y):
+        return _stacked([1.0, jnp.sin(x), 0.0, y, x * y, -x, 0.0, jnp.cos(y), 2.0])
+
+    assert [e.primitive.name for e in jax.make_jaxpr(lambda x: matrix3([x, x, 0.0] * 3))(x).jaxpr.eqns] == ["matrix3"]
+    np.testing.assert_array_equal(fn(x, y), reference(x, y))
+    np.testing.assert_array_equal(jax.jit(fn)(x, y), reference(x, y))
+    for axes in ((0, 0), (0, None), (None, 0)):
+        args = (x, y if axes[1] == 0 else y[0]) if axes[0] == 0 else (x[0], y)
+        np.testing.assert_array_equal(jax.vmap(fn, axes)(*args), jax.vmap(reference, axes)(*args))
+    assert fn(x.astype(jnp.float32), y.astype(jnp.float32)).dtype == jnp.float32
+    assert matrix3([np.float32(1.0), 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]).dtype == np.float32  # on the host
+
+    def loss(f):
+        return lambda x, y: jnp.sum(jnp.sin(f(x, y) * jnp.arange(9.0).reshape(3, 3)))
+
+    for argnums in (0, 1):
+        ours, theirs = (jax.grad(loss(f), argnums) for f in (fn, reference))
+        np.testing.assert_allclose(ours(x[0], y[0]), theirs(x[0], y[0]), rtol=1e-15, atol=1e-15)
+        np.testing.assert_allclose(jax.jacfwd(ours)(x[0], y[0]), jax.jacfwd(theirs)(x[0], y[0]), rtol=1e-15,
+                                   atol=1e-15)
+    scalar = scalarize(lambda x, y: fn(x, y) + 1.0)
+    np.testing.assert_allclose(scalar(x[0], y[0]), reference(x[0], y[0]) + 1.0, rtol=1e-15, atol=1e-15)
+    assert "matrix3" not in primitive_names(jax.make_jaxpr(scalar)(x[0], y[0]).jaxpr)
 
 
 def test_quaternion_is_not_assumed_normalized():

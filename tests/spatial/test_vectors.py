@@ -29,6 +29,8 @@ def test_mat_mul_matches_einsum_batched_jit_vmap_grad(name, n):
     expected = np.einsum(spec, a, b)
     np.testing.assert_allclose(fn(a, b), expected, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(jax.jit(jax.vmap(fn))(a, b), expected, rtol=1e-13, atol=1e-13)
+    # b broadcast against a's leading axes
+    np.testing.assert_allclose(jax.jit(fn)(a, b[0, 0]), np.einsum(spec, a, b[0, 0]), rtol=1e-13, atol=1e-13)
     ours = jax.grad(lambda a, b: jnp.sum(jnp.sin(fn(a, b))), argnums=(0, 1))(a, b)
     theirs = jax.grad(lambda a, b: jnp.sum(jnp.sin(jnp.einsum(spec, a, b))), argnums=(0, 1))(a, b)
     for x, y in zip(ours, theirs):
@@ -44,6 +46,8 @@ def test_mat_vec_matches_einsum(transpose):
     np.testing.assert_allclose(mat_vec(a, x, transpose), expected, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(jax.jit(jax.vmap(lambda a, x: mat_vec(a, x, transpose)))(a, x), expected,
                                rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(lambda a, x: mat_vec(a, x, transpose))(a, x[0, 0]),
+                               np.einsum(spec, a, x[0, 0]), rtol=1e-13, atol=1e-13)  # x broadcast
     ours = jax.grad(lambda a, x: jnp.sum(jnp.sin(mat_vec(a, x, transpose))), argnums=(0, 1))(a, x)
     theirs = jax.grad(lambda a, x: jnp.sum(jnp.sin(jnp.einsum(spec, a, x))), argnums=(0, 1))(a, x)
     for g, h in zip(ours, theirs):

@@ -255,6 +255,14 @@ def _pad(x, padding_value, padding_config):
     return x
 
 
+def _matrix3(*free, fixed):
+    """simbodyx.spatial.rotation's matrix of nine entries, the fixed ones given as numbers."""
+    values, free_entries = dict(fixed), iter(free)
+    entries = [np.full(free[0].shape, values[k], dtype=object) if k in values else next(free_entries)
+               for k in range(9)]
+    return np.stack(entries, axis=-1).reshape(free[0].shape + (3, 3))
+
+
 def _iota(dtype, shape, dimension, **_):
     column = np.arange(shape[dimension]).reshape([-1 if i == dimension else 1 for i in range(len(shape))])
     return _entries(np.broadcast_to(column, shape).astype(dtype))
@@ -343,6 +351,7 @@ STRUCTURAL = {
     "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
     "split": lambda x, sizes, axis: np.split(x, np.cumsum(sizes)[:-1], axis=axis),
     "stack": lambda *xs, axis: np.stack(xs, axis=axis),  # a primitive from JAX 0.10
+    "matrix3": _matrix3,  # simbodyx.spatial.rotation
     "pad": _pad,
     "iota": _iota,
     "reduce_sum": _reducer(_sum),

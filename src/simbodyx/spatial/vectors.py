@@ -14,6 +14,7 @@ from jax import lax
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from simbodyx._xla.concatenation import concatenate
 from simbodyx._xla.trace_context import traced_in_loop_body
 
 
@@ -48,14 +49,31 @@ def mat_mul(a, b, transpose_b=False):
     the code is as it is")."""
     if transpose_b:
         b = jnp.swapaxes(b, -1, -2)
+    if _alike(a, b, 2):
+        return small_sum(lax.mul(lax.expand_dims(a, (a.ndim,)), lax.expand_dims(b, (b.ndim - 2,))), -2)
     return small_sum(jnp.expand_dims(a, -1) * jnp.expand_dims(b, -3), -2)
 
 
 def mat_vec(a, x, transpose=False):
     """a @ x (or a^T @ x) for (..., m, k) x (..., k), formed like :func:`mat_mul`."""
+    if _alike(a, x, 1):
+        return small_sum(lax.mul(a, lax.expand_dims(x, (x.ndim - (not transpose),))), -2 if transpose else -1)
     if transpose:
         return small_sum(a * jnp.expand_dims(x, -1), -2)
     return small_sum(a * jnp.expand_dims(x, -2), -1)
+
+
+def _alike(a, b, b_matrix_dims):
+    """Whether traced ``a`` (a matrix) and ``b`` (with ``b_matrix_dims``
+    trailing axes) share their dtype and leading axes, so that their
+    product is written with ``lax`` directly, the same equations as
+    ``jax.numpy``'s without its promotion and checks, which cost more to
+    trace than the product."""
+    if not (isinstance(a, jax.core.Tracer) and isinstance(b, jax.core.Tracer)):
+        return False
+    ta, tb = jax.typeof(a), jax.typeof(b)
+    return (ta.dtype == tb.dtype and ta.weak_type == tb.weak_type and ta.ndim == tb.ndim + 2 - b_matrix_dims
+            and ta.shape[:-2] == tb.shape[:tb.ndim - b_matrix_dims])
 
 
 def small_sum(p, axis):
@@ -141,6 +159,8 @@ def cross(a, b):
     One primitive in a traced program (its derivative and its transposes
     are cross products again), lowered to the entries' products, which XLA
     fuses: 16 operations fewer to trace per product."""
+    if isinstance(a, jax.core.Tracer) and isinstance(b, jax.core.Tracer) and jax.typeof(a) == jax.typeof(b):
+        return cross_p.bind(a, b)  # the common case, without promotion's and broadcasting's cost to trace
     dtype = jnp.result_type(a, b)
     a, b = jnp.broadcast_arrays(jnp.asarray(a, dtype), jnp.asarray(b, dtype))
     return cross_p.bind(a, b)
@@ -181,7 +201,7 @@ def skew_times(r, M):
 
 def spatial_vec(angular, linear):
     """Stack ``[angular; linear]`` into (..., 6)."""
-    return jnp.concatenate([angular, linear], axis=-1)
+    return concatenate([angular, linear], axis=-1)
 
 
 def motion_cross(m, x):
