@@ -42,8 +42,10 @@ def matrix3(entries):
         dtype = np.result_type(*map(np.asarray, free))
         return _matrix3_entries(*np.broadcast_arrays(*(np.asarray(e, dtype) for e in entries)), xp=np)
     fixed = tuple((k, float(e)) for k, e in enumerate(entries) if type(e) in (int, float))
-    dtype = jnp.result_type(*free)
-    return matrix3_p.bind(*jnp.broadcast_arrays(*(jnp.asarray(e, dtype) for e in free)), fixed=fixed)
+    if not all(isinstance(e, jax.core.Tracer) for e in free) or len(set(map(jax.typeof, free))) > 1:
+        dtype = jnp.result_type(*free)
+        free = jnp.broadcast_arrays(*(jnp.asarray(e, dtype) for e in free))
+    return matrix3_p.bind(*free, fixed=fixed)
 
 
 def _matrix3_entries(*entries, xp=jnp):
