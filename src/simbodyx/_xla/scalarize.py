@@ -255,14 +255,6 @@ def _pad(x, padding_value, padding_config):
     return x
 
 
-def _matrix3(*free, fixed):
-    """simbodyx.spatial.rotation's matrix of nine entries, the fixed ones given as numbers."""
-    values, free_entries = dict(fixed), iter(free)
-    entries = [np.full(free[0].shape, values[k], dtype=object) if k in values else next(free_entries)
-               for k in range(9)]
-    return np.stack(entries, axis=-1).reshape(free[0].shape + (3, 3))
-
-
 def _iota(dtype, shape, dimension, **_):
     column = np.arange(shape[dimension]).reshape([-1 if i == dimension else 1 for i in range(len(shape))])
     return _entries(np.broadcast_to(column, shape).astype(dtype))
@@ -351,7 +343,6 @@ STRUCTURAL = {
     "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
     "split": lambda x, sizes, axis: np.split(x, np.cumsum(sizes)[:-1], axis=axis),
     "stack": lambda *xs, axis: np.stack(xs, axis=axis),  # a primitive from JAX 0.10
-    "matrix3": _matrix3,  # simbodyx.spatial.rotation
     "pad": _pad,
     "iota": _iota,
     "reduce_sum": _reducer(_sum),
@@ -368,7 +359,7 @@ CALLS = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_cal
 #: Primitives of simbodyx's own that stand for a function of jax.numpy in a
 #: traced program (their ``impl``, also their lowering): that function's
 #: program is evaluated in their place.
-INLINED = ("cross", "rows_of", "stacked")
+INLINED = ("cross", "rows_of", "stacked", "matrix3")
 #: Primitives that only move or annotate their operands: placement and sharding
 #: annotations mean nothing to single entries (a sharded batch's program
 #: holds "reshard"; XLA places the scalar program from its inputs).
@@ -431,7 +422,8 @@ def _eval_eqn(eqn, ins, budget):
     if name in IDENTITY:
         return ins if eqn.primitive.multiple_results else ins[0]
     if name in INLINED:
-        outs = _eval_closed(_program(eqn.primitive, tuple(v.aval for v in eqn.invars)), ins, budget)
+        program = _program(eqn.primitive, tuple(v.aval for v in eqn.invars), tuple(sorted(params.items())))
+        outs = _eval_closed(program, ins, budget)
         return outs if eqn.primitive.multiple_results else outs[0]
     if name in ("gather", "dynamic_slice"):
         return _moved(eqn, ins[:1], ins[1:])
@@ -445,9 +437,10 @@ def _eval_eqn(eqn, ins, budget):
 
 
 @functools.lru_cache(maxsize=None)
-def _program(primitive, avals):
-    """The program of an :data:`INLINED` primitive's function on operands of these types."""
-    return jax.make_jaxpr(primitive.impl)(*avals)
+def _program(primitive, avals, params):
+    """The program of an :data:`INLINED` primitive's function on operands of
+    these types, with these parameters ((name, value) pairs)."""
+    return jax.make_jaxpr(functools.partial(primitive.impl, **dict(params)))(*avals)
 
 
 def _scan(ins, budget, jaxpr, length, reverse, num_consts, num_carry, **_):

@@ -22,6 +22,7 @@ from simbodyx.spatial.vectors import (
     device_array,
     mat_mul,
     mat_vec,
+    one_traced_type,
     safe_norm,
     skew_times,
     small_sum,
@@ -42,7 +43,7 @@ def matrix3(entries):
         dtype = np.result_type(*map(np.asarray, free))
         return _matrix3_entries(*np.broadcast_arrays(*(np.asarray(e, dtype) for e in entries)), xp=np)
     fixed = tuple((k, float(e)) for k, e in enumerate(entries) if type(e) in (int, float))
-    if not all(isinstance(e, jax.core.Tracer) for e in free) or len(set(map(jax.typeof, free))) > 1:
+    if not one_traced_type(*free):
         dtype = jnp.result_type(*free)
         free = jnp.broadcast_arrays(*(jnp.asarray(e, dtype) for e in free))
     return matrix3_p.bind(*free, fixed=fixed)

@@ -76,6 +76,14 @@ def _alike(a, b, b_matrix_dims):
             and ta.shape[:-2] == tb.shape[:tb.ndim - b_matrix_dims])
 
 
+def one_traced_type(*operands):
+    """Whether the operands are all traced and of one type (shape, dtype,
+    weak type): the common case, bound to a primitive as they are, without
+    ``jax.numpy``'s promotion and broadcasting, which cost more to trace
+    than the primitive."""
+    return all(isinstance(x, jax.core.Tracer) for x in operands) and len(set(map(jax.typeof, operands))) == 1
+
+
 def small_sum(p, axis):
     """The sum of ``p`` over a short ``axis`` (a 3x3 or 6x6 product's inner
     index): adds of its entries in a program of one state that runs once
@@ -159,8 +167,8 @@ def cross(a, b):
     One primitive in a traced program (its derivative and its transposes
     are cross products again), lowered to the entries' products, which XLA
     fuses: 16 operations fewer to trace per product."""
-    if isinstance(a, jax.core.Tracer) and isinstance(b, jax.core.Tracer) and jax.typeof(a) == jax.typeof(b):
-        return cross_p.bind(a, b)  # the common case, without promotion's and broadcasting's cost to trace
+    if one_traced_type(a, b):
+        return cross_p.bind(a, b)
     dtype = jnp.result_type(a, b)
     a, b = jnp.broadcast_arrays(jnp.asarray(a, dtype), jnp.asarray(b, dtype))
     return cross_p.bind(a, b)
