@@ -3,6 +3,7 @@ the array program, far fewer operations, the automatic choice and its
 fallback. Tolerances: TOL (a few hundred ulps) for values, which differ
 only in the order of additions; 1e-10 for gradients through a rollout."""
 
+import functools
 import pathlib
 import sys
 
@@ -12,7 +13,7 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 import pytest
-from conftest import FD_STEP, FD_TOL, TOL, equations, new_system, primitive_names
+from conftest import FD_STEP, FD_TOL, TOL, compiled_kernels, count_primitive, equations, new_system, primitive_names
 
 import simbodyx as sx
 from simbodyx._xla.scalarize import CHOICE, MAX_MOBILITIES, NotScalarizable, scalarize
@@ -80,6 +81,32 @@ def test_a_slice_update_of_a_whole_array():
     entries (an empty index array, once typed float and refused)."""
     x = jnp.array([0.5, -1.7, 2.5])
     np.testing.assert_array_equal(jax.jit(scalarize(lambda x: jnp.zeros(3).at[0:3].set(2 * x)))(x), 2 * x)
+
+
+def test_a_traced_input_is_taken_apart_by_one_equation_whose_transpose_fuses():
+    """A traced 8 x 8 input (an MLP layer's weights, say) enters the program
+    as its 64 entries through one ``entries`` equation. Its value, jit, vmap
+    (the batch on either axis of a leaf), forward and reverse derivatives and
+    forward-over-reverse equal the array program's (1e-13: the same
+    arithmetic in another order). The gradient stacks the entries'
+    cotangents in groups of eight that XLA fuses with their computations:
+    at most one kernel per group, where one concatenation of 64 pieces made
+    each entry's cotangent a kernel of its own."""
+    rng = np.random.default_rng(0)
+    W, x = jnp.asarray(rng.normal(size=(8, 8))), jnp.asarray(rng.normal(size=8))
+    f = lambda W, x: jnp.sum(jnp.sin(W @ x) ** 2)  # noqa: E731
+    g = scalarize(f)
+    assert count_primitive(jax.make_jaxpr(g)(W, x).jaxpr, "entries") == 2
+    close = functools.partial(np.testing.assert_allclose, rtol=0, atol=1e-13)
+    close(jax.jit(g)(W, x), f(W, x))
+    Ws = jnp.stack([W, W.T, 2 * W])
+    close(jax.vmap(g, (0, None))(Ws, x), jax.vmap(f, (0, None))(Ws, x))
+    close(jax.vmap(g, (2, None))(Ws.T, x), jax.vmap(f, (2, None))(Ws.T, x))
+    close(jax.jit(jax.grad(g))(W, x), jax.grad(f)(W, x))
+    close(jax.jvp(g, (W, x), (W.T, x[::-1]))[1], jax.jvp(f, (W, x), (W.T, x[::-1]))[1])
+    hvp = lambda h: jax.jvp(jax.grad(h), (W, x), (W.T, x[::-1]))[1]  # noqa: E731
+    close(hvp(g), hvp(f))
+    assert compiled_kernels(jax.grad(g), W, x) <= 64 // 8 + 1
 
 
 def test_data_movement_with_known_indices_is_bookkeeping():
