@@ -366,7 +366,8 @@ class BodyQueries:
 
     def express_vector_in_another_body_frame(self, state: State, vector_in_B, in_body_A):
         """R_AB v (Position)."""
-        return in_body_A.express_ground_vector_in_body_frame(state, self.express_vector_in_ground_frame(state, vector_in_B))
+        in_ground = self.express_vector_in_ground_frame(state, vector_in_B)
+        return in_body_A.express_ground_vector_in_body_frame(state, in_ground)
 
     def calc_body_spatial_inertia_matrix_in_ground(self, state: State):
         """6x6 [[I_Bo, skew(m c)], [-skew(m c), m 1]] about Bo, in G (Position);
@@ -521,8 +522,8 @@ class BodyQueries:
 
     def calc_station_to_station_distance(self, state: State, location_on_B, body_A, location_on_A):
         """|p_GS_A - p_GS_B| (Position)."""
-        d = body_A.find_station_location_in_ground(state, location_on_A) - self.find_station_location_in_ground(state, location_on_B)
-        return safe_norm(d)
+        p_A = body_A.find_station_location_in_ground(state, location_on_A)
+        return safe_norm(p_A - self.find_station_location_in_ground(state, location_on_B))
 
     def _point_pair(self, state: State, location_on_B, velocity_on_B, acceleration_on_B, body_A, location_on_A,
                     velocity_on_A, acceleration_on_A):

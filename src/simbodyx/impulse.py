@@ -24,8 +24,9 @@ contact sets shares one compiled program. Each sweep visits the
 unconditional rows, the unilateral speed rows, the bounded rows, the
 state-limited frictions (their rows from the same row sums, then scaled
 back into their ball), then every normal, then every friction pair (both
-rows from the same row sums, then scaled back into the cone), with successive over-relaxation (SOR 1.2, reduced by 0.8 down to 0.1 whenever the error
-grows). The sweeps stop once the RMS error of the enforced rows
+rows from the same row sums, then scaled back into the cone), with
+successive over-relaxation (SOR 1.2, reduced by 0.8 down to 0.1 whenever
+the error grows). The sweeps stop once the RMS error of the enforced rows
 (participating and not at a bound) is below ``convergence_tolerance``, or
 after ``max_iterations``; under ``vmap`` the batch sweeps until its last
 member is done (the others keep their answers).
@@ -233,8 +234,8 @@ class PGSImpulseSolver(ImpulseSolver):
             relaxed = jnp.where((rms > previous) & (sor > 0.1), jnp.maximum(0.8 * sor, 0.1), sor)
             return pi, relaxed, rms, rms < self.convergence_tolerance, iterations + 1, rms, active
 
-        carry = (jnp.zeros(m, dtype), jnp.asarray(self.sor, dtype), jnp.asarray(jnp.inf, dtype), ~jnp.any(participating),
-                 jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros(nc, bool))
+        carry = (jnp.zeros(m, dtype), jnp.asarray(self.sor, dtype), jnp.asarray(jnp.inf, dtype),
+                 ~jnp.any(participating), jnp.zeros((), jnp.int32), jnp.zeros((), dtype), jnp.zeros(nc, bool))
         pi, _, _, done, iterations, residual, active = jax.lax.while_loop(unfinished, body, carry)
         return pi, residual, iterations, done, active
 
@@ -596,8 +597,8 @@ class PLUSImpulseSolver(ImpulseSolver):
             length, limiter = jnp.where(capped, 1.0, length), jnp.where(capped, _FULL, limiter)
             record = jax.tree.map(lambda r, x: r.at[c.k].set(x), c.record, _Record(c.pi, c.conditions, limiter, case))
             verr_left, expand_left = _advance(A, c.verr_left, c.expand_left, c.pi, length)
-            return c._replace(k=c.k + 1, verr_left=verr_left, expand_left=expand_left, impulse=c.impulse + length * c.pi,
-                              remaining=c.remaining * (1 - length), record=record,
+            return c._replace(k=c.k + 1, verr_left=verr_left, expand_left=expand_left,
+                              impulse=c.impulse + length * c.pi, remaining=c.remaining * (1 - length), record=record,
                               converged=c.converged & (c.norm < tol) & ~capped,
                               active=c.conditions.on[normal] & (sign * c.pi[normal] < 0),
                               done=length >= 1, starting=length < 1)

@@ -495,7 +495,8 @@ class Matter:
     @compiled
     def _frame_transpose(self, state, bodies, origins, F):
         s = self._at(state, Stage.Position)
-        return jacobians.frame_forces_to_mobilities(s.topology, s.position, np.asarray(bodies, dtype=np.int32), origins, F)
+        bodies = np.asarray(bodies, dtype=np.int32)
+        return jacobians.frame_forces_to_mobilities(s.topology, s.position, bodies, origins, F)
 
     @compiled
     def _frame_matrix(self, state, bodies, origins):

@@ -111,8 +111,8 @@ class GeneralContactSubsystem:
 
     def _surfaces(self, contact_set) -> tuple:
         return tuple(
-            ContactSurface(body.index, shape, X_BS, f"surface {i}{f' {name!r}' if name else ''} ({shape.kind} on {body._label})",
-                           margin)
+            ContactSurface(body.index, shape, X_BS,
+                           f"surface {i}{f' {name!r}' if name else ''} ({shape.kind} on {body._label})", margin)
             for i, (body, shape, X_BS, name, _, margin) in enumerate(self._set(contact_set, "GeneralContactSubsystem")))
 
 

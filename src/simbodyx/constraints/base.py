@@ -146,7 +146,8 @@ class Constraint(Module):
         raise NotImplementedError(f"{self.label}: position_errors is needed when mp > 0")
 
     def position_dot_errors(self, k: Kinematics, V_AB, qdot):
-        return jax.jvp(self.position_errors, (k.t, k.X_AB, k.q), (jnp.ones_like(k.t), transform_rate(k.X_AB, V_AB), qdot))[1]
+        rates = (jnp.ones_like(k.t), transform_rate(k.X_AB, V_AB), qdot)
+        return jax.jvp(self.position_errors, (k.t, k.X_AB, k.q), rates)[1]
 
     def position_dotdot_errors(self, k: Kinematics, A_AB, qdotdot):
         pverr = lambda k: self.position_dot_errors(k, k.V_AB, k.qdot)

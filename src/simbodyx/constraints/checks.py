@@ -57,7 +57,8 @@ def _differences(state, index: int, seed: int) -> dict:
     top = state.topology
 
     def generalized(F, fq, fu):
-        return rnea.jacobian_transpose_times(top, state.position, F) + coordinates.multiply_by_n(top, state.q, fq, True) + fu
+        applied = rnea.jacobian_transpose_times(top, state.position, F)
+        return applied + coordinates.multiply_by_n(top, state.q, fq, True) + fu
 
     out["constraint_forces"] = diff(generalized(F, fq, fu), generalized(F_auto, fq_auto, fu_auto))
     return out

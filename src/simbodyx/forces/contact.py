@@ -340,7 +340,8 @@ class SmoothSphereHalfSpace(ForceElement):
     def _hertz(self, indentation):
         k = 0.5 * _two_thirds_power(self.stiffness)
         smoothed = (indentation * indentation + self.constant_contact_force) ** 0.75
-        return (4.0 / 3.0) * k * jnp.sqrt(self.radius * k) * smoothed * (0.5 + 0.5 * jnp.tanh(self.hertz_smoothing * indentation))
+        switch = 0.5 + 0.5 * jnp.tanh(self.hertz_smoothing * indentation)
+        return (4.0 / 3.0) * k * jnp.sqrt(self.radius * k) * smoothed * switch
 
     def contact_force(self, model, state):
         """(contact point (3,), force (3,) on the half-space; the sphere gets its

@@ -73,7 +73,8 @@ class Inertia(Module):
             m = args[0]
         elif len(args) == 1 and np.ndim(args[0]) == 1:  # Simbody's Inertia(Vec3): principal moments
             if np.shape(args[0]) != (3,):
-                raise ValueError(f"Inertia: a vector of moments has shape (3,) (ixx, iyy, izz), got {np.shape(args[0])}")
+                raise ValueError("Inertia: a vector of moments has shape (3,) (ixx, iyy, izz), "
+                                 f"got {np.shape(args[0])}")
             m = xp.diag(xp.asarray(args[0]))
         elif len(args) in (1, 3, 6):
             vals = xp.stack([xp.asarray(a) for a in args])
