@@ -615,7 +615,7 @@ class _Program:
 
 def _input_entries(x, aval, known) -> np.ndarray:
     """A traced input's entries: its known ones and its scalars where a
-    scalarized output's, else the scalar slices of the array (one split)."""
+    scalarized output's, else the scalar slices of the array (:data:`entries_p`)."""
     if known is None:
         return _traced_entries(x)
     scalars, entries = iter(x), np.empty(len(known), dtype=object)
