@@ -86,7 +86,7 @@ def test_a_slice_update_of_a_whole_array():
 def test_a_traced_input_is_taken_apart_by_one_equation_whose_transpose_fuses():
     """A traced 8 x 8 input (an MLP layer's weights, say) enters the program
     as its 64 entries through one ``entries`` equation. Its value, jit, vmap
-    (the batch on either axis of a leaf), forward and reverse derivatives and
+    (the batch on the first or the last axis), forward and reverse derivatives and
     forward-over-reverse equal the array program's (1e-13: the same
     arithmetic in another order). The gradient stacks the entries'
     cotangents in groups of eight that XLA fuses with their computations:
