@@ -15,7 +15,7 @@ import pytest
 from jax.test_util import check_grads
 
 import simbodyx as sx
-from conftest import assert_energies_are_the_samples, link, loop_bodies, new_system
+from conftest import FD_STEP, FD_TOL, assert_energies_are_the_samples, link, loop_bodies, new_system
 from simbodyx._xla import xla_setup
 from simbodyx.simulation import _stepping_program
 
@@ -292,17 +292,46 @@ def test_a_small_concrete_model_is_compiled_in_and_its_program_reused():
     the program, a Model with other numbers gets its own."""
     model, state = _double_pendulum()
     fixed, times = sx.Integrator.RungeKutta3(fixed_step=0.01), jnp.array([0.25, 0.5])
-    run = _stepping_program(True, None)  # the program simulate calls, default options
+    run = _stepping_program(None)  # the program simulate calls, default options
     before = run._cache_size()
     folded = sx.simulate(model, state, fixed, times)[1]
     sx.simulate(eqx.tree_at(lambda m: m.force_elements[0].gravity, model, model.force_elements[0].gravity + 0.0),
                 state, fixed, times)
     assert run._cache_size() == before + 1
-    array = sx.simulate(model.with_scalar_path(False), state, fixed, times)[1]
-    np.testing.assert_allclose(folded.q, array.q, rtol=0, atol=1e-12)
     sx.simulate(eqx.tree_at(lambda m: m.force_elements[0].gravity, model, model.force_elements[0].gravity * 1.01),
                 state, fixed, times)
     assert run._cache_size() == before + 2
+    array = sx.simulate(model.with_scalar_path(False), state, fixed, times)[1]
+    np.testing.assert_allclose(folded.q, array.q, rtol=0, atol=1e-12)
+
+
+def test_a_model_traced_in_some_numbers_has_the_others_compiled_in():
+    """Under grad with respect to some of a Model's numbers (here its masses,
+    set into it), simulate compiles the Model's other numbers into its
+    stepping program, which takes the one traced leaf instead of every leaf
+    of the Model; its value is the array program's (the same arithmetic in
+    another order) and its gradient central differences'."""
+    model, state = _double_pendulum()
+    fixed, times = sx.Integrator.RungeKutta3(fixed_step=0.01), jnp.array([0.25, 0.5])
+
+    def angle_of(model):
+        def angle(mass):
+            massive = eqx.tree_at(lambda m: m.params.mass, model, mass)
+            return sx.simulate(massive, state, fixed, times, energy=False)[1].q[-1, 0]
+        return angle
+
+    def program_inputs(model):
+        (program,) = [e for e in jax.make_jaxpr(angle_of(model))(model.params.mass).eqns
+                      if e.params.get("name") == "_simulate"]
+        return len(program.invars)
+
+    array = model.with_scalar_path(False)
+    assert program_inputs(model) == program_inputs(array) - len(jax.tree.leaves(model)) + 1
+    mass, value, gradient = model.params.mass, jax.jit(angle_of(model)), jax.jit(jax.grad(angle_of(model)))
+    assert abs(value(mass) - sx.simulate(array, state, fixed, times, energy=False)[1].q[-1, 0]) < 1e-12
+    for link_mass in (1, 2):  # Ground's mass has no effect
+        step = FD_STEP * jnp.eye(3)[link_mass]
+        assert abs(gradient(mass)[link_mass] - (value(mass + step) - value(mass - step)) / (2 * FD_STEP)) < FD_TOL
 
 
 def test_failures_are_reported_or_raised():

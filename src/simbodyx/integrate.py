@@ -182,9 +182,9 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     settings = _Settings(num_steps, save_every, _chunks_per_segment(checkpoint, num_steps // save_every, save_every),
                          method, checkpoint is not False, energy)
     if tracing() is False:  # eager: one cached program, not the scan compiled afresh at every call
-        folded = FoldedModel.of(model)
         dt = np.asarray(dt, state.q.dtype)  # a host number: no computation dispatched of its own
-        return _rollout_program(isinstance(folded, FoldedModel))(folded, state, dt, controls, settings)
+        program = jit_with_options(_rollout, loop_compiler_options(), static_argnames=("settings",))
+        return program(FoldedModel.of(model), state, dt, controls, settings)
     return _rollout(model, state, jnp.asarray(dt, state.q.dtype), controls, settings)
 
 
@@ -201,6 +201,10 @@ class _Settings(NamedTuple):
 
 
 def _rollout(model, state: State, dt, controls, settings: _Settings):
+    """The rollout; ``model`` a Model, or a :class:`FoldedModel` in the
+    program an eager call compiles (with the loop compiler options: one
+    trajectory's loop as one function on jaxlib 0.6 too)."""
+    model = FoldedModel.unfold(model)
     num_steps, save_every, chunks_per_segment, method, checkpoint, energy = settings
     num_chunks = num_steps // save_every
     method_step = STEPS[method] if isinstance(method, str) else method.step
@@ -235,21 +239,6 @@ def _rollout(model, state: State, dt, controls, settings: _Settings):
     if energy and not in_loop:
         e = total_energies(model, state, t, q, u, z)
     return final, Trajectory(t=t, q=q, u=u, energy=e, z=z)
-
-
-def _rollout_program(folded: bool):
-    """The jitted program an eager ``rollout`` calls, compiled with
-    ``sx.xla_setup.loop_compiler_options()`` (one trajectory's loop as one
-    function on jaxlib 0.6, as the small-loop threshold set on import makes
-    it on later releases): :func:`_rollout_folded` (a FoldedModel, its
-    numbers compiled in) or :func:`_rollout` (a Model)."""
-    if folded:
-        return jit_with_options(_rollout_folded, loop_compiler_options(), static_argnames=("folded", "settings"))
-    return jit_with_options(_rollout, loop_compiler_options(), static_argnames=("settings",))
-
-
-def _rollout_folded(folded, state: State, dt, controls, settings: _Settings):
-    return _rollout(folded.model, state, dt, controls, settings)
 
 
 def _chunks_per_segment(checkpoint, num_chunks: int, save_every: int) -> int:

@@ -202,29 +202,59 @@ class Model(Module):
         return f"Model({self.topology!r}, dtype={jnp.dtype(self.dtype).name})"
 
 
-class FoldedModel:
-    """A concrete Model as a static argument of a compiled program: its
-    numbers become the program's constants, which a small model's scalar
-    path folds (a Model passed as an argument is traced, its numbers
-    symbolic). Equal structure and numbers: one compiled program."""
+class _Constants:
+    """A pytree whose leaves are all concrete, hashable by its structure and
+    numbers: a FoldedModel's static part."""
 
-    def __init__(self, model: Model):
-        self.model = model
-        self._key = content_key(model)
+    def __init__(self, tree):
+        self.tree = tree
+        self._key = content_key(tree)
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, _Constants) and self._key == other._key
+
+
+@jax.tree_util.register_pytree_node_class
+class FoldedModel:
+    """A Model as an argument of a compiled program, its concrete numbers
+    compiled in as constants, which a small model's scalar path folds (a
+    Model passed as an argument is traced whole, every number symbolic).
+    A pytree whose leaves are the Model's traced leaves (none when called
+    eagerly; under ``grad`` with respect to a few parameters set into the
+    Model, those) and whose structure holds the concrete rest: equal
+    structure and concrete numbers share one compiled program."""
+
+    def __init__(self, traced, constants: _Constants):
+        self.traced = traced
+        self.constants = constants
 
     @classmethod
     def of(cls, model: Model):
-        """How an eagerly called program takes ``model``: folded when its
-        numbers are concrete and it takes the scalar path, else as it is."""
-        return cls(model) if model.uses_scalar_path() and not scalarize.num_traced(model) else model
+        """How a compiled program takes ``model``: folded when it takes the
+        scalar path, else as it is."""
+        if not model.uses_scalar_path():
+            return model
+        if not scalarize.num_traced(model):  # called eagerly
+            return cls(None, _Constants(model))
+        traced, concrete = eqx.partition(model, lambda leaf: isinstance(leaf, jax.core.Tracer))
+        return cls(traced, _Constants(concrete))
+
+    @property
+    def model(self) -> Model:
+        """The Model: its traced leaves and its constants together."""
+        return self.constants.tree if self.traced is None else eqx.combine(self.traced, self.constants.tree)
 
     @staticmethod
     def unfold(model) -> Model:
         """The Model inside a FoldedModel, or ``model`` itself."""
         return model.model if isinstance(model, FoldedModel) else model
 
-    def __hash__(self):
-        return hash(self._key)
+    def tree_flatten(self):
+        return (self.traced,), self.constants
 
-    def __eq__(self, other):
-        return isinstance(other, FoldedModel) and self._key == other._key
+    @classmethod
+    def tree_unflatten(cls, constants, children):
+        return cls(children[0], constants)
