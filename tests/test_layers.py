@@ -32,7 +32,7 @@ LAYERS = (
     ("projection", "runtime_checks"),
     ("matter", "realize", "body_queries"),
     ("model",),
-    ("events", "integrate", "time_stepper"),
+    ("events", "integrate", "time_stepper", "soft_constraints"),
     ("simulation", "optimize", "parallel"),
     ("builder",),
     ("assembly", "io", "interop", "viz"),

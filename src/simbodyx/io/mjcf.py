@@ -37,6 +37,7 @@ from simbodyx.constraints import Constraint
 from simbodyx.contact import ContactGeometry
 from simbodyx.contact.detection import KERNELS, VERTEX_KERNELS
 from simbodyx.forces import Force
+from simbodyx.io.mjcf_soft import soft_constraint_stepper
 from simbodyx.io.robot import (
     RIGID,
     Geometry,
@@ -78,7 +79,7 @@ class MjcfJoint:
 
 def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True,
               armature: bool = True, frictionloss: bool = True, contact: bool = True, limits: bool = True,
-              actuators: bool = True):
+              actuators: bool = True, physics: str = "simbody"):
     """(system, matter, forces, robot) built from an MJCF file path or XML
     string through MuJoCo's compiler.
 
@@ -120,7 +121,23 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     The equality constraints Simbody has are mapped, exact where MuJoCo's
     are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
     ``tendon`` (fixed tendons) to CoordinateCoupler.
+
+    ``physics="mujoco"`` models the file's contacts, joint and fixed-tendon
+    limits and hinge and slide friction loss as MuJoCo does, as soft
+    constraints solved each step (``simbodyx.soft_constraints``), in
+    ``robot.stepper``, a time stepper with the file's integrator, to step
+    at the file's time step ``robot.timestep``:
+    ``sx.integrate.rollout(model, state, robot.timestep, n,
+    method=robot.stepper)``. Then ``contact``, ``limits`` and
+    ``frictionloss`` say whether the stepper has those rows, and no
+    HuntCrossleyForce, stop or Coulomb friction is made; the rest (gravity,
+    damping, springs, armature, actuators) is as above. Equality
+    constraints are not modelled on this path (a file with any is an
+    error).
     """
+    if physics not in ("simbody", "mujoco"):
+        raise ValueError(f"load_mjcf: physics must be 'simbody' or 'mujoco', got {physics!r}")
+    soft = physics == "mujoco"
     try:
         import mujoco
     except ImportError:
@@ -200,20 +217,20 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                 if springs and joint.stiffness > 0:
                     spring_elements[joint.name] = Force.MobilityLinearSpring(forces, handle, 0, joint.stiffness,
                                                                              joint.spring_ref)
-                if limits and joint.range is not None:
+                if limits and not soft and joint.range is not None:
                     stops[joint.name] = _stop(mujoco, m, forces, handle, first + k, joint.range)
-                if frictionloss and m.dof_frictionloss[m.jnt_dofadr[first + k]] > 0:
+                if frictionloss and not soft and m.dof_frictionloss[m.jnt_dofadr[first + k]] > 0:
                     frictions[joint.name] = _friction(mujoco, m, forces, handle, first + k)
             if kind in ("Ball", "Free") and damping and any(joint.damping) and _isotropic(joint.damping):
                 coefficients = joint.damping[3:] + joint.damping[:3] if kind == "Free" else joint.damping
                 dampers[joint.name] = tuple(Force.MobilityLinearDamper(forces, handle, i, c)
                                             for i, c in enumerate(coefficients) if c > 0)
-            if kind == "Ball" and limits and joint.range is not None:
+            if kind == "Ball" and limits and not soft and joint.range is not None:
                 stops[joint.name] = _cone_stop(mujoco, m, forces, handle, first + k)
             if kind in ("Ball", "Free"):
                 dof, ndof = int(m.jnt_dofadr[first + k]), 6 if kind == "Free" else 3
                 spring = springs and joint.stiffness > 0
-                friction = frictionloss and bool(np.any(m.dof_frictionloss[dof:dof + ndof] > 0))
+                friction = frictionloss and not soft and bool(np.any(m.dof_frictionloss[dof:dof + ndof] > 0))
                 if spring or friction:
                     element = _ball_passive(mujoco, m, forces, handle, first + k, spring, friction)
                     spring_elements.update({joint.name: element} if spring else {})
@@ -227,10 +244,26 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     couplers, unmapped = _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
     actuated, unactuated = (_actuators(mujoco, m, forces, joint_names, moved, name) if actuators
                             else ({}, [f"all {m.nu}"] if m.nu else []))
-    hunt_crossley, uncovered, fitted = (_contact(mujoco, m, source, system, forces, placed, body_names, name)
-                                        if contact else (None, None, []))
+    stepper = None
+    if soft:
+        if m.neq:
+            raise ValueError(f"load_mjcf: physics='mujoco' does not model equality constraints, and this file "
+                             f"has {m.neq}; load it with physics='simbody'")
+        geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
+        geometry = ContactGeoms(mujoco, m, source, _colliding_pairs(mujoco, m) if contact else [], geom_name)
+        if not limits:
+            m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
+        if not frictionloss:
+            m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
+        stepper, left_out = soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, joint_names)
+        hunt_crossley, uncovered = None, geometry.uncovered + left_out
+        fitted = [f"{geom_name[g]} as a {geometry.kind[g]}" for g in sorted({g for p in geometry.covered for g in p})
+                  if g in geometry.fits]
+    else:
+        hunt_crossley, uncovered, fitted = (_contact(mujoco, m, source, system, forces, placed, body_names, name)
+                                            if contact else (None, None, []))
     _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated, fitted)
+                    unactuated, fitted, soft)
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
@@ -238,7 +271,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     links = {n: (handle, transform(X)) for n, (handle, X) in placed.items()}
     robot = Robot(body_names[0], links, joints, moved, visuals=geoms, couplers=couplers, dampers=dampers,
                   springs=spring_elements, stops=stops, frictions=frictions, contact=hunt_crossley,
-                  actuators=actuated)
+                  actuators=actuated, stepper=stepper, timestep=float(m.opt.timestep))
     return system, matter, forces, robot
 
 
@@ -573,9 +606,10 @@ def _as_coordinates(mujoco, m, kind, obj):
 
 
 def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated, fitted):
+                    unactuated, fitted, soft=False):
     """One warning naming what the loaded system does not model;
-    ``uncovered``: the contact pairs left out (None: contact not asked for);
+    ``uncovered``: the contact pairs and other constraints left out (None:
+    contact not asked for); ``soft``: limits of fixed tendons are modelled;
     ``fitted``: the mesh geoms that touch as MuJoCo's fitted primitives."""
     dropped = []
     if fitted:
@@ -587,7 +621,8 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
             dropped.append(f"contacts ({len(pairs)} colliding geom pairs)")
     elif uncovered:
         shown = ", ".join(uncovered[:6]) + (f" and {len(uncovered) - 6} more" if len(uncovered) > 6 else "")
-        dropped.append(f"contact pairs without a kernel: {shown}")
+        dropped.append(f"contact pairs without a kernel and constraints: {shown}" if soft
+                       else f"contact pairs without a kernel: {shown}")
     if unactuated:
         dropped.append(f"actuators {', '.join(unactuated)}")
     if unmapped:
@@ -602,7 +637,7 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
         "stiffness": [j.name for j in joints.values() if j.stiffness and not springs],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
             mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in range(m.ntendon)
-            if m.tendon_limited[t] or any(np.any(getattr(m, f"tendon_{what}", np.zeros((m.ntendon, 1)))[t])
+            if (m.tendon_limited[t] and not soft) or any(np.any(getattr(m, f"tendon_{what}", np.zeros((m.ntendon, 1)))[t])
                                           for what in ("stiffness", "stiffnesspoly", "damping", "dampingpoly",
                                                        "frictionloss", "armature"))],  # some newer than 3.3
     }
@@ -680,6 +715,55 @@ def _resting_on_world(mujoco, m, seconds: float = 5.0, max_steps: int = 10_000) 
     return carrying
 
 
+class ContactGeoms:
+    """How a compiled model's colliding geom pairs (``pairs``) become
+    simbodyx contact shapes: ``kind[g]`` each geom's MuJoCo type, a mesh's
+    the primitive MuJoCo's compiler fits to it (a box where it touches
+    only planes and height fields, else a capsule; its (size, pos, quat)
+    in ``fits``), ``shape_kind(g)`` the ContactGeometry kind (a flat height
+    field: the HalfSpace of its base), ``covered`` the pairs a detection
+    kernel handles and ``uncovered`` the others, described."""
+
+    def __init__(self, mujoco, m, source, pairs, geom_name):
+        self.m = m
+        kind = [mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower() for t in m.geom_type]
+        partners = {}  # each colliding mesh geom's partners
+        for a, b in pairs:
+            for g, other in ((a, b), (b, a)):
+                if kind[g] == "mesh":
+                    partners.setdefault(g, []).append(other)
+        primitives = {g: "box" if all(kind[o] in ("plane", "hfield") for o in others) else "capsule"
+                      for g, others in partners.items()}
+        self.fits = _fitted(mujoco, source, primitives) if primitives else {}
+        self.kind = [primitives.get(g, k) for g, k in enumerate(kind)]
+        self.covered, self.uncovered = [], []
+        for g1, g2 in pairs:
+            shapes = (self.shape_kind(g1), self.shape_kind(g2))
+            if None in shapes or (shapes not in KERNELS and shapes[::-1] not in KERNELS):
+                self.uncovered.append(f"{geom_name[g1]}-{geom_name[g2]} ({self.kind[g1]}-{self.kind[g2]})")
+            else:
+                self.covered.append((g1, g2))
+
+    def heights(self, g):
+        """A height field geom's heights (nrow, ncol; m)."""
+        m, field = self.m, int(self.m.geom_dataid[g])
+        start, nrow, ncol = int(m.hfield_adr[field]), int(m.hfield_nrow[field]), int(m.hfield_ncol[field])
+        return m.hfield_data[start:start + nrow * ncol].reshape(nrow, ncol) * float(m.hfield_size[field][2])
+
+    def shape_kind(self, g):
+        if self.kind[g] == "hfield":  # a flat one (MuJoCo's elevations all 0) is its geom frame's plane z = 0
+            return "HeightField" if np.any(self.heights(g)) else "HalfSpace"
+        return SHAPES.get(self.kind[g])
+
+    def pose(self, mujoco, g):
+        """The geom's (fitted primitive's) pose in its MuJoCo body, 4x4."""
+        _, pos, quat = self.fits.get(g, (None, self.m.geom_pos[g], self.m.geom_quat[g]))
+        return _pose(mujoco, pos, quat)
+
+    def size(self, g):
+        return self.fits[g][0] if g in self.fits else np.asarray(self.m.geom_size[g], float)
+
+
 def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     """(HuntCrossleyForce or None, [the colliding pairs left out], [the mesh
     geoms modelled as fitted primitives, with the primitive]).
@@ -736,35 +820,10 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     sum of the margins less the sum of the gaps). Explicit pairs use their
     geoms' numbers too."""
     pairs = _colliding_pairs(mujoco, m)
-    kind = [mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower() for t in m.geom_type]
     geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
-    partners = {}  # each colliding mesh geom's partners
-    for a, b in pairs:
-        for g, other in ((a, b), (b, a)):
-            if kind[g] == "mesh":
-                partners.setdefault(g, []).append(other)
-    primitives = {g: "box" if all(kind[o] in ("plane", "hfield") for o in others) else "capsule"
-                  for g, others in partners.items()}
-    fits = _fitted(mujoco, source, primitives) if primitives else {}
-    kind = [primitives.get(g, k) for g, k in enumerate(kind)]
-
-    def heights(g):  # a height field geom's heights (nrow, ncol; m)
-        field = int(m.geom_dataid[g])
-        start, nrow, ncol = int(m.hfield_adr[field]), int(m.hfield_nrow[field]), int(m.hfield_ncol[field])
-        return m.hfield_data[start:start + nrow * ncol].reshape(nrow, ncol) * float(m.hfield_size[field][2])
-
-    def shape_kind(g):  # a flat height field (MuJoCo's elevations then all 0) is its geom frame's plane z = 0
-        if kind[g] == "hfield":
-            return "HeightField" if np.any(heights(g)) else "HalfSpace"
-        return SHAPES.get(kind[g])
-
-    covered, uncovered = [], []
-    for g1, g2 in pairs:
-        shapes = (shape_kind(g1), shape_kind(g2))
-        if None in shapes or (shapes not in KERNELS and shapes[::-1] not in KERNELS):
-            uncovered.append(f"{geom_name[g1]}-{geom_name[g2]} ({kind[g1]}-{kind[g2]})")
-        else:
-            covered.append((g1, g2))
+    geometry = ContactGeoms(mujoco, m, source, pairs, geom_name)
+    kind, fits, heights, shape_kind = geometry.kind, geometry.fits, geometry.heights, geometry.shape_kind
+    covered, uncovered = geometry.covered, geometry.uncovered
     if not covered:
         return None, uncovered, []
 

@@ -56,15 +56,20 @@ class Robot(Mapping):
     both ``springs`` and ``frictions``);
     ``contact`` the HuntCrossleyForce made for the file's contacts (None:
     none); ``actuators`` the MobilityActuator of each actuator modelled, in
-    the file's order (``set_controls``)."""
+    the file's order (``set_controls``); ``stepper`` the
+    ``SoftConstraintStepper`` of an MJCF file loaded with
+    ``physics="mujoco"`` (else None) and ``timestep`` the file's time step
+    (s; None for URDF)."""
 
     def __init__(self, root, links, joints, joint_bodies, visuals=(), collisions=(), couplers=None, dampers=None,
-                 springs=None, stops=None, frictions=None, contact=None, actuators=None):
+                 springs=None, stops=None, frictions=None, contact=None, actuators=None, stepper=None,
+                 timestep=None):
         self.root, self.links, self.joints, self.joint_bodies = root, links, joints, joint_bodies
         self.visuals, self.collisions = list(visuals), list(collisions)
         self.couplers, self.dampers, self.springs = couplers or {}, dampers or {}, springs or {}
         self.stops, self.frictions = stops or {}, frictions or {}
         self.contact, self.actuators = contact, actuators or {}
+        self.stepper, self.timestep = stepper, timestep
 
     def __getitem__(self, name):
         if name in self.links:

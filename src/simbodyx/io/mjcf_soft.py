@@ -1,0 +1,195 @@
+"""A compiled MuJoCo model's constraints as a ``SoftConstraintStepper``
+(``simbodyx.soft_constraints``): ``load_mjcf(..., physics="mujoco")``'s
+contacts, limits and friction loss, with the file's own numbers.
+
+Contacts: each colliding geom pair a kernel handles becomes a candidate
+pair of contact surfaces (one surface per geom, as ``ContactGeoms`` maps
+it), with MuJoCo's mixing of the two geoms' parameters
+(``mj_contactParam``: the higher priority's, else condim and friction the
+larger, solref and solimp mixed by solmix, a direct solref the smaller)
+or an explicit ``<pair>``'s own, margin and gap each the sum of the
+geoms'. Limits: each limited hinge or slide, and each limited fixed
+tendon (a sum of coef q over hinges and slides). Friction loss: each
+hinge's or slide's. Damping: every dof's, in u's order (a free joint's
+rotation first), for the Euler integrators' implicit damping.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.contact import ContactGeometry
+from simbodyx.contact.detection import candidate_pairs, detect
+from simbodyx.contact.geometry import ContactSurface
+from simbodyx.io.robot import pose, rotation_about, transform
+from simbodyx.soft_constraints import SoftConstraintStepper
+from simbodyx.spatial import Transform
+
+MIN_VALUE = 1e-15
+
+
+def _pair_parameters(m, g1, g2):
+    """(condim, sliding friction, solref, solimp) of a dynamic pair, as
+    MuJoCo's mj_contactParam mixes them."""
+    if m.geom_priority[g1] != m.geom_priority[g2]:
+        g = g1 if m.geom_priority[g1] > m.geom_priority[g2] else g2
+        return int(m.geom_condim[g]), float(m.geom_friction[g][0]), m.geom_solref[g], m.geom_solimp[g]
+    s1, s2 = float(m.geom_solmix[g1]), float(m.geom_solmix[g2])
+    if s1 >= MIN_VALUE and s2 >= MIN_VALUE:
+        mix = s1 / (s1 + s2)
+    else:
+        mix = 0.5 if s1 < MIN_VALUE and s2 < MIN_VALUE else (0.0 if s1 < MIN_VALUE else 1.0)
+    r1, r2 = np.asarray(m.geom_solref[g1], float), np.asarray(m.geom_solref[g2], float)
+    solref = mix * r1 + (1 - mix) * r2 if r1[0] > 0 and r2[0] > 0 else np.minimum(r1, r2)
+    solimp = mix * np.asarray(m.geom_solimp[g1], float) + (1 - mix) * np.asarray(m.geom_solimp[g2], float)
+    return (max(int(m.geom_condim[g1]), int(m.geom_condim[g2])),
+            max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])), solref, solimp)
+
+
+def _shape(mujoco, geometry, g):
+    """(ContactGeometry shape, X_GS: its frame in the geom's) of geom g."""
+    size = geometry.size(g)
+    kind = geometry.kind[g]
+    if geometry.shape_kind(g) == "HeightField":
+        field = int(geometry.m.geom_dataid[g])
+        return ContactGeometry.HeightField(geometry.heights(g), geometry.m.hfield_size[field][:2]), np.eye(4)
+    if kind in ("plane", "hfield"):  # MuJoCo's plane z = 0 with its normal +z; Simbody's HalfSpace is x > 0
+        return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2))
+    shapes = {"sphere": lambda: ContactGeometry.Sphere(size[0]),
+              "capsule": lambda: ContactGeometry.Capsule(size[0], size[1]),
+              "box": lambda: ContactGeometry.Brick(size),
+              "cylinder": lambda: ContactGeometry.Cylinder(size[0], size[1]),
+              "ellipsoid": lambda: ContactGeometry.Ellipsoid(size)}
+    return shapes[kind](), np.eye(4)
+
+
+def soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, joint_names) -> tuple:
+    """(SoftConstraintStepper, [what of the file's constraints it leaves
+    out, described]) for compiled model ``m``; ``geometry`` its
+    ``ContactGeoms``, ``placed`` each MuJoCo body's (MobilizedBody, X_B)."""
+    disabled = int(m.opt.disableflags)
+    left_out = []
+    if int(m.opt.cone) != int(mujoco.mjtCone.mjCONE_PYRAMIDAL):
+        left_out.append("the elliptic friction cone (contacts use MuJoCo's pyramidal one)")
+    dtype = jnp.zeros(0).dtype
+
+    # contacts: one surface per geom in a covered pair
+    geoms = sorted({g for pair in geometry.covered for g in pair})
+    index = {g: i for i, g in enumerate(geoms)}
+    surfaces = []
+    for g in geoms:
+        body, X_B = placed[body_names[m.geom_bodyid[g]]]
+        shape, X_GS = _shape(mujoco, geometry, g)
+        surfaces.append(ContactSurface(body.index, shape, transform(X_B @ geometry.pose(mujoco, g) @ X_GS),
+                                       f"geom {geom_name[g]!r} ({shape.kind} on {body_names[m.geom_bodyid[g]]})"))
+    explicit = {frozenset((int(a), int(b))): p for p, (a, b) in enumerate(zip(m.pair_geom1, m.pair_geom2))}
+    parameters = {}
+    for g1, g2 in geometry.covered:
+        p = explicit.get(frozenset((g1, g2)))
+        if p is not None:
+            condim, friction = int(m.pair_dim[p]), float(m.pair_friction[p][0])
+            solref, solimp = np.asarray(m.pair_solref[p], float), np.asarray(m.pair_solimp[p], float)
+            margin = float(m.pair_margin[p] - m.pair_gap[p])
+        else:
+            condim, friction, solref, solimp = _pair_parameters(m, g1, g2)
+            margin = float(m.geom_margin[g1] + m.geom_margin[g2] - m.geom_gap[g1] - m.geom_gap[g2])
+        if condim > 3:
+            left_out.append(f"torsional and rolling friction of {geom_name[g1]}-{geom_name[g2]} (condim {condim})")
+        invweight = float(m.body_invweight0[m.geom_bodyid[g1]][0] + m.body_invweight0[m.geom_bodyid[g2]][0])
+        parameters[frozenset((index[g1], index[g2]))] = (condim > 1, friction if condim > 1 else 0.0,
+                                                         solref, solimp, margin, invweight)
+    wanted = set(parameters)
+    excluded = frozenset((i, j) for i in range(len(surfaces)) for j in range(i + 1, len(surfaces))
+                         if frozenset((i, j)) not in wanted)
+    groups = candidate_pairs(tuple(surfaces), "load_mjcf", excluded) if surfaces else ()
+    nb = max(s.body for s in surfaces) + 1 if surfaces else 0
+    if groups:  # the candidate points' pairs, in detect's order
+        X = jax.tree.map(lambda a: jnp.broadcast_to(a, (nb,) + a.shape), Transform())
+        _, first, second, _ = detect(tuple(surfaces), groups, X)
+        rows = [parameters[frozenset((int(i), int(j)))] for i, j in zip(first, second)]
+        bodies = (tuple(surfaces[i].body for i in first), tuple(surfaces[j].body for j in second))
+        kinds = [(surfaces[i].shape.kind, surfaces[j].shape.kind) for i, j in zip(first, second)]
+        axes = tuple(int(j) if k == ("HalfSpace", "Capsule") else int(i) if k == ("Capsule", "HalfSpace") else -1
+                     for (i, j), k in zip(zip(first, second), kinds))
+    else:
+        rows, bodies, axes = [], ((), ()), ()
+    frictional, friction, solref, solimp, margin, invweight = (list(c) for c in zip(*rows)) if rows else [[]] * 6
+
+    # limits of hinges, slides and fixed tendons
+    limited = []  # (q coefficients, u coefficients, range, margin, solref, solimp, invweight)
+    if not disabled & mujoco.mjtDisableBit.mjDSBL_LIMIT:
+        for j in range(m.njnt):
+            if not m.jnt_limited[j]:
+                continue
+            if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                left_out.append(f"the limit of ball joint {joint_names[j]}")
+                continue
+            limited.append(({int(m.jnt_qposadr[j]): 1.0}, {int(m.jnt_dofadr[j]): 1.0}, m.jnt_range[j],
+                            m.jnt_margin[j], m.jnt_solref[j], m.jnt_solimp[j], m.dof_invweight0[m.jnt_dofadr[j]]))
+        for t in range(m.ntendon):
+            if not m.tendon_limited[t]:
+                continue
+            wraps = range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t])
+            if any(int(m.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT) for w in wraps):
+                left_out.append(f"the limit of spatial tendon {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t)}")
+                continue
+            q_weights, u_weights = {}, {}
+            for w in wraps:
+                j = int(m.wrap_objid[w])
+                q_weights[int(m.jnt_qposadr[j])] = q_weights.get(int(m.jnt_qposadr[j]), 0.0) + float(m.wrap_prm[w])
+                u_weights[int(m.jnt_dofadr[j])] = u_weights.get(int(m.jnt_dofadr[j]), 0.0) + float(m.wrap_prm[w])
+            limited.append((q_weights, u_weights, m.tendon_range[t], m.tendon_margin[t], m.tendon_solref_lim[t],
+                            m.tendon_solimp_lim[t], m.tendon_invweight0[t]))
+    limit_q, limit_u = np.zeros((len(limited), m.nq)), np.zeros((len(limited), m.nv))
+    for i, (qw, uw, *_) in enumerate(limited):
+        limit_q[i, list(qw)], limit_u[i, list(uw)] = list(qw.values()), list(uw.values())
+
+    # friction loss of hinges and slides
+    lossy = []
+    if not disabled & mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS:
+        for j in range(m.njnt):
+            dofs = range(m.jnt_dofadr[j], m.jnt_dofadr[j] + {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1))
+            if not any(m.dof_frictionloss[d] > 0 for d in dofs):
+                continue
+            if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                left_out.append(f"the friction loss of joint {joint_names[j]}")
+                continue
+            lossy.append(int(m.jnt_dofadr[j]))
+        for t in range(m.ntendon):
+            if m.tendon_frictionloss[t] > 0:
+                left_out.append(f"the friction loss of tendon {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t)}")
+    loss_u = np.zeros((len(lossy), m.nv))
+    loss_u[np.arange(len(lossy)), lossy] = 1.0
+
+    damping = np.asarray(m.dof_damping, float).copy()
+    for j in range(m.njnt):  # a free joint's dofs in u's order: rotation, then translation
+        if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            d = int(m.jnt_dofadr[j])
+            damping[d:d + 6] = np.concatenate([damping[d + 3:d + 6], damping[d:d + 3]])
+    if disabled & mujoco.mjtDisableBit.mjDSBL_DAMPER or disabled & mujoco.mjtDisableBit.mjDSBL_EULERDAMP:
+        damping[:] = 0.0
+
+    def array(values, shape):
+        return jnp.asarray(np.asarray(values, float).reshape(shape), dtype)
+
+    stepper = SoftConstraintStepper(
+        surfaces=tuple(surfaces), groups=groups, contact_bodies=bodies, frictional=tuple(frictional),
+        contact_axes=axes,
+        friction=array(friction, (-1,)), contact_solref=array(solref, (-1, 2)),
+        contact_solimp=array(solimp, (-1, 5)), contact_margin=array(margin, (-1,)),
+        contact_invweight=array(invweight, (-1,)),
+        limit_q=array(limit_q, limit_q.shape), limit_u=array(limit_u, limit_u.shape),
+        limit_range=array([x[2] for x in limited], (-1, 2)), limit_margin=array([x[3] for x in limited], (-1,)),
+        limit_solref=array([x[4] for x in limited], (-1, 2)), limit_solimp=array([x[5] for x in limited], (-1, 5)),
+        limit_invweight=array([x[6] for x in limited], (-1,)),
+        loss_u=array(loss_u, loss_u.shape), loss=array(m.dof_frictionloss[lossy], (-1,)),
+        loss_solref=array(m.dof_solref[lossy], (-1, 2)), loss_solimp=array(m.dof_solimp[lossy], (-1, 5)),
+        loss_invweight=array(m.dof_invweight0[lossy], (-1,)),
+        damping=array(damping, (-1,)),
+        timestep=array(0.0 if disabled & mujoco.mjtDisableBit.mjDSBL_REFSAFE else m.opt.timestep, ()),
+        impratio=array(m.opt.impratio, ()), mean_inertia=array(m.stat.meaninertia, ()),
+        integrator="rk4" if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4) else "euler",
+        iterations=int(m.opt.iterations), tolerance=float(m.opt.tolerance))
+    return stepper, left_out

@@ -1,0 +1,379 @@
+"""MuJoCo's constraint model for robots from MJCF files: contacts, joint and
+tendon limits and dof friction loss as soft constraints, solved as one
+convex problem each time the accelerations are evaluated, and stepped as
+MuJoCo steps them (``SoftConstraintStepper``). ``sx.io.load_mjcf`` builds
+the stepper from a file's own numbers (``robot.stepper``), so the robot
+moves as its authors tuned it, at the file's own time step.
+
+Each evaluation, at (q, u), with the Model's forces (gravity, springs,
+dampers, actuators, controls) giving the unconstrained accelerations a0 and
+the mass matrix M (armature included), finds
+
+    a = argmin_a  1/2 (a - a0)' M (a - a0) + sum_i s_i(J_i a - aref_i)
+
+(MuJoCo's primal problem). Row i has Jacobian J_i (1/s per unit u),
+regularizer R_i = (1 - d) / d A_i and reference acceleration
+aref_i = -b (J_i u) - k d r_i, from its violation r_i (m or rad; < 0 when
+violated), its solref (time constant, at least twice ``timestep``, and
+damping ratio: k and b) and solimp (the impedance d(|r|)), A_i an
+approximate inverse inertia (MuJoCo's ``dof_invweight0``,
+``body_invweight0`` and ``tendon_invweight0``). s_i is R_i^-1 x^2 / 2 where
+row i pushes and zero where it would pull (a contact's pyramid edge, a
+limit): its force is -x / R_i there; a friction-loss row's force is that
+too, clipped to its frictionloss. A contact of condim 3 has four rows, the
+edges J_n +- mu J_t1 and J_n +- mu J_t2 of MuJoCo's pyramid (tangents as
+MuJoCo's ``mju_makeFrame`` builds them, R = 2 mu^2 R_n / impratio); of
+condim 1, its normal row. A contact exists where the surfaces are within
+the pair's margin less its gap, and its rows act only there.
+
+The problem is strictly convex and piecewise quadratic; Newton's method
+with an exact line search (the root of the cost's piecewise-linear slope,
+bracketed) solves it to the file's tolerance in a few iterations, as
+MuJoCo's Newton solver does. Its derivative is the implicit one: one more
+Newton step taken from the solution with the rows that push there held,
+whose value is the solution and whose derivative with respect to every
+input (q, u, forces, Model parameters) is exact wherever the set of
+pushing, sticking and sliding rows does not change.
+
+Stepping (``SoftConstraintStepper.step``) follows the file's integrator:
+"euler", MuJoCo's semi-implicit Euler, with the joints' damping taken
+implicitly, (M + h B) a_h = M a, u1 = u + h a_h, q1 = q + h N(q) u1
+("implicit" and "implicitfast" step the same way); "rk4", classical
+fourth-order Runge-Kutta on (q, u) with the constraint solve at each stage.
+
+Not modelled (``load_mjcf`` says which of a file's elements it left out):
+elliptic friction cones, condim 4 and 6, equality constraints, ball-joint
+limits and friction loss on ball and free joints, spatial tendons, adhesion.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+
+from simbodyx._xla.module import Module
+from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
+from simbodyx.algorithms.crba import mass_matrix
+from simbodyx.algorithms.jacobians import body_jacobians
+from simbodyx.contact.detection import detect
+from simbodyx.spatial.vectors import cross, shift_velocity
+from simbodyx.stage import Stage
+from simbodyx.state import State
+
+#: MuJoCo's bounds on an impedance and its smallest positive number
+MIN_IMPEDANCE, MAX_IMPEDANCE, MIN_VALUE = 0.0001, 0.9999, 1e-15
+INTEGRATORS = ("euler", "rk4")
+#: bracketed Newton iterations of the exact line search (each halves the bracket at worst)
+LINE_SEARCH_ITERATIONS = 50
+
+
+def reference_parameters(solref, solimp, violation, timestep):
+    """(k, b, d) of constraint rows: stiffness k (1/s^2) and damping b (1/s)
+    of the reference acceleration and the impedance d in (0, 1) at
+    ``violation`` (m or rad), MuJoCo's: solref (time constant, damping
+    ratio), its time constant at least 2 ``timestep``, or (-stiffness,
+    -damping) directly; solimp (d0, dmax, width, midpoint, power)."""
+    timeconst, ratio = solref[..., 0], solref[..., 1]
+    timeconst = jnp.where(timeconst > 0, jnp.maximum(timeconst, 2 * timestep), timeconst)
+    d0 = jnp.clip(solimp[..., 0], MIN_IMPEDANCE, MAX_IMPEDANCE)
+    dmax = jnp.clip(solimp[..., 1], MIN_IMPEDANCE, MAX_IMPEDANCE)
+    width = jnp.maximum(solimp[..., 2], MIN_VALUE)
+    mid = jnp.clip(solimp[..., 3], MIN_IMPEDANCE, MAX_IMPEDANCE)
+    power = jnp.maximum(solimp[..., 4], 1.0)
+    standard = timeconst > 0
+    safe_tc = jnp.where(standard, timeconst, 1.0)
+    safe_ratio = jnp.where(ratio > 0, ratio, 1.0)
+    k = jnp.where(standard, 1 / (dmax ** 2 * safe_tc ** 2 * safe_ratio ** 2), -timeconst / dmax ** 2)
+    b = jnp.where(ratio > 0, 2 / (dmax * safe_tc), -ratio / dmax)
+    x = jnp.minimum(jnp.abs(violation) / width, 1.0)
+    rising = x ** power / mid ** (power - 1)
+    settling = 1 - (1 - x) ** power / (1 - mid) ** (power - 1)
+    d = d0 + jnp.where(x < mid, rising, settling) * (dmax - d0)
+    return k, b, jnp.clip(d, MIN_IMPEDANCE, MAX_IMPEDANCE)
+
+
+def contact_frames(normal, seed):
+    """(t1, t2) (n, 3) tangents of unit normals (n, 3) as MuJoCo's
+    ``mju_makeFrame``: t1 the part of ``seed`` (n, 3) normal to n, or where
+    the seed is zero, of y (z where |n_y| >= 1/2); t2 = n x t1."""
+    axis = jnp.where((jnp.abs(normal[:, 1]) < 0.5)[:, None], jnp.array([0.0, 1.0, 0.0], normal.dtype),
+                     jnp.array([0.0, 0.0, 1.0], normal.dtype))
+    seed = jnp.where((jnp.sum(seed * seed, axis=1) < 0.25)[:, None], axis, seed)
+    t1 = seed - jnp.sum(seed * normal, axis=1, keepdims=True) * normal
+    t1 = t1 / jnp.linalg.norm(t1, axis=1, keepdims=True)
+    return t1, cross(normal, t1)
+
+
+class Rows(Module):
+    """Constraint rows at one State: ``J`` (nr, nu), reference accelerations
+    ``aref`` (nr,), regularizers ``R`` (nr,) and the interval [``lower``,
+    ``upper``] of each row's J a - aref within which its force -x / R is
+    not clipped (-inf, 0 for rows that only push; +-R f for friction loss
+    f)."""
+
+    J: jnp.ndarray
+    aref: jnp.ndarray
+    R: jnp.ndarray
+    lower: jnp.ndarray
+    upper: jnp.ndarray
+
+    def forces(self, x):
+        """(nr,) each row's force at x = J a - aref."""
+        return -jnp.clip(x, self.lower, self.upper) / self.R
+
+    def quadratic(self, x):
+        """(nr,) whether each row's cost is quadratic (its force unclipped) at x."""
+        return (x > self.lower) & (x < self.upper)
+
+    def cost(self, x):
+        """Sum of the rows' costs s_i at x (the integral of minus their forces)."""
+        inner = jnp.clip(x, self.lower, self.upper)
+        return jnp.sum((inner * (2 * x - inner)) / (2 * self.R))
+
+
+def solve(M, a0, rows: Rows, tolerance, iterations: int, scale):
+    """The accelerations a (nu,) minimizing 1/2 (a - a0)' M (a - a0) plus the
+    rows' costs, by Newton's method with an exact line search, from a0,
+    until the gradient's norm or a step's decrease of the cost, times
+    ``scale`` (1 / (mean inertia * nu), as MuJoCo's), is below
+    ``tolerance``, or after ``iterations``; its derivative is the implicit
+    one (module docstring)."""
+    problem = jax.lax.stop_gradient((M, a0, rows))
+    a = jax.lax.stop_gradient(_minimize(*problem, tolerance, iterations, scale))
+    return a + _newton_step(M, a0, rows, a)[0]
+
+
+def _cost(M, a0, rows: Rows, a):
+    return 0.5 * (a - a0) @ (M @ (a - a0)) + rows.cost(rows.J @ a - rows.aref)
+
+
+def _newton_step(M, a0, rows: Rows, a):
+    """(Newton's step p from a, the cost's gradient g at a)."""
+    x = rows.J @ a - rows.aref
+    g = M @ (a - a0) - rows.J.T @ rows.forces(x)
+    H = M + (rows.J.T * jnp.where(rows.quadratic(x), 1 / rows.R, 0.0)) @ rows.J
+    return -jsl.cho_solve(jsl.cho_factor(H), g), g
+
+
+def _line_search(M, a0, rows: Rows, a, p):
+    """The step length alpha >= 0 minimizing the cost along p from a: the
+    root of its slope (nondecreasing, piecewise linear, at least
+    p' M p alpha above its value at 0), by Newton's method on the slope
+    kept inside a shrinking bracket."""
+    Jp = rows.J @ p
+    x0 = rows.J @ a - rows.aref
+    linear, curvature = p @ (M @ (a - a0)), p @ (M @ p)
+
+    def slope(alpha):  # the cost's first and second derivatives along p
+        x = x0 + alpha * Jp
+        return (linear + alpha * curvature - rows.forces(x) @ Jp,
+                curvature + jnp.sum(jnp.where(rows.quadratic(x), Jp * Jp / rows.R, 0.0)))
+
+    start = slope(0.0)[0]
+    high = jnp.where(start < 0, -start / jnp.maximum(curvature, MIN_VALUE), 0.0)  # the slope is >= 0 there
+
+    def searching(carry):
+        i, alpha, low, high = carry
+        return (i < LINE_SEARCH_ITERATIONS) & (high - low > 1e-15 * high) \
+            & (jnp.abs(slope(alpha)[0]) > 1e-13 * jnp.abs(start))
+
+    def narrow(carry):
+        i, alpha, low, high = carry
+        d1, d2 = slope(alpha)
+        low, high = jnp.where(d1 < 0, alpha, low), jnp.where(d1 < 0, high, alpha)
+        newton = alpha - d1 / jnp.maximum(d2, MIN_VALUE)
+        return i + 1, jnp.where((newton > low) & (newton < high), newton, 0.5 * (low + high)), low, high
+
+    return jax.lax.while_loop(searching, narrow, (0, jnp.minimum(1.0, high), jnp.zeros_like(high), high))[1]
+
+
+def _minimize(M, a0, rows: Rows, tolerance, iterations: int, scale):
+    def improving(carry):
+        i, _, g, decrease = carry
+        return (i < iterations) & (scale * jnp.linalg.norm(g) > tolerance) & (scale * decrease > tolerance)
+
+    def iterate(carry):
+        i, a, _, _ = carry
+        p, _ = _newton_step(M, a0, rows, a)
+        a1 = a + _line_search(M, a0, rows, a, p) * p
+        return i + 1, a1, _newton_step(M, a0, rows, a1)[1], _cost(M, a0, rows, a) - _cost(M, a0, rows, a1)
+
+    g0 = _newton_step(M, a0, rows, a0)[1]
+    return jax.lax.while_loop(improving, iterate, (0, a0, g0, jnp.asarray(jnp.inf, a0.dtype)))[1]
+
+
+class SoftConstraintStepper(Module):
+    """MuJoCo's constraint model of one robot and its integrator (module
+    docstring): a time stepper for ``sx.integrate.rollout(model, state, dt,
+    n, method=stepper)``, or ``stepper.step(model, state, dt)`` in a loop of
+    your own. Built by ``sx.io.load_mjcf`` (``robot.stepper``).
+
+    Contacts: the candidate point of ``surfaces`` (``groups``) on bodies
+    ``contact_bodies`` (two static tuples, one entry per point), each with
+    its pair's ``friction`` (sliding), ``contact_solref`` (n, 2),
+    ``contact_solimp`` (n, 5), ``contact_margin`` (m, margin less gap),
+    ``contact_invweight`` (both bodies' translational inverse weight) and
+    ``frictional`` (static: condim 3, else 1) and ``contact_axes``
+    (static: the capsule surface whose axis seeds the tangents of a
+    capsule-plane point, as MuJoCo's, else -1). Limits: length
+    ``limit_q @ q`` (rad or m) within ``limit_range`` (nl, 2), Jacobian
+    ``limit_u`` (nl, nu), with ``limit_margin``, ``limit_solref``,
+    ``limit_solimp``, ``limit_invweight``. Friction loss: rows ``loss_u``
+    (nf, nu), ``loss`` (N or N m), ``loss_solref``, ``loss_solimp``,
+    ``loss_invweight``. ``damping`` (nu,) the joints' damping (N s/m or
+    N m s) that "euler" takes implicitly; ``timestep`` (s) the file's,
+    which floors the time constants; ``impratio``; ``mean_inertia`` scales
+    the solver's ``tolerance``; ``iterations`` bounds its Newton steps."""
+
+    surfaces: tuple
+    groups: tuple = eqx.field(static=True)
+    contact_bodies: tuple = eqx.field(static=True)
+    frictional: tuple = eqx.field(static=True)
+    contact_axes: tuple = eqx.field(static=True)
+    friction: jnp.ndarray
+    contact_solref: jnp.ndarray
+    contact_solimp: jnp.ndarray
+    contact_margin: jnp.ndarray
+    contact_invweight: jnp.ndarray
+    limit_q: jnp.ndarray
+    limit_u: jnp.ndarray
+    limit_range: jnp.ndarray
+    limit_margin: jnp.ndarray
+    limit_solref: jnp.ndarray
+    limit_solimp: jnp.ndarray
+    limit_invweight: jnp.ndarray
+    loss_u: jnp.ndarray
+    loss: jnp.ndarray
+    loss_solref: jnp.ndarray
+    loss_solimp: jnp.ndarray
+    loss_invweight: jnp.ndarray
+    damping: jnp.ndarray
+    timestep: jnp.ndarray
+    impratio: jnp.ndarray
+    mean_inertia: jnp.ndarray
+    integrator: str = eqx.field(static=True, default="euler")
+    iterations: int = eqx.field(static=True, default=100)
+    tolerance: float = eqx.field(static=True, default=1e-8)
+
+    def __check_init__(self):
+        if self.integrator not in INTEGRATORS:
+            raise ValueError(f"SoftConstraintStepper: unknown integrator {self.integrator!r}; "
+                             f"choose one of {INTEGRATORS}")
+
+    # -- rows ----------------------------------------------------------------------------------
+    def _contact_rows(self, state: State):
+        position, u = state.position, state.u
+        c = detect(self.surfaces, self.groups, position.X_GB)[0]
+        b1, b2 = (np.asarray(b, np.int32) for b in self.contact_bodies)
+        J_B = body_jacobians(state.topology, position, np.concatenate([b1, b2]))  # (2n, nu, 6) at Bo, in G
+        r = c.location[None] - position.X_GB.p[np.concatenate([b1, b2])].reshape(2, -1, 3)
+        n = len(b1)
+        J_point = shift_velocity(J_B.reshape(2, n, *J_B.shape[1:]), r[:, :, None, :])[..., 3:]
+        J_rel = J_point[1] - J_point[0]  # (n, nu, 3): body 2's point velocity relative to body 1's
+        axes = np.asarray(self.contact_axes, np.int32)
+        seed = jnp.zeros_like(c.normal)
+        if np.any(axes >= 0):  # a capsule on a plane: its axis, as MuJoCo's
+            capsules = [self.surfaces[i] for i in axes[axes >= 0]]
+            R_BS = jnp.stack([surface.X_BS.R for surface in capsules])
+            R_GS = jnp.einsum("nij,njk->nik", position.X_GB.R[np.array([x.body for x in capsules])], R_BS)
+            seed = seed.at[np.flatnonzero(axes >= 0)].set(R_GS[:, :, 2])
+        t1, t2 = contact_frames(c.normal, seed)
+        J_n, J_1, J_2 = (jnp.einsum("nuk,nk->nu", J_rel, axis) for axis in (c.normal, t1, t2))
+        violation = -c.depth - self.contact_margin  # MuJoCo's dist less its margin, < 0 where it acts
+        active = (violation < 0)[:, None]
+        k, b, d = reference_parameters(self.contact_solref, self.contact_solimp, violation, self.timestep)
+        R_n = jnp.maximum((1 - d) / d * self.contact_invweight, MIN_VALUE)
+        mu = self.friction[:, None]
+        frictional = np.asarray(self.frictional, bool)
+        edges = jnp.stack([J_n + mu * J_1, J_n - mu * J_1, J_n + mu * J_2, J_n - mu * J_2], axis=1)
+        R_edge = jnp.maximum(2 * self.friction ** 2 * (1 + self.friction ** 2) / self.impratio
+                             * (1 - d) / d * self.contact_invweight, MIN_VALUE)
+        F, N = np.flatnonzero(frictional), np.flatnonzero(~frictional)
+        J = jnp.concatenate([(edges[F] * active[F, None]).reshape(-1, J_n.shape[1]), J_n[N] * active[N]])
+        R = jnp.concatenate([jnp.repeat(R_edge[F], 4), R_n[N]])
+        kdr = jnp.where(active[:, 0], k * d * violation, 0.0)
+        aref = -jnp.concatenate([jnp.repeat(b[F], 4), b[N]]) * (J @ u) - jnp.concatenate([jnp.repeat(kdr[F], 4),
+                                                                                             kdr[N]])
+        return J, aref, R
+
+    def _limit_rows(self, state: State):
+        length = self.limit_q @ state.q
+        below, above = length - self.limit_range[:, 0], self.limit_range[:, 1] - length
+        violation = jnp.minimum(below, above) - self.limit_margin
+        sign = jnp.where(below < above, 1.0, -1.0) * (violation < 0)
+        J = self.limit_u * sign[:, None]
+        k, b, d = reference_parameters(self.limit_solref, self.limit_solimp, violation, self.timestep)
+        R = jnp.maximum((1 - d) / d * self.limit_invweight, MIN_VALUE)
+        return J, -b * (J @ state.u) - k * d * violation * (violation < 0), R
+
+    def _loss_rows(self, state: State):
+        zero = jnp.zeros_like(self.loss)
+        _, b, d = reference_parameters(self.loss_solref, self.loss_solimp, zero, self.timestep)
+        R = jnp.maximum((1 - d) / d * self.loss_invweight, MIN_VALUE)
+        return self.loss_u, -b * (self.loss_u @ state.u), R
+
+    def rows(self, state: State) -> Rows:
+        """The constraint rows at a State realized to Velocity."""
+        groups = [self._loss_rows(state), self._limit_rows(state), self._contact_rows(state)]
+        J, aref, R = (jnp.concatenate(parts) for parts in zip(*groups))
+        nf = self.loss.shape[0]
+        inf = jnp.full(J.shape[0] - nf, jnp.inf, R.dtype)
+        reach = R[:nf] * self.loss
+        return Rows(J, aref, R, jnp.concatenate([-reach, -inf]), jnp.concatenate([reach, jnp.zeros_like(inf)]))
+
+    # -- dynamics ------------------------------------------------------------------------------
+    def accelerations(self, model, state: State):
+        """(udot (nu,), M (nu, nu), State realized to Acceleration): the
+        constrained accelerations at a State (the Model's forces and the
+        constraint rows' together) and the mass matrix."""
+        s = model.realize(state, Stage.Acceleration)
+        M = mass_matrix(s.topology, s.instance, s.position)
+        scale = 1 / (self.mean_inertia * max(1, s.topology.nu))
+        udot = solve(M, s.acceleration.udot, self.rows(s), self.tolerance, self.iterations, scale)
+        return udot, M, s
+
+    def constraint_forces(self, model, state: State):
+        """(nu,) the generalized forces of the constraint rows at a State,
+        M (udot - udot0) (N or N m per mobility)."""
+        udot, M, s = self.accelerations(model, state)
+        return M @ (udot - s.acceleration.udot)
+
+    def _rates(self, model, state: State):
+        udot, _, s = self.accelerations(model, state)
+        return s.velocity.qdot, udot, s.acceleration.zdot
+
+    def step(self, model, state: State, dt) -> State:
+        """One step of length ``dt`` (s) by the stepper's integrator."""
+        if self.integrator == "rk4":
+            return _rk4(lambda s: self._rates(model, s), state, dt)
+        udot, M, s = self.accelerations(model, state)
+        udot = jnp.linalg.solve(M + dt * jnp.diag(self.damping), M @ udot)
+        u1 = state.u + dt * udot
+        q1 = state.q + dt * multiply_by_n(state.topology, state.q, u1)
+        return _advanced(state, dt, q1, u1, state.z + dt * s.acceleration.zdot)
+
+
+def _advanced(state: State, dt, q, u, z) -> State:
+    return state.replace(t=state.t + dt, q=normalize_quaternions(state.topology, q), u=u, z=z, keep=Stage.Time)
+
+
+def _rk4(rates, state: State, dt) -> State:
+    """Classical fourth-order Runge-Kutta on (q, u, z) with ``rates(state)``,
+    its four stages one ``lax.scan`` (the rates traced once)."""
+    y = (state.q, state.u, state.z)
+    times = jnp.asarray([0.0, 0.5, 0.5, 1.0], state.q.dtype)
+    weights = jnp.asarray([1.0, 2.0, 2.0, 1.0], state.q.dtype)
+
+    def stage(carry, at):
+        k, total = carry
+        h = at[0] * dt
+        k = rates(state.replace(t=state.t + h, q=y[0] + h * k[0], u=y[1] + h * k[1], z=y[2] + h * k[2],
+                                keep=Stage.Time))
+        return (k, tuple(acc + at[1] * b for acc, b in zip(total, k))), None
+
+    zeros = tuple(jnp.zeros_like(a) for a in y)
+    (_, total), _ = jax.lax.scan(stage, (zeros, zeros), (times, weights))
+    return _advanced(state, dt, *(a + dt / 6 * b for a, b in zip(y, total)))
