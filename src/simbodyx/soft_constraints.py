@@ -37,9 +37,12 @@ pushing, sticking and sliding rows does not change.
 
 Stepping (``SoftConstraintStepper.step``) follows the file's integrator:
 "euler", MuJoCo's semi-implicit Euler, with the joints' damping taken
-implicitly, (M + h B) a_h = M a, u1 = u + h a_h, q1 = q + h N(q) u1
-("implicit" and "implicitfast" step the same way); "rk4", classical
-fourth-order Runge-Kutta on (q, u) with the constraint solve at each stage.
+implicitly, (M + h B) a_h = M a, u1 = u + h a_h, q1 = q advanced by h u1
+(MuJoCo's files' "implicit" and "implicitfast" step the same way here;
+MuJoCo also takes actuators' velocity derivatives implicitly there);
+"rk4", MuJoCo's fourth-order Runge-Kutta with the constraint solve at each
+stage. q is advanced as MuJoCo advances it (``advance_q``: quaternions
+turned exactly).
 
 Not modelled (``load_mjcf`` says which of a file's elements it left out):
 elliptic friction cones, condim 4 and 6, equality constraints, ball-joint
@@ -55,7 +58,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
+from simbodyx.algorithms.coordinates import advance_q, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.jacobians import body_jacobians
 from simbodyx.contact.detection import detect
@@ -343,7 +346,7 @@ class SoftConstraintStepper(Module):
 
     def _rates(self, model, state: State):
         udot, _, s = self.accelerations(model, state)
-        return s.velocity.qdot, udot, s.acceleration.zdot
+        return udot, s.acceleration.zdot
 
     def step(self, model, state: State, dt) -> State:
         """One step of length ``dt`` (s) by the stepper's integrator."""
@@ -352,7 +355,7 @@ class SoftConstraintStepper(Module):
         udot, M, s = self.accelerations(model, state)
         udot = jnp.linalg.solve(M + dt * jnp.diag(self.damping), M @ udot)
         u1 = state.u + dt * udot
-        q1 = state.q + dt * multiply_by_n(state.topology, state.q, u1)
+        q1 = advance_q(state.topology, state.q, u1, dt)
         return _advanced(state, dt, q1, u1, state.z + dt * s.acceleration.zdot)
 
 
@@ -361,19 +364,24 @@ def _advanced(state: State, dt, q, u, z) -> State:
 
 
 def _rk4(rates, state: State, dt) -> State:
-    """Classical fourth-order Runge-Kutta on (q, u, z) with ``rates(state)``,
-    its four stages one ``lax.scan`` (the rates traced once)."""
-    y = (state.q, state.u, state.z)
+    """Classical fourth-order Runge-Kutta as MuJoCo's ``mj_RungeKutta``:
+    the stages' velocities and accelerations combined linearly, q
+    advanced along the combined velocities (``advance_q``); ``rates(state)``
+    gives (udot, zdot). The four stages are one ``lax.scan`` (the rates
+    traced once)."""
+    topology, y = state.topology, (state.u, state.z)
     times = jnp.asarray([0.0, 0.5, 0.5, 1.0], state.q.dtype)
     weights = jnp.asarray([1.0, 2.0, 2.0, 1.0], state.q.dtype)
 
     def stage(carry, at):
-        k, total = carry
+        k, total = carry  # k: the previous stage's (u, udot, zdot)
         h = at[0] * dt
-        k = rates(state.replace(t=state.t + h, q=y[0] + h * k[0], u=y[1] + h * k[1], z=y[2] + h * k[2],
-                                keep=Stage.Time))
+        s = state.replace(t=state.t + h, q=advance_q(topology, state.q, k[0], h), u=y[0] + h * k[1],
+                          z=y[1] + h * k[2], keep=Stage.Time)
+        k = (s.u, *rates(s))
         return (k, tuple(acc + at[1] * b for acc, b in zip(total, k))), None
 
-    zeros = tuple(jnp.zeros_like(a) for a in y)
-    (_, total), _ = jax.lax.scan(stage, (zeros, zeros), (times, weights))
-    return _advanced(state, dt, *(a + dt / 6 * b for a, b in zip(y, total)))
+    zeros = (jnp.zeros_like(state.u), jnp.zeros_like(state.u), jnp.zeros_like(state.z))
+    (_, (u_sum, udot_sum, zdot_sum)), _ = jax.lax.scan(stage, (zeros, zeros), (times, weights))
+    return _advanced(state, dt, advance_q(topology, state.q, u_sum, dt / 6), state.u + dt / 6 * udot_sum,
+                     state.z + dt / 6 * zdot_sum)

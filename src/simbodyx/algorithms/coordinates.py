@@ -103,3 +103,40 @@ def normalize_quaternions(topology: Topology, q):
     index = np.arange(q.shape[0])
     index[rows] = q.shape[0] + np.arange(rows.size)
     return take_rows(jnp.concatenate([q, *unit]), index)
+
+
+def _quaternion_product(a, b):
+    """Hamilton products a b of scalar-first quaternions (n, 4)."""
+    w1, v1, w2, v2 = a[:, :1], a[:, 1:], b[:, :1], b[:, 1:]
+    return jnp.concatenate([w1 * w2 - small_sum(v1 * v2, -1)[:, None],
+                            w1 * v2 + w2 * v1 + jnp.cross(v1, v2)], axis=1)
+
+
+@_jit
+def advance_q(topology: Topology, q, u, h):
+    """q advanced by h at constant generalized speeds u, MuJoCo's
+    ``mj_integratePos``: q + h N(q) u, except that each quaternion turns
+    exactly, by the rotation of angle h |w| about w that its rate
+    qdot = N u describes (w = 2 qdot q* / |q|^2, in the frame the
+    quaternion's rotation is measured from), so it stays unit."""
+    qdot = multiply_by_n(topology, q, u)
+    stepped = q + h * qdot
+    where, turned = [], []
+    for group in topology.groups:
+        at = group.kind.quaternion_at
+        if at is not None:
+            idx = group.q_array[:, at:at + 4]
+            quat, rate = take_rows(q, idx), take_rows(qdot, idx)
+            conjugate = quat * jnp.asarray([1.0, -1.0, -1.0, -1.0], q.dtype)
+            w = 2 * _quaternion_product(rate, conjugate)[:, 1:] / small_sum(quat * quat, -1)[:, None]
+            half = h * w / 2
+            angle = jnp.sqrt(small_sum(half * half, -1) + jnp.finfo(q.dtype).tiny)[:, None]
+            turn = jnp.concatenate([jnp.cos(angle), half * jnp.sinc(angle / jnp.pi)], axis=1)
+            turned.append(_quaternion_product(turn, quat).reshape(-1))
+            where.append(idx.reshape(-1))
+    if not where:
+        return stepped
+    rows = np.concatenate(where)
+    index = np.arange(q.shape[0])
+    index[rows] = q.shape[0] + np.arange(rows.size)
+    return take_rows(jnp.concatenate([stepped, *turned]), index)
