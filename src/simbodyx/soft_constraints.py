@@ -165,7 +165,8 @@ def _line_search(M, a0, rows: Rows, a, p):
     """The step length alpha >= 0 minimizing the cost along p from a: the
     root of its slope (nondecreasing, piecewise linear, at least
     p' M p alpha above its value at 0), by Newton's method on the slope
-    kept inside a shrinking bracket."""
+    kept inside a shrinking bracket, from alpha = 1 (Newton's full step,
+    the root when no row changes its piece)."""
     Jp = rows.J @ p
     x0 = rows.J @ a - rows.aref
     linear, curvature = p @ (M @ (a - a0)), p @ (M @ p)
@@ -177,35 +178,37 @@ def _line_search(M, a0, rows: Rows, a, p):
 
     start = slope(0.0)[0]
     high = jnp.where(start < 0, -start / jnp.maximum(curvature, MIN_VALUE), 0.0)  # the slope is >= 0 there
+    alpha = jnp.minimum(1.0, high)
 
     def searching(carry):
-        i, alpha, low, high = carry
-        return (i < LINE_SEARCH_ITERATIONS) & (high - low > 1e-15 * high) \
-            & (jnp.abs(slope(alpha)[0]) > 1e-13 * jnp.abs(start))
+        i, alpha, low, high, d1, _ = carry
+        return (i < LINE_SEARCH_ITERATIONS) & (high - low > 1e-15 * high) & (jnp.abs(d1) > 1e-13 * jnp.abs(start))
 
     def narrow(carry):
-        i, alpha, low, high = carry
-        d1, d2 = slope(alpha)
+        i, alpha, low, high, d1, d2 = carry
         low, high = jnp.where(d1 < 0, alpha, low), jnp.where(d1 < 0, high, alpha)
         newton = alpha - d1 / jnp.maximum(d2, MIN_VALUE)
-        return i + 1, jnp.where((newton > low) & (newton < high), newton, 0.5 * (low + high)), low, high
+        alpha = jnp.where((newton > low) & (newton < high), newton, 0.5 * (low + high))
+        return i + 1, alpha, low, high, *slope(alpha)
 
-    return jax.lax.while_loop(searching, narrow, (0, jnp.minimum(1.0, high), jnp.zeros_like(high), high))[1]
+    return jax.lax.while_loop(searching, narrow, (0, alpha, jnp.zeros_like(high), high, *slope(alpha)))[1]
 
 
 def _minimize(M, a0, rows: Rows, tolerance, iterations: int, scale):
     def improving(carry):
-        i, _, g, decrease = carry
+        i, _, _, g, _, decrease = carry
         return (i < iterations) & (scale * jnp.linalg.norm(g) > tolerance) & (scale * decrease > tolerance)
 
     def iterate(carry):
-        i, a, _, _ = carry
-        p, _ = _newton_step(M, a0, rows, a)
-        a1 = a + _line_search(M, a0, rows, a, p) * p
-        return i + 1, a1, _newton_step(M, a0, rows, a1)[1], _cost(M, a0, rows, a) - _cost(M, a0, rows, a1)
+        i, a, p, _, cost, _ = carry
+        a = a + _line_search(M, a0, rows, a, p) * p
+        p, g = _newton_step(M, a0, rows, a)
+        new_cost = _cost(M, a0, rows, a)
+        return i + 1, a, p, g, new_cost, cost - new_cost
 
-    g0 = _newton_step(M, a0, rows, a0)[1]
-    return jax.lax.while_loop(improving, iterate, (0, a0, g0, jnp.asarray(jnp.inf, a0.dtype)))[1]
+    p, g = _newton_step(M, a0, rows, a0)
+    start = (0, a0, p, g, _cost(M, a0, rows, a0), jnp.asarray(jnp.inf, a0.dtype))
+    return jax.lax.while_loop(improving, iterate, start)[1]
 
 
 class SoftConstraintStepper(Module):
@@ -267,15 +270,24 @@ class SoftConstraintStepper(Module):
                              f"choose one of {INTEGRATORS}")
 
     # -- rows ----------------------------------------------------------------------------------
+    def _point_jacobian(self, state: State, side: int, points):
+        """(n, nu, 3): the velocity in G of each point (n, 3) fixed on its
+        contact's body ``side`` (0 or 1) per unit u; zero on Ground."""
+        bodies = np.asarray(self.contact_bodies[side], np.int32)
+        moving = np.unique(bodies[bodies > 0])
+        position = state.position
+        if not moving.size:
+            return jnp.zeros((len(bodies), state.topology.nu, 3), points.dtype)
+        rows = np.searchsorted(moving, bodies).clip(max=moving.size - 1)  # a Ground point's row is masked below
+        J_B = body_jacobians(state.topology, position, moving)[rows]  # (n, nu, 6) at Bo, in G
+        J_B = J_B * jnp.asarray(bodies > 0, J_B.dtype)[:, None, None]
+        r = points - position.X_GB.p[bodies]
+        return shift_velocity(J_B, r[:, None, :])[..., 3:]
+
     def _contact_rows(self, state: State):
         position, u = state.position, state.u
         c = detect(self.surfaces, self.groups, position.X_GB)[0]
-        b1, b2 = (np.asarray(b, np.int32) for b in self.contact_bodies)
-        J_B = body_jacobians(state.topology, position, np.concatenate([b1, b2]))  # (2n, nu, 6) at Bo, in G
-        r = c.location[None] - position.X_GB.p[np.concatenate([b1, b2])].reshape(2, -1, 3)
-        n = len(b1)
-        J_point = shift_velocity(J_B.reshape(2, n, *J_B.shape[1:]), r[:, :, None, :])[..., 3:]
-        J_rel = J_point[1] - J_point[0]  # (n, nu, 3): body 2's point velocity relative to body 1's
+        J_rel = self._point_jacobian(state, 1, c.location) - self._point_jacobian(state, 0, c.location)
         axes = np.asarray(self.contact_axes, np.int32)
         seed = jnp.zeros_like(c.normal)
         if np.any(axes >= 0):  # a capsule on a plane: its axis, as MuJoCo's
