@@ -869,6 +869,15 @@ CALLS = [
     ("io.mjcf.load_mjcf", "pip install mujoco", lambda: without_module("mujoco", sx.io.load_mjcf, "<mujoco/>")),
     ("io.mjcf._compile", "no MJCF file", lambda: sx.io.load_mjcf("no_such_robot.xml")),
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
+    ("io.mjcf.load_mjcf", "physics must be", lambda: sx.io.load_mjcf("<mujoco/>", physics="bullet")),
+    ("io.mjcf.load_mjcf", "does not model equality constraints",
+     lambda: sx.io.load_mjcf('<mujoco><worldbody><body><joint name="a"/><geom size="0.1"/></body>'
+                             '<body><joint name="b"/><geom size="0.1"/></body></worldbody>'
+                             '<equality><joint joint1="a" joint2="b"/></equality></mujoco>', physics="mujoco")),
+    ("soft_constraints.SoftConstraintStepper.__check_init__", "unknown integrator",
+     lambda: __import__("dataclasses").replace(
+         sx.io.load_mjcf('<mujoco><worldbody><body><joint/><geom size="0.1"/></body></worldbody></mujoco>',
+                         physics="mujoco")[3].stepper, integrator="leapfrog")),
     ("io.robot.Robot.__getitem__", "fixed and merged",
      lambda: sx.io.load_urdf(arm_urdf(SHOULDER, LINK.format("hand"), JOINT.format("wrist", "arm", "hand").replace(
          "revolute", "fixed")))[3]["wrist"]),

@@ -47,6 +47,8 @@ CLAIMS = {
     "# 0.0990 m up, rolling at 0.709 m/s, 1.03 mm deep, carrying 9.81 N": lambda ns: _close(
         [ns["final"].q[5], ns["final"].u[3], 1e3 * ns["contact"].depth[0], np.linalg.norm(ns["contact"].force[0])],
         [0.0990, 0.709, 1.03, 9.81], [5e-5, 5e-4, 5e-3, 5e-3]),
+    "# 0.01 (101, 15)": lambda ns: ns["robot"].timestep == 0.01 and ns["trajectory"].q.shape == (101, 15)
+    and bool(np.all(np.isfinite(np.asarray(ns["trajectory"].q)))),
     "# 0.2501 m (e^2 h = 0.25); u_x 0: the impact's friction stopped the slide": lambda ns: _close(
         float(ns["trajectory"].q[ns["bounced"], 1].max() - 0.1), 0.2501, 5e-5) and _close(ns["final"].u[0], 0.0, 1e-6),
 }
