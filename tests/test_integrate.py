@@ -3,6 +3,7 @@ simulation in both dtypes, gradients through a rollout."""
 
 import functools
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -219,3 +220,43 @@ def test_simulate_argument_errors():
         sx.integrate.rollout(model, state, 1e-3, 10, method="verlet")
     with pytest.raises(ValueError, match="multiple of save_every"):
         sx.integrate.rollout(model, state, 1e-3, 10, save_every=3)
+
+
+def _stiff_slider(stiffness=4e6, mass=1.0):
+    """A 1 kg slider on a spring of ``stiffness`` N/m, released 1 mm out."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    body = sx.MobilizedBody.Slider(matter.Ground(), sx.Transform(), sx.Body.Rigid(sx.MassProperties(
+        mass, [0, 0, 0], sx.Inertia(0.1))), sx.Transform(), name="cart")
+    sx.Force.MobilityLinearSpring(forces, body, 0, stiffness, 0.0)
+    model, state = system.realize_topology()
+    return model, state.with_q(jnp.array([1e-3]))
+
+
+def test_stable_step_is_the_stability_limit_over_the_fastest_rate():
+    """An undamped spring-mass of natural frequency w = sqrt(k / m) = 2000
+    rad/s: the fastest eigenvalues are +-i w, so RK4's bound is 2.785 / w
+    and the Euler methods' 2 / w, and the mode is the cart's."""
+    model, state = _stiff_slider()
+    estimate = sx.integrate.stable_step(model, state)
+    assert estimate.rate == pytest.approx(2000.0, rel=1e-9)
+    assert estimate.max_step == pytest.approx(2.785 / 2000.0, rel=1e-9)
+    assert estimate.bodies == ("body 1 ('cart', Slider)",)
+    assert sx.integrate.stable_step(model, state, "semi_explicit_euler").max_step == pytest.approx(1e-3, rel=1e-9)
+    with pytest.raises(ValueError, match="unknown method 'leapfrog'"):
+        sx.integrate.stable_step(model, state, "leapfrog")
+
+
+def test_an_eager_rollout_that_diverges_names_the_step_it_needs():
+    """RK4 at twice its bound on the stiff spring grows without limit; the
+    eager rollout warns with the bound and the body, instead of returning
+    NaN silently. A stable step gives no warning."""
+    model, state = _stiff_slider()
+    with pytest.warns(UserWarning, match=r"'cart'.*rk4 steps stably only below dt = 0\.00139 s"):
+        final, _ = sx.integrate.rollout(model, state, 2.8e-3, 2000, energy=False)
+    assert not np.all(np.isfinite(np.asarray(final.q)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        final, _ = sx.integrate.rollout(model, state, 1e-3, 200, energy=False)
+    assert np.all(np.isfinite(np.asarray(final.q)))

@@ -10,6 +10,7 @@ integrators, with projection onto the constraint manifold, are
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import equinox as eqx
@@ -122,6 +123,70 @@ def rk4_step(model, state: State, dt) -> State:
 
 
 STEPS = {"euler": euler_step, "semi_explicit_euler": semi_explicit_euler_step, "rk4": rk4_step}
+#: The largest h |lambda| at which each method keeps a decaying linear mode
+#: of rate lambda from growing (its stability region along the negative real
+#: axis; RK4's reaches 2.83 along the imaginary one, the Euler methods' 2 for
+#: an undamped oscillator in semi-explicit Euler and none in explicit Euler).
+STABILITY_LIMITS = {"euler": 2.0, "semi_explicit_euler": 2.0, "rk4": 2.785}
+
+
+class StepEstimate(NamedTuple):
+    """:func:`stable_step`'s answer: ``max_step`` (s), the fastest mode's
+    ``rate`` |lambda| (1/s) and the ``bodies`` whose mobilities it moves most."""
+
+    max_step: float
+    rate: float
+    bodies: tuple
+
+
+def stable_step(model, state: State, method: str = "rk4") -> StepEstimate:
+    """The largest fixed step (s) with which ``method`` keeps the dynamics,
+    linearized at ``state``, from growing: STABILITY_LIMITS[method] / |lambda|
+    for the eigenvalue lambda of d(qdot, udot)/d(q, u) of largest modulus.
+    Stiff compliant contacts, stops and springs set it (their stiffness over
+    the inertia they move, and their damping); the answer names the bodies
+    whose speeds that mode moves most. A host computation, called eagerly."""
+    if method not in STABILITY_LIMITS:
+        raise ValueError(f"stable_step: unknown method {method!r}; choose one of {sorted(STABILITY_LIMITS)}")
+    nq = state.q.shape[0]
+
+    def rates(y):
+        qdot, udot = derivatives(model, _with(state, state.t, y[:nq], y[nq:]))
+        return jnp.concatenate([qdot, udot])
+
+    A = np.asarray(jax.jacfwd(rates)(jnp.concatenate([state.q, state.u])))
+    eigenvalues, vectors = np.linalg.eig(A)
+    fastest = int(np.argmax(np.abs(eigenvalues)))
+    rate = float(np.abs(eigenvalues[fastest]))
+    speeds = np.abs(vectors[nq:, fastest])
+    topology = state.topology
+    moved = [topology.u_body[i] for i in np.argsort(speeds)[::-1] if speeds[i] >= 0.3 * speeds.max()]
+    bodies = tuple(topology.body_label(b) for b in dict.fromkeys(moved))
+    return StepEstimate(STABILITY_LIMITS[method] / rate if rate > 0 else np.inf, rate, bodies)
+
+
+def _report_divergence(model, start: State, trajectory, dt, method) -> None:
+    """Warn, naming the step a stable run needs, when a trajectory left the
+    finite numbers (an eager :func:`rollout`'s check): the bound of
+    :func:`stable_step` at the start and at the last sample before the
+    speeds grew a hundredfold, whichever is smaller."""
+    finite = np.all(np.isfinite(np.asarray(trajectory.q)), axis=1) & np.all(np.isfinite(np.asarray(trajectory.u)),
+                                                                           axis=1)
+    if finite.all():
+        return
+    first_bad = int(np.argmin(finite))
+    speeds = np.abs(np.asarray(trajectory.u[:first_bad])).max(axis=1)
+    calm = np.flatnonzero(speeds <= 100 * (speeds[0] + 1))  # where a linearization still describes the motion
+    times = np.asarray(trajectory.t)
+    estimate, at = min(((stable_step(model, _with(start, times[i], trajectory.q[i], trajectory.u[i]), method), i)
+                        for i in dict.fromkeys((0, int(calm[-1])))), key=lambda e: e[0].max_step)
+    warnings.warn(
+        f"rollout: the state left the finite numbers after t = {times[first_bad - 1]:.4g} s "
+        f"(dt = {float(dt):.3g} s, {method}); at t = {times[at]:.4g} s the dynamics have a mode of rate "
+        f"{estimate.rate:.3g} 1/s, mostly in {', '.join(estimate.bodies[:3])}, which {method} steps stably only "
+        f"below dt = {estimate.max_step:.3g} s (a stiff contact, stop or spring there; sx.integrate.stable_step "
+        f"gives this bound at any State). Take a smaller step, or load an MJCF robot with physics='mujoco' and "
+        f"step it with robot.stepper at its file's step.", stacklevel=3)
 
 
 def _held(force, t, state):
@@ -157,6 +222,10 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     stepper, which may change the State's other variables as it steps,
     has them evaluated inside the loop, at each sample.
 
+    Called eagerly with one of the three methods, a trajectory that leaves
+    the finite numbers is reported in a warning that names the step a
+    stable run needs there (:func:`stable_step`).
+
     Called eagerly (outside ``jit``, ``vmap`` and ``grad``), the rollout is
     one compiled program, which later calls with the same settings and
     shapes reuse (``dt``, the State's and the controls' numbers may
@@ -184,7 +253,10 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     if tracing() is False:  # eager: one cached program, not the scan compiled afresh at every call
         dt = np.asarray(dt, state.q.dtype)  # a host number: no computation dispatched of its own
         program = jit_with_options(_rollout, loop_compiler_options(), static_argnames=("settings",))
-        return program(FoldedModel.of(model), state, dt, controls, settings)
+        final, trajectory = program(FoldedModel.of(model), state, dt, controls, settings)
+        if isinstance(method, str):
+            _report_divergence(model, state, trajectory, dt, method)
+        return final, trajectory
     return _rollout(model, state, jnp.asarray(dt, state.q.dtype), controls, settings)
 
 
