@@ -194,3 +194,35 @@ def test_physics_must_be_known_and_equalities_are_refused():
              <equality><joint joint1="a" joint2="b"/></equality></mujoco>"""
     with pytest.raises(ValueError, match="does not model equality constraints"):
         sx.io.load_mjcf(xml, physics="mujoco")
+
+
+def test_a_gradient_descent_through_contact_converges_at_the_files_time_step():
+    """Torques on the Hopper's thigh, leg and foot, held over 0.2 s of 2 ms
+    steps (the file's), chosen by gradient descent (Adam) to raise its
+    torso 5 cm while its foot stays on the floor: the squared miss falls
+    below 1% of its start in 60 iterations."""
+    import optax
+
+    model, state, matter, handles, m, bodies = loaded("hopper")
+    settled, _ = sx.integrate.rollout(model, state, handles.timestep, 1000, method=handles.stepper, energy=False)
+    rootz = int(np.flatnonzero(np.asarray(m.jnt_type) == mujoco.mjtJoint.mjJNT_SLIDE)[1])
+    target = float(settled.q[rootz]) + 0.05
+    steps = 100
+
+    def miss(torques):
+        controls = jnp.zeros((steps, settled.u.shape[0])).at[:, 3:].set(torques)
+        final, _ = sx.integrate.rollout(model, settled, handles.timestep, steps, method=handles.stepper,
+                                        controls=controls, energy=False)
+        return (final.q[rootz] - target) ** 2
+
+    value_and_grad = jax.jit(jax.value_and_grad(miss))
+    optimizer = optax.adam(5.0)
+    torques = jnp.zeros(3)
+    opt_state = optimizer.init(torques)
+    first, _ = value_and_grad(torques)
+    for _ in range(60):
+        value, grad = value_and_grad(torques)
+        assert np.all(np.isfinite(np.asarray(grad)))
+        updates, opt_state = optimizer.update(grad, opt_state)
+        torques = optax.apply_updates(torques, updates)
+    assert float(value_and_grad(torques)[0]) < 0.01 * float(first)
