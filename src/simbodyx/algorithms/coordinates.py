@@ -84,25 +84,34 @@ def calc_qdotdot(topology: Topology, q, u, udot):
     return multiply_by_n(topology, q, udot) + multiply_by_n_dot(topology, q, u, u)
 
 
-@_jit
-def normalize_quaternions(topology: Topology, q):
-    """q with every quaternion in use scaled to unit length (q's other
-    entries and the scaled quaternions put together by one static row
-    selection, no scatter)."""
-    where, unit = [], []
+def _with_quaternions(topology: Topology, q, replace):
+    """q with each group's quaternions in use (q rows ``idx``, (n, 4))
+    replaced by ``replace(idx)`` (n, 4), q's other entries and the new
+    quaternions put together by one static row selection, no scatter."""
+    where, new = [], []
     for group in topology.groups:
         at = group.kind.quaternion_at
         if at is not None:
             idx = group.q_array[:, at:at + 4]
-            quat = take_rows(q, idx)
-            unit.append((quat / jnp.sqrt(small_sum(quat * quat, -1))[:, None]).reshape(-1))
+            new.append(replace(idx).reshape(-1))
             where.append(idx.reshape(-1))
     if not where:
         return q
     rows = np.concatenate(where)
     index = np.arange(q.shape[0])
     index[rows] = q.shape[0] + np.arange(rows.size)
-    return take_rows(jnp.concatenate([q, *unit]), index)
+    return take_rows(jnp.concatenate([q, *new]), index)
+
+
+@_jit
+def normalize_quaternions(topology: Topology, q):
+    """q with every quaternion in use scaled to unit length."""
+
+    def unit(idx):
+        quat = take_rows(q, idx)
+        return quat / jnp.sqrt(small_sum(quat * quat, -1))[:, None]
+
+    return _with_quaternions(topology, q, unit)
 
 
 def _quaternion_product(a, b):
@@ -120,23 +129,12 @@ def advance_q(topology: Topology, q, u, h):
     qdot = N u describes (w = 2 qdot q* / |q|^2, in the frame the
     quaternion's rotation is measured from), so it stays unit."""
     qdot = multiply_by_n(topology, q, u)
-    stepped = q + h * qdot
-    where, turned = [], []
-    for group in topology.groups:
-        at = group.kind.quaternion_at
-        if at is not None:
-            idx = group.q_array[:, at:at + 4]
-            quat, rate = take_rows(q, idx), take_rows(qdot, idx)
-            conjugate = quat * jnp.asarray([1.0, -1.0, -1.0, -1.0], q.dtype)
-            w = 2 * _quaternion_product(rate, conjugate)[:, 1:] / small_sum(quat * quat, -1)[:, None]
-            half = h * w / 2
-            angle = jnp.sqrt(small_sum(half * half, -1) + jnp.finfo(q.dtype).tiny)[:, None]
-            turn = jnp.concatenate([jnp.cos(angle), half * jnp.sinc(angle / jnp.pi)], axis=1)
-            turned.append(_quaternion_product(turn, quat).reshape(-1))
-            where.append(idx.reshape(-1))
-    if not where:
-        return stepped
-    rows = np.concatenate(where)
-    index = np.arange(q.shape[0])
-    index[rows] = q.shape[0] + np.arange(rows.size)
-    return take_rows(jnp.concatenate([stepped, *turned]), index)
+
+    def turned(idx):
+        quat, rate = take_rows(q, idx), take_rows(qdot, idx)
+        conjugate = quat * jnp.asarray([1.0, -1.0, -1.0, -1.0], q.dtype)
+        half = h * _quaternion_product(rate, conjugate)[:, 1:] / small_sum(quat * quat, -1)[:, None]
+        angle = jnp.sqrt(small_sum(half * half, -1) + jnp.finfo(q.dtype).tiny)[:, None]
+        return _quaternion_product(jnp.concatenate([jnp.cos(angle), half * jnp.sinc(angle / jnp.pi)], axis=1), quat)
+
+    return _with_quaternions(topology, q + h * qdot, turned)
