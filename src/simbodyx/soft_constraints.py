@@ -180,9 +180,11 @@ def _line_search(M, a0, rows: Rows, a, p):
     high = jnp.where(start < 0, -start / jnp.maximum(curvature, MIN_VALUE), 0.0)  # the slope is >= 0 there
     alpha = jnp.minimum(1.0, high)
 
+    eps = 4 * jnp.finfo(a.dtype).eps
+
     def searching(carry):
         i, alpha, low, high, d1, _ = carry
-        return (i < LINE_SEARCH_ITERATIONS) & (high - low > 1e-15 * high) & (jnp.abs(d1) > 1e-13 * jnp.abs(start))
+        return (i < LINE_SEARCH_ITERATIONS) & (high - low > eps * high) & (jnp.abs(d1) > eps * jnp.abs(start))
 
     def narrow(carry):
         i, alpha, low, high, d1, d2 = carry
