@@ -31,9 +31,12 @@ with an exact line search (the root of the cost's piecewise-linear slope,
 bracketed) solves it to the file's tolerance in a few iterations, as
 MuJoCo's Newton solver does. Its derivative is the implicit one: one more
 Newton step taken from the solution with the rows that push there held,
-whose value is the solution and whose derivative with respect to every
-input (q, u, forces, Model parameters) is exact wherever the set of
-pushing, sticking and sliding rows does not change.
+whose value is the solution and whose derivative with respect to q, u,
+the forces and the Model's parameters is exact wherever the set of
+pushing, sticking and sliding rows does not change. A contact row starts
+to act with a force set by its approach speed (aref's -b J u), a jump in
+time: a step in which a contact begins is differentiated with that
+moment held, as an impulsive stepper's step is without localized impacts.
 
 Stepping (``SoftConstraintStepper.step``) follows the file's integrator:
 "euler", MuJoCo's semi-implicit Euler, with the joints' damping taken
