@@ -65,6 +65,7 @@ from simbodyx.algorithms.coordinates import advance_q, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.jacobians import body_jacobians
 from simbodyx.contact.detection import detect
+from simbodyx.forces.contact import ContactForces
 from simbodyx.spatial.vectors import cross, shift_velocity
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -291,7 +292,7 @@ class SoftConstraintStepper(Module):
 
     def _contact_rows(self, state: State):
         position, u = state.position, state.u
-        c = detect(self.surfaces, self.groups, position.X_GB)[0]
+        c, first, second, _ = detect(self.surfaces, self.groups, position.X_GB)
         J_rel = self._point_jacobian(state, 1, c.location) - self._point_jacobian(state, 0, c.location)
         axes = np.asarray(self.contact_axes, np.int32)
         seed = jnp.zeros_like(c.normal)
@@ -317,7 +318,7 @@ class SoftConstraintStepper(Module):
         kdr = jnp.where(active[:, 0], k * d * violation, 0.0)
         aref = -jnp.concatenate([jnp.repeat(b[F], 4), b[N]]) * (J @ u) - jnp.concatenate([jnp.repeat(kdr[F], 4),
                                                                                              kdr[N]])
-        return J, aref, R
+        return (J, aref, R), (c, t1, t2, first, second)
 
     def _limit_rows(self, state: State):
         length = self.limit_q @ state.q
@@ -336,8 +337,10 @@ class SoftConstraintStepper(Module):
         return self.loss_u, -b * (self.loss_u @ state.u), R
 
     def rows(self, state: State) -> Rows:
-        """The constraint rows at a State realized to Velocity."""
-        groups = [self._loss_rows(state), self._limit_rows(state), self._contact_rows(state)]
+        """The constraint rows at a State realized to Velocity: friction
+        loss, limits, then the contacts' (four pyramid edges per frictional
+        point, in ``frictional``'s order, then a row per frictionless one)."""
+        groups = [self._loss_rows(state), self._limit_rows(state), self._contact_rows(state)[0]]
         J, aref, R = (jnp.concatenate(parts) for parts in zip(*groups))
         nf = self.loss.shape[0]
         inf = jnp.full(J.shape[0] - nf, jnp.inf, R.dtype)
@@ -360,6 +363,33 @@ class SoftConstraintStepper(Module):
         M (udot - udot0) (N or N m per mobility)."""
         udot, M, s = self.accelerations(model, state)
         return M @ (udot - s.acceleration.udot)
+
+    def contact_forces(self, model, state: State) -> ContactForces:
+        """Every candidate contact point's location, normal (from surface 1
+        into 2), depth (m, the overlap; MuJoCo's contact acts from its
+        pair's margin apart) and force (N, on surface 2, in G: a frictional
+        point's pyramid edge forces f_e give the normal force sum f_e and
+        the tangential mu (f_1 - f_2) t1 + mu (f_3 - f_4) t2), at the
+        constrained accelerations of a State, as MuJoCo's
+        ``mj_contactForce``; zero where a point is apart."""
+        udot, _, s = self.accelerations(model, state)
+        rows = self.rows(s)
+        f = rows.forces(rows.J @ udot - rows.aref)[rows.J.shape[0] - self._num_contact_rows():]
+        _, (c, t1, t2, first, second) = self._contact_rows(s)
+        frictional = np.asarray(self.frictional, bool)
+        F, N = np.flatnonzero(frictional), np.flatnonzero(~frictional)
+        edges = f[:4 * F.size].reshape(-1, 4)
+        mu = self.friction[F][:, None]
+        on_points = jnp.zeros_like(c.location)
+        on_points = on_points.at[F].set(jnp.sum(edges, axis=1)[:, None] * c.normal[F]
+                                        + mu * (edges[:, 0] - edges[:, 1])[:, None] * t1[F]
+                                        + mu * (edges[:, 2] - edges[:, 3])[:, None] * t2[F])
+        on_points = on_points.at[N].set(f[4 * F.size:, None] * c.normal[N])
+        return ContactForces(c.location, c.normal, c.depth, on_points, tuple(first.tolist()), tuple(second.tolist()))
+
+    def _num_contact_rows(self) -> int:
+        frictional = np.asarray(self.frictional, bool)
+        return int(4 * frictional.sum() + (~frictional).sum())
 
     def _rates(self, model, state: State):
         udot, _, s = self.accelerations(model, state)
