@@ -256,14 +256,15 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         if not frictionloss:
             m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
         stepper, left_out = soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, joint_names)
-        hunt_crossley, uncovered = None, geometry.uncovered + left_out
+        hunt_crossley, uncovered = None, geometry.uncovered
         fitted = [f"{geom_name[g]} as a {geometry.kind[g]}" for g in sorted({g for p in geometry.covered for g in p})
                   if g in geometry.fits]
     else:
         hunt_crossley, uncovered, fitted = (_contact(mujoco, m, source, system, forces, placed, body_names, name)
                                             if contact else (None, None, []))
+        left_out = None
     _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated, fitted, soft)
+                    unactuated, fitted, left_out)
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
@@ -606,11 +607,14 @@ def _as_coordinates(mujoco, m, kind, obj):
 
 
 def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated, fitted, soft=False):
+                    unactuated, fitted, left_out=None):
     """One warning naming what the loaded system does not model;
-    ``uncovered``: the contact pairs and other constraints left out (None:
-    contact not asked for); ``soft``: limits of fixed tendons are modelled;
-    ``fitted``: the mesh geoms that touch as MuJoCo's fitted primitives."""
+    ``uncovered``: the contact pairs left out (None: contact not asked for);
+    ``fitted``: the mesh geoms that touch as MuJoCo's fitted primitives;
+    ``left_out``: what ``physics="mujoco"``'s constraints leave out (None on
+    the Simbody path); on the MuJoCo path fixed tendons' limits are
+    modelled."""
+    soft = left_out is not None
     dropped = []
     if fitted:
         shown = ", ".join(fitted[:6]) + (f" and {len(fitted) - 6} more" if len(fitted) > 6 else "")
@@ -621,8 +625,10 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
             dropped.append(f"contacts ({len(pairs)} colliding geom pairs)")
     elif uncovered:
         shown = ", ".join(uncovered[:6]) + (f" and {len(uncovered) - 6} more" if len(uncovered) > 6 else "")
-        dropped.append(f"contact pairs without a kernel and constraints: {shown}" if soft
-                       else f"contact pairs without a kernel: {shown}")
+        dropped.append(f"contact pairs without a kernel: {shown}")
+    if left_out:
+        shown = ", ".join(left_out[:6]) + (f" and {len(left_out) - 6} more" if len(left_out) > 6 else "")
+        dropped.append(f"constraints: {shown}")
     if unactuated:
         dropped.append(f"actuators {', '.join(unactuated)}")
     if unmapped:
@@ -637,9 +643,10 @@ def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss,
         "stiffness": [j.name for j in joints.values() if j.stiffness and not springs],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
             mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in range(m.ntendon)
-            if (m.tendon_limited[t] and not soft) or any(np.any(getattr(m, f"tendon_{what}", np.zeros((m.ntendon, 1)))[t])
-                                          for what in ("stiffness", "stiffnesspoly", "damping", "dampingpoly",
-                                                       "frictionloss", "armature"))],  # some newer than 3.3
+            if (m.tendon_limited[t] and not soft)
+            or any(np.any(getattr(m, f"tendon_{what}", np.zeros((m.ntendon, 1)))[t])
+                   for what in ("stiffness", "stiffnesspoly", "damping", "dampingpoly", "frictionloss", "armature"))
+        ],  # some newer than 3.3
     }
     for what, names in by_kind.items():
         if names:
