@@ -181,7 +181,10 @@ def mjx_run(robot: Robot, seconds):
     data = mjx.make_data(mx)
     batch = jax.vmap(lambda q, v: data.replace(qpos=q, qvel=v))(jnp.asarray(robot.qpos[1:]),
                                                                 jnp.asarray(robot.qvel[1:]))
-    run = jax.jit(jax.vmap(lambda d: jax.lax.fori_loop(0, n, lambda _, d: mjx.step(mx, d), d).qpos))
+    def step(_, d):  # under x64, mjx.step returns some tendon indices as int64: keep the carry's types
+        return jax.tree.map(lambda new, old: new.astype(old.dtype), mjx.step(mx, d), d)
+
+    run = jax.jit(jax.vmap(lambda d: jax.lax.fori_loop(0, n, step, d).qpos))
     jax.block_until_ready(run(batch))
     begin = time.perf_counter()
     q = np.asarray(jax.block_until_ready(run(batch)))
@@ -292,7 +295,8 @@ def figure(result, folder):
                   label="MJX (per trajectory of a batch; MuJoCo's error)")
     ax.set_xlabel("wall time per simulated second (s)")
     ax.set_ylabel("root height error at 1 s (m)")
-    ax.set_title(f"{result['robot']}: steps of {result['dt'] * 1e3:g} ms / 1, 2, 4")
+    factors = ", ".join(f"{result['dt'] / r['h']:.0f}" for r in rows)
+    ax.set_title(f"{result['robot']}: steps of {result['dt'] * 1e3:g} ms / {factors}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     folder.mkdir(parents=True, exist_ok=True)
