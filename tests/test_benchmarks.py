@@ -237,3 +237,20 @@ def test_compile_times_run_each_target_cold_then_warm():
     for run in (row["cold"], row["warm"]):
         parts = [run[k] for k in ("trace_s", "lower_s", "compile_s", "first_call_s")]
         assert all(p > 0 for p in parts) and abs(sum(parts) - run["total_s"]) < 1e-6
+
+
+def test_robot_rows_compare_each_engine_with_its_converged_answer():
+    """benchmarks/robots.py on the Hopper at tiny settings (2 starts, 20 ms,
+    the file's step, no MJX): simbodyx's converged answer is MuJoCo's, its
+    error at the file's step is MuJoCo C's, nothing goes non-finite, and
+    the table prints."""
+    import argparse
+
+    robots = _benchmark("robots")
+    args = argparse.Namespace(batch=2, accuracy_starts=2, seconds=0.02, long=0.02, factors=[1], mjx=False)
+    result = robots.benchmark("hopper", args)
+    assert result["converged_vs_mujoco"]["max"] < 1e-8
+    row = result["rows"][0]
+    assert abs(row["simbodyx_error"] - row["mujoco_error"]) <= 1e-8 and row["simbodyx_nonfinite"] == 0
+    assert result["long_nonfinite"] == 0 and result["energy_rise"] < 1e-9
+    assert "| 2 |" in robots.table(result)
