@@ -22,8 +22,9 @@ row i pushes and zero where it would pull (a contact's pyramid edge, a
 limit): its force is -x / R_i there; a friction-loss row's force is that
 too, clipped to its frictionloss. A contact of condim 3 has four rows, the
 edges J_n +- mu J_t1 and J_n +- mu J_t2 of MuJoCo's pyramid (tangents as
-MuJoCo's ``mju_makeFrame`` builds them, R = 2 mu^2 R_n / impratio); of
-condim 1, its normal row. A contact exists where the surfaces are within
+MuJoCo's ``mju_makeFrame`` builds them, a plane-capsule point's seeded by
+the capsule's axis; R = 2 mu^2 (1 + mu^2) R_n / impratio, R_n a
+frictionless row's); of condim 1, its normal row. A contact exists where the surfaces are within
 the pair's margin less its gap, and its rows act only there.
 
 The problem is strictly convex and piecewise quadratic; Newton's method
@@ -45,7 +46,9 @@ implicitly, (M + h B) a_h = M a, u1 = u + h a_h, q1 = q advanced by h u1
 MuJoCo also takes actuators' velocity derivatives implicitly there);
 "rk4", MuJoCo's fourth-order Runge-Kutta with the constraint solve at each
 stage. q is advanced as MuJoCo advances it (``advance_q``: quaternions
-turned exactly).
+turned exactly). One difference remains: RK4 combines its stages' angular
+velocities in u's frames, where MuJoCo combines a free or ball joint's in
+the body's own, a difference of order h^3 per step for a spinning body.
 
 Not modelled (``load_mjcf`` says which of a file's elements it left out):
 elliptic friction cones, condim 4 and 6, equality constraints, ball-joint
