@@ -105,6 +105,12 @@ def reference_parameters(solref, solimp, violation, timestep):
     return k, b, jnp.clip(d, MIN_IMPEDANCE, MAX_IMPEDANCE)
 
 
+def regularizer(d, invweight):
+    """MuJoCo's R = (1 - d) / d A of rows of impedance d and approximate
+    inverse inertia A, at least its smallest positive number."""
+    return jnp.maximum((1 - d) / d * invweight, MIN_VALUE)
+
+
 def contact_frames(normal, seed):
     """(t1, t2) (n, 3) tangents of unit normals (n, 3) as MuJoCo's
     ``mju_makeFrame``: t1 the part of ``seed`` (n, 3) normal to n, or where
@@ -309,12 +315,12 @@ class SoftConstraintStepper(Module):
         violation = -c.depth - self.contact_margin  # MuJoCo's dist less its margin, < 0 where it acts
         active = (violation < 0)[:, None]
         k, b, d = reference_parameters(self.contact_solref, self.contact_solimp, violation, self.timestep)
-        R_n = jnp.maximum((1 - d) / d * self.contact_invweight, MIN_VALUE)
+        R_n = regularizer(d, self.contact_invweight)
         mu = self.friction[:, None]
         frictional = np.asarray(self.frictional, bool)
         edges = jnp.stack([J_n + mu * J_1, J_n - mu * J_1, J_n + mu * J_2, J_n - mu * J_2], axis=1)
-        R_edge = jnp.maximum(2 * self.friction ** 2 * (1 + self.friction ** 2) / self.impratio
-                             * (1 - d) / d * self.contact_invweight, MIN_VALUE)
+        R_edge = regularizer(d, 2 * self.friction ** 2 * (1 + self.friction ** 2) / self.impratio
+                             * self.contact_invweight)
         F, N = np.flatnonzero(frictional), np.flatnonzero(~frictional)
         J = jnp.concatenate([(edges[F] * active[F, None]).reshape(-1, J_n.shape[1]), J_n[N] * active[N]])
         R = jnp.concatenate([jnp.repeat(R_edge[F], 4), R_n[N]])
@@ -330,36 +336,48 @@ class SoftConstraintStepper(Module):
         sign = jnp.where(below < above, 1.0, -1.0) * (violation < 0)
         J = self.limit_u * sign[:, None]
         k, b, d = reference_parameters(self.limit_solref, self.limit_solimp, violation, self.timestep)
-        R = jnp.maximum((1 - d) / d * self.limit_invweight, MIN_VALUE)
+        R = regularizer(d, self.limit_invweight)
         return J, -b * (J @ state.u) - k * d * violation * (violation < 0), R
 
     def _loss_rows(self, state: State):
         zero = jnp.zeros_like(self.loss)
         _, b, d = reference_parameters(self.loss_solref, self.loss_solimp, zero, self.timestep)
-        R = jnp.maximum((1 - d) / d * self.loss_invweight, MIN_VALUE)
+        R = regularizer(d, self.loss_invweight)
         return self.loss_u, -b * (self.loss_u @ state.u), R
 
     def rows(self, state: State) -> Rows:
         """The constraint rows at a State realized to Velocity: friction
         loss, limits, then the contacts' (four pyramid edges per frictional
         point, in ``frictional``'s order, then a row per frictionless one)."""
-        groups = [self._loss_rows(state), self._limit_rows(state), self._contact_rows(state)[0]]
+        return self._rows(state)[0]
+
+    def _rows(self, state: State):
+        """(the rows, the contact points with their tangents and surface pairs)."""
+        contact_rows, contacts = self._contact_rows(state)
+        groups = [self._loss_rows(state), self._limit_rows(state), contact_rows]
         J, aref, R = (jnp.concatenate(parts) for parts in zip(*groups))
         nf = self.loss.shape[0]
         inf = jnp.full(J.shape[0] - nf, jnp.inf, R.dtype)
         reach = R[:nf] * self.loss
-        return Rows(J, aref, R, jnp.concatenate([-reach, -inf]), jnp.concatenate([reach, jnp.zeros_like(inf)]))
+        return Rows(J, aref, R, jnp.concatenate([-reach, -inf]), jnp.concatenate([reach, jnp.zeros_like(inf)])), \
+            contacts
 
     # -- dynamics ------------------------------------------------------------------------------
     def accelerations(self, model, state: State):
         """(udot (nu,), M (nu, nu), State realized to Acceleration): the
         constrained accelerations at a State (the Model's forces and the
         constraint rows' together) and the mass matrix."""
+        return self._solved(model, state)[:3]
+
+    def _solved(self, model, state: State):
+        """(udot, M, State realized to Acceleration, the rows, the contact
+        points with their tangents and surface pairs)."""
         s = model.realize(state, Stage.Acceleration)
         M = mass_matrix(s.topology, s.instance, s.position)
         scale = 1 / (self.mean_inertia * max(1, s.topology.nu))
-        udot = solve(M, s.acceleration.udot, self.rows(s), self.tolerance, self.iterations, scale)
-        return udot, M, s
+        rows, contacts = self._rows(s)
+        udot = solve(M, s.acceleration.udot, rows, self.tolerance, self.iterations, scale)
+        return udot, M, s, rows, contacts
 
     def constraint_forces(self, model, state: State):
         """(nu,) the generalized forces of the constraint rows at a State,
@@ -375,12 +393,10 @@ class SoftConstraintStepper(Module):
         the tangential mu (f_1 - f_2) t1 + mu (f_3 - f_4) t2), at the
         constrained accelerations of a State, as MuJoCo's
         ``mj_contactForce``; zero where a point is apart."""
-        udot, _, s = self.accelerations(model, state)
-        rows = self.rows(s)
-        f = rows.forces(rows.J @ udot - rows.aref)[rows.J.shape[0] - self._num_contact_rows():]
-        _, (c, t1, t2, first, second) = self._contact_rows(s)
+        udot, _, _, rows, (c, t1, t2, first, second) = self._solved(model, state)
         frictional = np.asarray(self.frictional, bool)
         F, N = np.flatnonzero(frictional), np.flatnonzero(~frictional)
+        f = rows.forces(rows.J @ udot - rows.aref)[rows.J.shape[0] - (4 * F.size + N.size):]
         edges = f[:4 * F.size].reshape(-1, 4)
         mu = self.friction[F][:, None]
         on_points = jnp.zeros_like(c.location)
@@ -389,10 +405,6 @@ class SoftConstraintStepper(Module):
                                         + mu * (edges[:, 2] - edges[:, 3])[:, None] * t2[F])
         on_points = on_points.at[N].set(f[4 * F.size:, None] * c.normal[N])
         return ContactForces(c.location, c.normal, c.depth, on_points, tuple(first.tolist()), tuple(second.tolist()))
-
-    def _num_contact_rows(self) -> int:
-        frictional = np.asarray(self.frictional, bool)
-        return int(4 * frictional.sum() + (~frictional).sum())
 
     def _rates(self, model, state: State):
         udot, _, s = self.accelerations(model, state)

@@ -770,6 +770,23 @@ class ContactGeoms:
     def size(self, g):
         return self.fits[g][0] if g in self.fits else np.asarray(self.m.geom_size[g], float)
 
+    def shape(self, g):
+        """(ContactGeometry shape of geom g, its frame S in the geom's, 4x4):
+        MuJoCo's plane (z = 0, normal +z) is Simbody's HalfSpace (x > 0)
+        turned about y."""
+        size, kind = self.size(g), self.kind[g]
+        if self.shape_kind(g) == "HeightField":
+            field = int(self.m.geom_dataid[g])
+            return ContactGeometry.HeightField(self.heights(g), self.m.hfield_size[field][:2]), np.eye(4)
+        if kind in ("plane", "hfield"):
+            return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2))
+        shapes = {"sphere": lambda: ContactGeometry.Sphere(size[0]),
+                  "capsule": lambda: ContactGeometry.Capsule(size[0], size[1]),
+                  "box": lambda: ContactGeometry.Brick(size),
+                  "cylinder": lambda: ContactGeometry.Cylinder(size[0], size[1]),
+                  "ellipsoid": lambda: ContactGeometry.Ellipsoid(size)}
+        return shapes[kind](), np.eye(4)
+
 
 def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     """(HuntCrossleyForce or None, [the colliding pairs left out], [the mesh
@@ -829,7 +846,7 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     pairs = _colliding_pairs(mujoco, m)
     geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
     geometry = ContactGeoms(mujoco, m, source, pairs, geom_name)
-    kind, fits, heights, shape_kind = geometry.kind, geometry.fits, geometry.heights, geometry.shape_kind
+    kind, fits, shape_kind = geometry.kind, geometry.fits, geometry.shape_kind
     covered, uncovered = geometry.covered, geometry.uncovered
     if not covered:
         return None, uncovered, []
@@ -865,22 +882,18 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
         pair = (shape_kind(g1), shape_kind(g2))
         return "vertex" if pair in VERTEX_KERNELS or pair[::-1] in VERTEX_KERNELS else "hertz"
 
-    def shape(g, pair_law):
-        size = fits[g][0] if g in fits else np.asarray(m.geom_size[g], float)
-        if shape_kind(g) == "HeightField":
-            return ContactGeometry.HeightField(heights(g), m.hfield_size[int(m.geom_dataid[g])][:2]), np.eye(4), None
+    def shape(g, pair_law):  # (shape, X_GS, the radius its Hertz stiffness is for; 0: vertices, None: rigid)
+        geom_shape, X_GS = geometry.shape(g)
+        size = geometry.size(g)
         if kind[g] in ("plane", "hfield"):
-            return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2)), None
-        if kind[g] == "sphere":
-            return ContactGeometry.Sphere(size[0]), np.eye(4), size[0]
-        if kind[g] == "capsule":
-            return ContactGeometry.Capsule(size[0], size[1]), np.eye(4), size[0]
-        if kind[g] == "box":  # radius 0: its vertices
-            return ContactGeometry.Brick(size), np.eye(4), 0.0 if pair_law == "vertex" else partner_radius[g]
-        if kind[g] == "cylinder":  # radius 0: its rim points
+            radius = None
+        elif kind[g] in ("sphere", "capsule"):
+            radius = size[0]
+        elif kind[g] in ("box", "cylinder"):  # radius 0: its vertices or rim points
             radius = 0.0 if pair_law == "vertex" else partner_radius[g]
-            return ContactGeometry.Cylinder(size[0], size[1]), np.eye(4), radius
-        return ContactGeometry.Ellipsoid(size), np.eye(4), float(np.prod(size) ** (1 / 3))
+        else:
+            radius = float(np.prod(size) ** (1 / 3))
+        return geom_shape, X_GS, radius
 
     partner_radius = {}  # a box's or cylinder's Hertz partners (spheres, capsules, ellipsoids): their smallest radius
     for g1, g2 in covered:
@@ -924,11 +937,10 @@ def _contact(mujoco, m, source, system, forces, placed, body_names, name):
     hunt_crossley = HuntCrossleyForce(forces, contacts, contact_set)
     for g, pair_law in keys:
         body, X_B = placed[body_names[m.geom_bodyid[g]]]
-        geometry, X_GS, radius = shape(g, pair_law)
-        _, pos, quat = fits.get(g, (None, m.geom_pos[g], m.geom_quat[g]))
+        geom_shape, X_GS, radius = shape(g, pair_law)
         label = geom_name[g] + (f" ({'vertices' if pair_law == 'vertex' else 'faces'})" if g in both else "")
         surface[g, pair_law] = contacts.add_body(
-            contact_set, body, geometry, transform(X_B @ _pose(mujoco, pos, quat) @ X_GS), name=label,
+            contact_set, body, geom_shape, transform(X_B @ geometry.pose(mujoco, g) @ X_GS), name=label,
             margin=max(float(m.geom_margin[g] - m.geom_gap[g]), 0.0))
         stiffness, dissipation, friction = material(g, radius)
         hunt_crossley.set_body_parameters(surface[g, pair_law], stiffness, dissipation, friction, friction, 0.0)

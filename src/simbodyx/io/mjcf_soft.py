@@ -20,14 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.contact import ContactGeometry
 from simbodyx.contact.detection import candidate_pairs, detect
 from simbodyx.contact.geometry import ContactSurface
-from simbodyx.io.robot import pose, rotation_about, transform
-from simbodyx.soft_constraints import SoftConstraintStepper
+from simbodyx.io.robot import transform
+from simbodyx.soft_constraints import MIN_VALUE, SoftConstraintStepper
 from simbodyx.spatial import Transform
-
-MIN_VALUE = 1e-15
 
 
 def _pair_parameters(m, g1, g2):
@@ -48,23 +45,6 @@ def _pair_parameters(m, g1, g2):
             max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])), solref, solimp)
 
 
-def _shape(mujoco, geometry, g):
-    """(ContactGeometry shape, X_GS: its frame in the geom's) of geom g."""
-    size = geometry.size(g)
-    kind = geometry.kind[g]
-    if geometry.shape_kind(g) == "HeightField":
-        field = int(geometry.m.geom_dataid[g])
-        return ContactGeometry.HeightField(geometry.heights(g), geometry.m.hfield_size[field][:2]), np.eye(4)
-    if kind in ("plane", "hfield"):  # MuJoCo's plane z = 0 with its normal +z; Simbody's HalfSpace is x > 0
-        return ContactGeometry.HalfSpace(), pose(rotation_about("y", np.pi / 2))
-    shapes = {"sphere": lambda: ContactGeometry.Sphere(size[0]),
-              "capsule": lambda: ContactGeometry.Capsule(size[0], size[1]),
-              "box": lambda: ContactGeometry.Brick(size),
-              "cylinder": lambda: ContactGeometry.Cylinder(size[0], size[1]),
-              "ellipsoid": lambda: ContactGeometry.Ellipsoid(size)}
-    return shapes[kind](), np.eye(4)
-
-
 def soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, joint_names) -> tuple:
     """(SoftConstraintStepper, [what of the file's constraints it leaves
     out, described]) for compiled model ``m``; ``geometry`` its
@@ -81,7 +61,7 @@ def soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, 
     surfaces = []
     for g in geoms:
         body, X_B = placed[body_names[m.geom_bodyid[g]]]
-        shape, X_GS = _shape(mujoco, geometry, g)
+        shape, X_GS = geometry.shape(g)
         surfaces.append(ContactSurface(body.index, shape, transform(X_B @ geometry.pose(mujoco, g) @ X_GS),
                                        f"geom {geom_name[g]!r} ({shape.kind} on {body_names[m.geom_bodyid[g]]})"))
     explicit = {frozenset((int(a), int(b))): p for p, (a, b) in enumerate(zip(m.pair_geom1, m.pair_geom2))}
