@@ -48,6 +48,7 @@ def main():
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
     print(f"jax {jax.__version__}, float64, forward dynamics, checks off and on (us per call)")
     print(f"{'model':10} {'batch':>6} {'round':>6} {'off':>10} {'on':>10} {'on/off':>7}")

@@ -56,6 +56,7 @@ def time_operation(model_name: str, op_name: str) -> dict:
 
     sys.path.insert(0, str(Path(__file__).parent))
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
     from run import MODELS, _inputs, make_ops, random_states
 
     jax.config.update("jax_enable_x64", True)

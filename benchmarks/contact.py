@@ -342,6 +342,7 @@ def main():
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", args.dtype == "float64")
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
     print(f"jax {jax.__version__}, {args.dtype}, {jax.devices()[0].platform}, step {DT * 1e3:g} ms")
     rows, note = contact_rows(sx, args.steps, args.batch, args.repeats, not args.no_mujoco,

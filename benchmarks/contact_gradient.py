@@ -179,6 +179,7 @@ def main():
     parser.add_argument("--steps", type=int, default=1000)
     args = parser.parse_args()
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
     print(f"jax {jax.__version__}, {args.steps} steps of {DT * 1e3:g} ms")
     print_table(gradient_rows(sx, args.steps))

@@ -211,6 +211,7 @@ def main():
     use_cpu_cores()
     jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
     print(f"jax {jax.__version__}, float64, {len(jax.devices())} CPU devices, accuracy {args.accuracy}, "
           f"batch {args.batch}, 1 s of motion")

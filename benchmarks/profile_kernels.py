@@ -91,6 +91,7 @@ def main():
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
     from run import MODELS, _inputs, make_ops, random_states
 
     system, _ = MODELS[args.model](sx)

@@ -50,6 +50,8 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 import simbodyx as sx  # noqa: E402
+
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 from simbodyx.interop import mujoco as interop  # noqa: E402
 
 ROBOTS = ("ant", "hopper", "walker2d", "half_cheetah", "humanoid", "dmc_walker")

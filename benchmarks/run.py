@@ -557,6 +557,7 @@ def main():
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
     ops = list(make_ops(sx)) if args.ops == "all" else args.ops.split(",")
     batches = [int(b) for b in args.batches.split(",") if b]

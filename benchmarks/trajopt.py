@@ -277,6 +277,7 @@ def main():
     args = parser.parse_args()
     jax.config.update("jax_enable_x64", True)
     import simbodyx as sx
+    sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
     print(f"jax {jax.__version__}, float64, batch 1, one device")
     rows, note = trajopt_rows(sx, args.iterations, args.rollout_steps, args.repeats, not args.no_mujoco)

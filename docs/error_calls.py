@@ -923,7 +923,7 @@ CALLS = [
 
 #: Errors no call here reaches: where, fragment, and why.
 UNCALLED = [
-    ("_xla.scalarize._Budget.charge", "passed",
+    ("_xla.scalarize._Budget.add", "passed",
      "caught inside simbodyx: the automatic choice falls back on the array program, and a Model forced onto the "
      "scalar path (with_scalar_path(True)) has no budget"),
     ("constraints.base.Constraint.position_errors", "is needed",

@@ -21,6 +21,8 @@ jax.config.update("jax_enable_x64", True)
 
 import simbodyx as sx  # noqa: E402
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
+
 NUM_LINKS, LINK_LENGTH, LINK_MASS, DAMPING = 7, 0.25, 1.0, 0.5  # -, m, kg, N m s per joint
 NUM_STEPS, DT = 50, 0.02  # a 1 s horizon
 TARGET = np.array([0.6, -1.2, 0.5])  # m, in Ground (the arm hangs along -y, 1.75 m long)

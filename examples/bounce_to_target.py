@@ -29,6 +29,8 @@ jax.config.update("jax_enable_x64", True)
 
 import simbodyx as sx  # noqa: E402
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
+
 RADIUS, MASS = 0.1, 1.0  # m, kg
 DT, NUM_STEPS = 5e-4, 1600  # 0.8 s
 START = jnp.array([0.0, 0.6])  # the ball's centre at t = 0 (m; y up)

@@ -27,6 +27,8 @@ jax.config.update("jax_enable_x64", True)
 
 import simbodyx as sx  # noqa: E402
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
+
 CART_MASS, POLE_MASS, POLE_LENGTH = 1.0, 0.1, 1.0  # kg, kg, m
 NUM_STEPS, DT = 150, 0.02  # a 3 s horizon
 SEGMENTS, MAX_FORCE = 10, 8.0  # multiple shooting: segments of NUM_STEPS // SEGMENTS steps; N

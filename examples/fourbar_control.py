@@ -22,6 +22,8 @@ jax.config.update("jax_enable_x64", True)
 
 import simbodyx as sx  # noqa: E402
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
+
 NUM_STEPS, DT = 100, 0.01  # a 1 s horizon
 TARGET = 1.2  # rad, the rocker's final angle (it starts at 1.4066)
 

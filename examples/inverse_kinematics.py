@@ -12,6 +12,8 @@ jax.config.update("jax_enable_x64", True)
 
 import simbodyx as sx  # noqa: E402
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
+
 
 def solve_ik(model, state, body, station, target, iterations=50, damping=1e-3):
     """q that puts ``station`` (on ``body``, in B) at ``target`` (in G).

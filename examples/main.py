@@ -14,6 +14,8 @@ jax.config.update("jax_enable_x64", True)  # float64, as Simbody; before buildin
 
 import simbodyx as sx  # noqa: E402
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing with JAX
+
 G = np.array([0.0, -9.81, 0.0])  # gravity (m/s^2), for the potential energy
 
 

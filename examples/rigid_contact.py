@@ -25,6 +25,8 @@ import numpy as np
 
 import simbodyx as sx
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
+
 jax.config.update("jax_enable_x64", True)
 
 G = 9.81

@@ -28,6 +28,8 @@ jax.config.update("jax_enable_x64", True)
 
 import simbodyx as sx  # noqa: E402
 
+sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
+
 LENGTH = 0.5  # m, each link
 TRUE_MASSES = jnp.array([1.0, 0.8, 0.6])  # kg
 TRUE_OFFSETS = jnp.array([-0.25, -0.20, -0.30])  # m, mass center along each link's y

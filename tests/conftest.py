@@ -28,6 +28,12 @@ jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST
 #: inherit it.
 if "xla_cpu_parallel_codegen_split_count" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_parallel_codegen_split_count=1".strip()
+#: XLA's CPU options for the whole process (``sx.xla_setup.set_cpu_options``), as
+#: the README's examples set them: among them the older fusion emitters, whose
+#: programs hold fewer memory mappings (a worker keeps hundreds alive).
+from simbodyx._xla import xla_setup  # noqa: E402
+
+xla_setup.set_cpu_options()
 #: The persistent compilation cache (SIMBODYX_JAX_CACHE: its folder, or "off"),
 #: every program in it however quick its compile: each file's compiled
 #: programs are dropped after it (below), and the next file's single

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_energies_are_the_samples, counting_compiles, loop_bodies, primitive_names, tol
+from conftest import assert_energies_are_the_samples, counting_compiles, link, loop_bodies, new_system, primitive_names, tol
 
 import simbodyx as sx
 from simbodyx._xla import releases, xla_setup
@@ -194,6 +194,32 @@ def test_an_eager_rollout_is_one_program_that_later_calls_reuse(monkeypatch):
     expected = jax.jit(lambda s: sx.integrate.rollout(model, s, 2e-3, 50, save_every=10))(other)
     np.testing.assert_allclose(final.q, expected[0].q, atol=1e-12)
     np.testing.assert_allclose(trajectory.energy, expected[1].energy, atol=1e-12)
+
+
+@pytest.mark.parametrize("kinds", [("Slider", "Pin"), ("Slider", "Pin", "Universal", "Pin", "Slider")])
+def test_a_first_rollout_and_its_gradient_are_one_program_each(kinds):
+    """On a model new to the process, on the scalar path (2 u) and the array
+    program (7 u): the first eager rollout lowers one program, and the first
+    ``jax.jit(jax.grad(...))`` of a rollout with respect to its controls one
+    (no entry point declined and traced again, nothing compiled twice)."""
+    system, matter, forces = new_system()
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    parent = matter.Ground()
+    for i, kind in enumerate(kinds):
+        parent = getattr(sx.MobilizedBody, kind)(parent, sx.Transform([0.1 * i, -0.7, 0]), link(), sx.Transform())
+    model, state = system.realize_topology()
+    assert model.uses_scalar_path() is (len(kinds) == 2)
+    with counting_compiles("jaxpr_to_mlir_module_duration") as lowered:
+        sx.integrate.rollout(model, state, 1e-3, 20)
+    assert len(lowered) == 1
+
+    def loss(controls):
+        return jnp.sum(sx.integrate.rollout(model, state, 1e-3, controls=controls, energy=False)[0].q ** 2)
+
+    controls = jnp.ones((20, model.topology.nu))
+    with counting_compiles("jaxpr_to_mlir_module_duration") as lowered:
+        jax.jit(jax.grad(loss))(controls)
+    assert len(lowered) == 1
 
 
 def test_a_rollouts_energies_are_the_samples_evaluated_after_its_loop():

@@ -4,8 +4,10 @@ fallback. Tolerances: TOL (a few hundred ulps) for values, which differ
 only in the order of additions; 1e-10 for gradients through a rollout."""
 
 import functools
+import logging
 import pathlib
 import sys
+import warnings
 
 import equinox as eqx
 import jax
@@ -253,14 +255,17 @@ def test_programs_are_shared_by_calls_with_the_same_known_numbers_only():
     assert not np.allclose(jax.jit(lambda q: udot(model, q))(state.q), jax.jit(lambda q: udot(heavier, q))(state.q))
 
 
-def test_automatic_choice_declines_large_programs_and_remembers():
+def test_automatic_choice_decides_once_per_model_before_tracing(caplog):
     """A planar five-bar (three Pins and a rocker closed by a Ball: 4 u,
     about 2,100 operations) and a chain of four Pins on tilted frames (about
-    2,900) fall back to the array program; forced, the scalar path gives
-    both the array program's values, and a four-bar's Jacobian too (the
-    scalar path differentiates the constrained solve's arithmetic, the
+    2,900) take the array program, decided once per structure from the
+    vector field's size and logged with the reason; forced, the scalar path
+    gives both the array program's values, and a four-bar's Jacobian too
+    (the scalar path differentiates the constrained solve's arithmetic, the
     articulation included, where the array program has its implicit rule);
-    a chain longer than MAX_MOBILITIES is not tried."""
+    a chain longer than MAX_MOBILITIES is not sized. A Model passed as a
+    traced argument (its numbers symbolic, its program larger) keeps its
+    structure's decision: the cart-pole stays on the scalar path."""
     link = sx.Body.Rigid(sx.MassProperties.from_central(1.0, [0, -0.5, 0], sx.Inertia(0.02, 0.01, 0.02)))
 
     def chain(n, closed=False):
@@ -276,11 +281,15 @@ def test_automatic_choice_declines_large_programs_and_remembers():
         return system.realize_topology()
 
     for model, state in (chain(3, closed=True), chain(4)):
-        assert model.uses_scalar_path()
+        with caplog.at_level(logging.INFO, logger="simbodyx"):
+            assert not model.uses_scalar_path()
+        assert any("takes the array path" in r.message and "passed 1900 operations" in r.message
+                   for r in caplog.records)
+        assert CHOICE.decisions[CHOICE.key(model)] == (False, CHOICE.decisions[CHOICE.key(model)].reason)
         array = sx.integrate.derivatives(model.with_scalar_path(False), state)
         for a, b in zip(jax.jit(lambda s: sx.integrate.derivatives(model, s))(state), array):
             np.testing.assert_array_equal(a, b)
-        assert not model.uses_scalar_path() and model.with_scalar_path(True).uses_scalar_path()
+        assert model.with_scalar_path(True).uses_scalar_path()
         forced = sx.integrate.derivatives(model.with_scalar_path(True), state)
         np.testing.assert_allclose(forced[1], array[1], atol=TOL[np.dtype("float64")])
     model, state = chain(2, closed=True)
@@ -292,12 +301,15 @@ def test_automatic_choice_declines_large_programs_and_remembers():
     for a, b in zip(udot_of(model.with_scalar_path(True))(state.q, state.u),
                     udot_of(model.with_scalar_path(False))(state.q, state.u)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e3 * TOL[np.dtype("float64")] * max(1.0, float(jnp.abs(b).max())))
-    assert not chain(MAX_MOBILITIES + 1)[0].uses_scalar_path()
-    # passed as a traced argument, the cart-pole's numbers are symbolic and its program passes the limit:
-    # declined for a traced Model only, so closed over (its numbers constants) it keeps the scalar path
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="simbodyx"):
+        assert not chain(MAX_MOBILITIES + 1)[0].uses_scalar_path()
+    assert "more than MAX_MOBILITIES" in caplog.text
     cartpole = MODELS["cartpole"]
-    jax.make_jaxpr(lambda m, s: sx.integrate.derivatives(m, s))(cartpole, cartpole.default_state())
-    assert any(key[:2] == (cartpole.topology, "derivatives") and key[2] for key in CHOICE.declined)
+    assert cartpole.uses_scalar_path()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a scalar program that failed would warn and turn the model to arrays
+        jax.make_jaxpr(lambda m, s: sx.integrate.derivatives(m, s))(cartpole, cartpole.default_state())
     assert cartpole.uses_scalar_path()
 
 

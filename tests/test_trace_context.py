@@ -83,7 +83,7 @@ def test_eager_calls_compile_quickly_and_traced_ones_with_their_callers_options(
     x = jnp.arange(6.0)
     assert options == [None, None]
     eager, again = f(x), f(2 * x)
-    assert options == [None, None, xla_setup.QUICK_COMPILE]
+    assert options == [None, None, xla_setup.eager_compiler_options()]
     np.testing.assert_allclose(eager, jax.jit(f)(x), rtol=1e-14)
     np.testing.assert_allclose(again, 2 * A @ x, rtol=1e-14)
     assert len(options) == 3

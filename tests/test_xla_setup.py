@@ -1,9 +1,10 @@
-"""simbodyx._xla: importing simbodyx sets XLA's CPU options where they
-apply (the AVX2 cap on x86-64, the older fusion emitters on jaxlib 0.7 to
-0.10, no YNNPACK fusions on jaxlib >= 0.8.1, small loops compiled into one
-function on jaxlib >= 0.7), unless the user chose them or
-JAX's backends already started; each use of JAX's private modules has a
-working fallback where a release lacks them."""
+"""simbodyx._xla: importing simbodyx leaves XLA_FLAGS alone;
+``set_cpu_options()`` adds XLA's CPU options where they apply (the AVX2
+cap on x86-64, the older fusion emitters on jaxlib 0.7 to 0.10, no YNNPACK
+fusions on jaxlib >= 0.8.1, small loops compiled into one function on
+jaxlib >= 0.7), unless the user chose them or JAX's backends already
+started; simbodyx's own programs carry the per-program ones; each use of
+JAX's private modules has a working fallback where a release lacks them."""
 
 import os
 import pathlib
@@ -16,10 +17,11 @@ from jaxlib.version import __version__ as JAXLIB
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from simbodyx._xla import jax_compat, releases, trace_context, xla_setup
 from simbodyx._xla.releases import release
-from simbodyx._xla.xla_setup import CPU_ISA_CAP, SMALL_LOOP_BYTES, flags_with_cpu_options, loop_options_for
+from simbodyx._xla.xla_setup import CPU_ISA_CAP, SMALL_LOOP_BYTES, flags_with_cpu_options, loop_options_for, options_for
 
 pytestmark = pytest.mark.smoke
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -83,14 +85,37 @@ def _flags_after(code, **env):
     return out.stdout.strip().splitlines()[-1]
 
 
+def test_import_leaves_the_flags_alone():
+    assert _flags_after("import simbodyx") == "None"
+    mine = "--xla_cpu_max_isa=AVX512"
+    assert _flags_after("import jax; import simbodyx; jax.numpy.zeros(1)", XLA_FLAGS=mine) == repr(mine)
+
+
 @pytest.mark.skipif(flags_with_cpu_options("", platform.machine(), JAXLIB) is None, reason="no option applies")
-def test_import_sets_the_options_before_jax_starts_and_only_then():
+def test_set_cpu_options_sets_them_before_jax_starts_and_only_then():
     expected = flags_with_cpu_options("", platform.machine(), JAXLIB)
-    assert _flags_after("import jax; import simbodyx") == repr(expected)
+    assert _flags_after("import jax, simbodyx; simbodyx.xla_setup.set_cpu_options()") == repr(expected)
     mine = f"--xla_cpu_max_isa=AVX512 {NO_YNN}reduce --xla_cpu_use_fusion_emitters=true {LOOPS}"
-    assert _flags_after("import simbodyx", XLA_FLAGS=mine) == repr(mine)
-    # JAX already computed: XLA has read its flags, so simbodyx leaves them alone.
-    assert _flags_after("import jax; jax.numpy.zeros(1); import simbodyx") == "None"
+    assert _flags_after("import simbodyx; simbodyx.xla_setup.set_cpu_options()", XLA_FLAGS=mine) == repr(mine)
+    # JAX already computed: XLA has read its flags, so they stay, with a warning.
+    started = "import jax, simbodyx, warnings; jax.numpy.zeros(1)\nwith warnings.catch_warnings(record=True) as w:\n" \
+              "    warnings.simplefilter('always'); simbodyx.xla_setup.set_cpu_options()\nprint(w[0].message)"
+    environ = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([sys.executable, "-c", started], env=environ, capture_output=True, text=True, check=True)
+    assert "call it before computing with JAX" in out.stdout
+
+
+def test_per_program_options_are_all_but_the_loop_threshold():
+    assert options_for("x86_64", "0.9.2", "") == {"xla_cpu_max_isa": CPU_ISA_CAP,
+                                                  "xla_cpu_experimental_ynn_fusion_type": "",
+                                                  "xla_cpu_use_fusion_emitters": False}
+    assert options_for("aarch64", "0.12.0", "") == {"xla_cpu_experimental_ynn_fusion_type": ""}
+    assert options_for("x86_64", "0.6.2", "--xla_cpu_max_isa=AVX512") == {}  # the process's choice stays
+    assert set(xla_setup.program_options()) <= set(xla_setup.eager_compiler_options())
+    assert set(xla_setup.program_options()) <= set(xla_setup.loop_compiler_options())
+    x = jnp.arange(3.0)
+    np.testing.assert_array_equal(jax.jit(jnp.cumsum, compiler_options=xla_setup.program_options())(x),
+                                  jnp.cumsum(x))  # XLA takes each
 
 
 def test_each_private_jax_import_has_its_fallback(monkeypatch):

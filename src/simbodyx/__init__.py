@@ -7,20 +7,18 @@ States under ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
 Numbers follow JAX's default float type: float32 unless
 ``jax.config.update("jax_enable_x64", True)`` is set *before* the system is
 frozen (``Model.astype`` converts an existing model). simbodyx changes
-JAX's global configuration only when asked (``parallel.use_cpu_cores``),
-with two exceptions applied on import: XLA's CPU options of ``xla_setup``
-(code capped at AVX2 on x86-64, no YNNPACK fusions on jaxlib >= 0.8.1,
-the older fusion emitters on jaxlib 0.7-0.10), and on JAX < 0.7
-``custom_linear_solve``'s transpose rule gets JAX 0.7's fix for
-symbolic-zero cotangents. Both live in the private ``simbodyx._xla``, with
-simbodyx's other workarounds of JAX and XLA (its docstring says what each
-works around and when it can go); ``sx.xla_setup`` and ``sx.scalarize``
-are its public parts.
+JAX's global configuration and XLA's options only when asked
+(``xla_setup.set_cpu_options``, ``parallel.use_cpu_cores``); its own
+programs carry XLA's per-program options (``xla_setup``). One exception is
+applied on import: on JAX < 0.7 ``custom_linear_solve``'s transpose rule
+gets JAX 0.7's fix for symbolic-zero cotangents. It lives in the private
+``simbodyx._xla``, with simbodyx's other workarounds of JAX and XLA (its
+docstring says what each works around and when it can go);
+``sx.xla_setup`` and ``sx.scalarize`` are its public parts.
 """
 
 from simbodyx._xla import jax_compat, xla_setup as xla_setup
 
-xla_setup.set_cpu_options()  # before anything below can start JAX's backends
 jax_compat.instantiate_linear_solve_cotangents()
 
 from simbodyx import (

@@ -40,7 +40,7 @@ class Trajectory(Module):
     z: jnp.ndarray | None = None  #: (n, nz) the auxiliary states; None when the Model has none
 
 
-@entry_point(eqx.filter_jit)
+@entry_point(eqx.filter_jit, probe=True)
 def derivatives(model, state: State):
     """(qdot (nq,), udot (nu,)) at a State: the vector field every integrator
     steps, ``model.realize(state, Stage.Acceleration)``'s, as one program

@@ -34,7 +34,7 @@ from simbodyx.stage import Stage
 from simbodyx.state import State
 
 
-@entry_point(eqx.filter_jit, entry=lambda method, args, kwargs: method.__name__)
+@entry_point(eqx.filter_jit)
 def _call(model, method, args, kwargs):
     return method(Matter(model), *args, **kwargs)
 

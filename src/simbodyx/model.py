@@ -161,12 +161,12 @@ class Model(Module):
         return dataclasses.replace(self, checks=bool(on))
 
     def uses_scalar_path(self) -> bool:
-        """Whether ``integrate.derivatives`` (the vector field every integrator
-        steps) is tried on the scalar path when traced: as forced, or
-        (automatic) up to ``scalarize.MAX_MOBILITIES`` mobilities unless
-        ``scalarize.CHOICE`` declined it for this topology (and a Model with
-        as many traced numbers as this one) before."""
-        return scalarize.CHOICE.tries(self, "derivatives")
+        """Whether this Model's entry points take the scalar path when traced:
+        as forced, else ``scalarize.CHOICE``'s decision for its structure
+        (made now if there is none: up to ``scalarize.MAX_MOBILITIES``
+        mobilities, a vector field of at most ``scalarize.MAX_OPERATIONS``
+        operations)."""
+        return scalarize.CHOICE.takes_scalar_path(self)
 
     def check(self) -> Model:
         """This Model, after checking every physical parameter of its concrete

@@ -46,7 +46,7 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
     return _realize(model, state.check_model(model), Stage(stage))
 
 
-@entry_point(functools.partial(jax.jit, static_argnames="stage"), entry=lambda state, stage: ("realize", stage))
+@entry_point(functools.partial(jax.jit, static_argnames="stage"))
 def _realize(model, state: State, stage: Stage) -> State:
     topology, params = model.topology, model.params
     if model.checks:

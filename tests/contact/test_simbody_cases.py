@@ -472,7 +472,7 @@ def test_tracked_dissipated_energy_closes_the_energy_books():
     state = state.with_u(jnp.array([0.0, 0.0, 0.0, 2.0, -1.0, 0.0]))
     _, reported, _ = sx.simulate(model, state, sx.Integrator.RungeKuttaMerson(accuracy=1e-8), jnp.linspace(0, 1, 11))
     lost = reported.z[:, 0]
-    assert float(lost[-1]) > 2.0 and np.all(np.diff(np.asarray(lost)) >= 0)
+    assert float(lost[-1]) > 2.0 and np.all(np.diff(np.asarray(lost)) >= -1e-12)  # flat in flight, to round-off
     books = reported.energy + lost
     assert float(jnp.abs(books - books[0]).max()) < 1e-6
     points = ccs.get_contact_forces(model, model.realize(state.with_q(state.q.at[5].set(0.49)), sx.Stage.Velocity))

@@ -179,6 +179,36 @@ def test_custom_force_is_traced_once_per_model_and_takes_params():
         sx.Force.Custom(forces, lambda model, state, p: None, params={"name": "stiff"})
 
 
+def test_custom_force_sees_its_first_trace_on_every_path():
+    """A Python global read by calc, changed after one eager realize: every
+    path (eager realize, calc_forces and derivatives, a new jax.jit of
+    realize, an eager rollout and one inside jit) computes what a fresh Model
+    built with the first value computes (each path once read it anew)."""
+    gain = {"value": 1.0}
+
+    def build():
+        system, matter, bodies = random_tree(("Pin",), seed=1)
+        sx.Force.Custom(sx.GeneralForceSubsystem(system),
+                        lambda model, state: (gain["value"] * jnp.ones(1), jnp.zeros(0)))
+        return system.realize_topology()
+
+    def paths(model, state):
+        return {"realize": lambda: model.realize(state, sx.Stage.Acceleration).acceleration.udot,
+                "calc_forces": lambda: model.forces.calc_forces(model.realize(state, sx.Stage.Velocity))[0],
+                "derivatives": lambda: sx.integrate.derivatives(model, state)[1],
+                "jit(realize)": lambda: jax.jit(lambda s: model.realize(s, sx.Stage.Acceleration).acceleration.udot)(
+                    state),
+                "rollout": lambda: sx.integrate.rollout(model, state, 1e-3, 2)[0].u,
+                "jit(rollout)": lambda: jax.jit(lambda s: sx.integrate.rollout(model, s, 1e-3, 2)[0].u)(state)}
+
+    expected = {name: f() for name, f in paths(*build()).items()}
+    model, state = build()
+    model.realize(state, sx.Stage.Acceleration)
+    gain["value"] = 2.0
+    for name, f in paths(model, state).items():
+        np.testing.assert_array_equal(f(), expected[name], err_msg=name)
+
+
 def test_force_build_errors_name_the_element():
     system, matter, bodies = random_tree(("Ball", "Pin"), seed=1, branching=False)
     forces = sx.GeneralForceSubsystem(system)

@@ -16,15 +16,16 @@ What each works around, where, and when it can go:
   gathers: splits of the cotangent on jaxlib >= 0.11, whose newer fusion
   emitters run them faster; scatter-adds before). Goes when the range of
   supported releases has one behaviour for each switch.
-- ``xla_setup``: XLA's CPU options set on import (AVX2 cap on x86-64,
-  where XLA's AVX-512 code for small kernels is slower; no YNNPACK
-  fusions on jaxlib >= 0.8.1, slower on small kernels; the older fusion
-  emitters on jaxlib 0.7-0.10, whose programs hold a quarter of the newer
-  ones' memory mappings; on jaxlib >= 0.7 a small-loop threshold of 2 MiB,
-  so that XLA compiles one trajectory's loop into one function) and
-  ``loop_compiler_options`` (XLA's earlier CPU runtime for loops at batch
-  1, jaxlib 0.6 only). Each option goes when XLA's default is as fast (the
-  benchmark rows without it show it), and
+- ``xla_setup``: XLA's CPU options: per program on simbodyx's own
+  programs (AVX2 cap on x86-64, where XLA's AVX-512 code for small kernels
+  is slower; no YNNPACK fusions on jaxlib >= 0.8.1, slower on small
+  kernels; the older fusion emitters on jaxlib 0.7-0.10, whose programs
+  hold a quarter of the newer ones' memory mappings), process-wide only
+  through ``set_cpu_options`` (those and, on jaxlib >= 0.7, a small-loop
+  threshold of 2 MiB, so that XLA compiles one trajectory's loop into one
+  function), and ``loop_compiler_options`` (XLA's earlier CPU runtime for
+  loops at batch 1, jaxlib 0.6 only). Each option goes when XLA's default
+  is as fast (``benchmarks/first_calls.py`` with and without them), and
   ``CPU_OPTIONS`` holds the release range of each.
 - ``jax_compat``: JAX < 0.7's transpose rule of ``custom_linear_solve``
   fails on a symbolic-zero cotangent; wrapped on those releases only, with
@@ -40,7 +41,8 @@ What each works around, where, and when it can go:
 - ``scalarize``: XLA's CPU backend pays per kernel, so a small model's
   dynamics at batch 1 costs many times its arithmetic; the scalar path
   re-emits a program one array entry at a time with the constants folded.
-  ``CHOICE`` is the process's record of where it declined. Goes when XLA
+  ``CHOICE`` decides once per Model structure, before any scalar program
+  is traced, and logs why. Goes when XLA
   runs a small array program near its arithmetic's cost.
 - ``module``: equinox's ``Module.__getattribute__`` checks every attribute
   for a bound method, which each jitted call pays while flattening its

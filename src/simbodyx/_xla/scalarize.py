@@ -41,9 +41,9 @@ limits). Where it is used: a Model's entry points (``model.realize``, the
 ``model.matter`` operators, ``model.forces`` and
 ``sx.integrate.derivatives``, each wrapped by :func:`entry_point`) called
 inside a transformation (``jit``, ``vmap``, ``grad``, a loop body) take
-it for models of up to :data:`MAX_MOBILITIES` mobilities and keep it
-when it emits at most :data:`MAX_OPERATIONS` operations; :data:`CHOICE`
-remembers each (topology, entry point) it declined, and
+it or not all together, as :data:`CHOICE` decides once per Model structure
+(up to :data:`MAX_MOBILITIES` mobilities, a vector field of at most
+:data:`MAX_OPERATIONS` operations; logged on the ``simbodyx`` logger), and
 ``Model.with_scalar_path`` forces either path. An output of one entry
 point passed to the next keeps its known entries and hands over its traced
 ones as the scalars they are (``model.realize`` then
@@ -64,9 +64,13 @@ import collections
 import contextlib
 import contextvars
 import functools
+import logging
 import math
+import warnings
 import weakref
+from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -78,10 +82,18 @@ from jax.interpreters import ad, batching, mlir
 from simbodyx._xla import concatenation
 from simbodyx._xla.trace_context import per_context_jit, tracing
 
-#: ``Model.scalar_path = None`` (automatic) tries the scalar path up to this many mobilities ...
-MAX_MOBILITIES = 6
-#: ... and keeps it when its program has at most this many arithmetic results (counted as the module notes say).
+#: ``Model.scalar_path = None`` (automatic) considers the scalar path up to this many mobilities (beyond
+#: them no model of the benchmarks has a vector field within MAX_OPERATIONS, and sizing it would cost a
+#: trace for nothing) ...
+MAX_MOBILITIES = 4
+#: ... and takes it when its vector field's program has at most this many arithmetic results (counted as
+#: the module notes say).
 MAX_OPERATIONS = 1900
+#: A scalar program of a Model on the automatic scalar path that passes this many times MAX_OPERATIONS (its
+#: numbers traced, so fewer fold) fails, and its Model turns to the array program.
+GUARD = 4
+#: Where the automatic choice logs its decisions (INFO).
+LOGGER = logging.getLogger("simbodyx")
 #: True while :func:`scalarize` or an entry point's compiled program traces: entry
 #: points inside it run as they are (the outer program's path holds for all of it).
 _INSIDE = contextvars.ContextVar("simbodyx_inside_entry_point", default=False)
@@ -411,8 +423,10 @@ class _Budget:
         self.limit, self.used = limit, 0
 
     def charge(self, outs):
-        for out in outs:
-            self.used += sum(not _known(v) for v in out.flat)
+        self.add(sum(sum(not _known(v) for v in out.flat) for out in outs))
+
+    def add(self, count: int):
+        self.used += count
         if self.limit is not None and self.used > self.limit:
             raise NotScalarizable(f"the scalar program passed {self.limit} operations")
 
@@ -559,6 +573,7 @@ class _Program:
                       if isinstance(x, jax.core.Tracer) else None for x in leaves]
         self.known_inputs = [_registered(x)[0] if isinstance(x, jax.core.Tracer) else None for x in leaves]
         self.out_tree = self.out_known = self.constants = None
+        self.operations = 0
         self.jitted = jax.jit(self._emit)
 
     def _inputs(self, leaves) -> list:
@@ -587,7 +602,9 @@ class _Program:
 
         with _inside():
             closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*avals)
-        outs = _eval_closed(closed, entries, _Budget(self.max_operations))
+        budget = _Budget(self.max_operations)
+        outs = _eval_closed(closed, entries, budget)
+        self.operations = budget.used
         self.out_tree = jax.tree.structure(out_shape)
         self.out_known = [tuple(v if _known(v) else _UNKNOWN for v in o.flat) for o in outs]
         self.constants, emitted = {}, []
@@ -643,8 +660,10 @@ def scalarize(fn, max_operations: int | None = None):
     @functools.wraps(fn)
     def scalarized(*args):
         leaves, tree = jax.tree.flatten(args)
-        key = (fn, tree, max_operations, tuple(_leaf_key(x) for x in leaves))
+        key = (fn, tree, tuple(_leaf_key(x) for x in leaves))
         program = _PROGRAMS.get(key)
+        if program is not None:
+            _Budget(max_operations).add(program.operations)
         if program is None:
             program = _Program(fn, tree, leaves, max_operations)
             outs = program(leaves)  # traced now: a NotScalarizable leaves nothing behind
@@ -661,50 +680,97 @@ def scalarize(fn, max_operations: int | None = None):
 # -- the automatic choice ------------------------------------------------------------------
 
 
+class Decision(NamedTuple):
+    """Which path a Model's entry points take, and why (the log line)."""
+
+    scalar: bool
+    reason: str
+
+
 class Choice:
-    """Which of a Model's entry points (``model.realize``, the
-    ``model.matter`` operators, ``model.forces``) run on the scalar path
-    when they are called inside a transformation (``jit``, ``vmap``,
-    ``grad``, a loop body): all of them where the Model forces it
-    (``Model.scalar_path``), and otherwise, automatically, those of models
-    of up to :data:`MAX_MOBILITIES` mobilities whose scalar program emits at
-    most :data:`MAX_OPERATIONS` operations. ``declined`` holds the
-    (topology, entry point, number of the Model's traced leaves) triples
-    the automatic choice fell back on, so each is tried once per process:
-    a Model passed to a program as a traced argument folds none of its
-    numbers and often passes the limit, where the same model closed over
-    (its numbers constants, a rollout's controls its only traced leaves)
-    stays well inside it. Eager calls run the compiled array program (one
-    dispatch). One per process: :data:`CHOICE`."""
+    """Which path a Model's entry points (``model.realize``, the
+    ``model.matter`` operators, ``model.forces``, ``sx.integrate.derivatives``)
+    take when they are called inside a transformation (``jit``, ``vmap``,
+    ``grad``, a loop body). One decision per Model structure (its topology
+    and pytree structure, the static settings and force elements included),
+    made once per process before any of its entry points is scalarized, and
+    holding for every entry point, every transformation and whatever
+    numbers are traced, so one program never mixes the two paths and a
+    model is never tried twice:
+
+    - as forced (``Model.with_scalar_path``); the array program in the
+      checks mode, whose checks the scalar path does not evaluate;
+    - the array program beyond :data:`MAX_MOBILITIES` mobilities;
+    - else the scalar path when the vector field's scalar program
+      (``sx.integrate.derivatives``, the largest entry point, with the
+      numbers the Model has at its first use folded: a Model first met
+      as a traced argument folds none) emits at most :data:`MAX_OPERATIONS`
+      operations, found by tracing it once (no compile; a fraction of a
+      second).
+
+    Each decision is logged on the ``simbodyx`` logger at INFO level with its
+    reason, and ``decisions`` keeps them. A scalar program that later fails
+    (an operation the scalar path does not evaluate, or a Model with traced
+    numbers whose program passes :data:`GUARD` times the limit) turns its
+    Model's decision to the array program for the programs traced after,
+    with a warning. One per process: :data:`CHOICE`."""
 
     def __init__(self):
-        self.declined: set = set()
+        self.decisions: dict = {}
+        self._probe = None
+
+    def probe(self, fn):
+        """Register ``fn(model, state)``, the vector field whose scalar program's size decides."""
+        self._probe = fn
+        return fn
 
     @staticmethod
-    def _key(model, entry) -> tuple:
-        return model.topology, entry, num_traced(model)
+    def key(model) -> tuple:
+        return model.topology, jax.tree.structure(model)
 
-    def tries(self, model, entry) -> bool:
-        """Whether ``entry`` of ``model`` is tried on the scalar path (never in
-        the checks mode, whose checks it does not evaluate)."""
+    def takes_scalar_path(self, model) -> bool:
+        """Whether ``model``'s entry points take the scalar path when traced
+        (deciding now if its structure has no decision yet)."""
         if model.checks:
             return False
         if model.scalar_path is not None:
             return model.scalar_path
-        return model.topology.nu <= MAX_MOBILITIES and self._key(model, entry) not in self.declined
+        key = self.key(model)
+        if key not in self.decisions:
+            self.decisions[key] = decision = self._decide(model)
+            LOGGER.info("simbodyx: %s takes the %s path: %s", model.topology,
+                        "scalar" if decision.scalar else "array", decision.reason)
+        return self.decisions[key].scalar
 
-    def call(self, model, entry, fn, *args):
-        """``fn(model, *args)``, on the scalar path where ``entry`` of ``model``
-        takes it (non-array arguments held static); a Model that forces the
-        scalar path gets :class:`NotScalarizable` where it fails."""
-        if self.tries(model, entry):
+    def _decide(self, model) -> Decision:
+        nu = model.topology.nu
+        if nu > MAX_MOBILITIES:
+            return Decision(False, f"{nu} mobilities, more than MAX_MOBILITIES = {MAX_MOBILITIES}")
+        traced, concrete = eqx.partition(model, lambda leaf: isinstance(leaf, jax.core.Tracer))
+        abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)),
+                                (traced, model.default_state()))
+        probe = scalarize(self._probe, MAX_OPERATIONS)
+        try:
+            jax.make_jaxpr(lambda t, s: probe(eqx.combine(t, concrete), s))(*abstract)
+        except NotScalarizable as e:
+            return Decision(False, f"sizing its vector field (sx.integrate.derivatives): {e}")
+        return Decision(True, f"its vector field's scalar program has at most MAX_OPERATIONS = {MAX_OPERATIONS} "
+                              "operations")
+
+    def call(self, model, fn, *args):
+        """``fn(model, *args)``, on the scalar path where ``model`` takes it
+        (non-array arguments held static); a Model that forces the scalar
+        path gets :class:`NotScalarizable` where it fails."""
+        if self.takes_scalar_path(model):
             forced = model.scalar_path is True
             try:
-                return scalarize(fn, None if forced else MAX_OPERATIONS)(model, *args)
-            except NotScalarizable:
+                return scalarize(fn, None if forced else GUARD * MAX_OPERATIONS)(model, *args)
+            except NotScalarizable as e:
                 if forced:
                     raise
-                self.declined.add(self._key(model, entry))
+                self.decisions[self.key(model)] = Decision(False, f"a scalar program failed: {e}")
+                warnings.warn(f"simbodyx: {model.topology} leaves the scalar path for the programs traced after "
+                              f"this one: {e}", stacklevel=3)
         return fn(model, *args)
 
 
@@ -723,7 +789,7 @@ def num_traced(tree) -> int:
     return sum(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
 
 
-#: The process's automatic choice (``CHOICE.declined`` lists what it fell back on).
+#: The process's automatic choice (``CHOICE.decisions``: each Model structure's).
 CHOICE = Choice()
 
 
@@ -736,26 +802,29 @@ def _traced(model, args) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((model, args)))
 
 
-def entry_point(jit, entry=None):
+def entry_point(jit, probe=False):
     """Decorator for a Model's compiled entry point ``fn(model, *args)``:
     eagerly, ``fn`` compiled by ``jit`` through :func:`per_context_jit` (one
     dispatch); inside a transformation, the same program on the scalar path
-    where :data:`CHOICE` takes it. ``entry(*args)`` names the entry point
-    for the choice's memory (default: ``fn``'s name)."""
+    where :data:`CHOICE` takes it. ``probe``: this entry point, called as
+    ``fn(model, state)``, is the one whose scalar program's size decides
+    (``sx.integrate.derivatives``)."""
 
     def decorate(fn):
         compiled = per_context_jit(jit)(fn)
-        name = entry or (lambda *args: fn.__name__)
 
         def plain(*args):
             with _inside():
                 return compiled(*args)
 
+        if probe:
+            CHOICE.probe(plain)
+
         @functools.wraps(fn)
         def call(model, *args):
             if _INSIDE.get() or not _traced(model, args):
                 return plain(model, *args)
-            return CHOICE.call(model, name(*args), plain, *args)
+            return CHOICE.call(model, plain, *args)
 
         return call
 

@@ -1,60 +1,49 @@
-"""The XLA options simbodyx sets on import, for XLA's CPU backend only.
+"""XLA's CPU options for simbodyx's programs: set per program where XLA
+takes them, and process-wide only when you call :func:`set_cpu_options`.
 
-- ``--xla_cpu_max_isa=AVX2`` on x86-64: on a CPU with AVX-512, XLA emits
-  512-bit code for the dynamics' small fused kernels, and it runs slower
+Importing simbodyx sets no option: every other JAX program of the process
+runs as it would without it. simbodyx's own compiled programs (its entry
+points called eagerly, an eager ``sx.integrate.rollout``, ``sx.simulate``,
+``sx.optimize``) carry the options XLA accepts per program
+(:func:`program_options`):
+
+- ``xla_cpu_max_isa="AVX2"`` on x86-64: on a CPU with AVX-512, XLA emits
+  512-bit code for the dynamics' small fused kernels, which runs slower
   than AVX2 code; on a CPU without AVX-512 the cap changes nothing.
-- ``--xla_cpu_experimental_ynn_fusion_type=`` (the empty list) on jaxlib
-  0.8.1 and later, the releases that have the option: XLA otherwise hands
-  fusions of the dynamics' small reductions and elementwise kernels to the
-  YNNPACK library, which runs them several times slower than XLA's own.
-- ``--xla_cpu_use_fusion_emitters=false`` on jaxlib 0.7 to 0.10, where
-  XLA's newer fusion emitters are the default and the older ones still
-  exist: the newer ones give each fusion its own object in the JIT, so a
-  compiled program holds about four times the memory mappings. A process
-  that keeps a few hundred programs alive, a test run or a notebook
-  exploring several models, reaches Linux's default limit of 65,530
-  mappings per process, and XLA's compiler then aborts or crashes. The
-  older emitters run the dynamics as fast. jaxlib 0.11 and later have only
-  the newer ones: there ``jax.clear_caches()`` releases them.
-- ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=``
-  :data:`SMALL_LOOP_BYTES` (2 MiB) on jaxlib 0.7 and later: XLA's CPU
-  compiler compiles a while loop whose one iteration reads and writes
-  fewer bytes than this (its cost analysis; loops with dots, scatters or
-  custom calls excepted) into one function instead of running each kernel
-  of each iteration through the thunk runtime's executor, which costs more
-  than a small kernel's arithmetic. XLA's own threshold, 1 KiB, takes only
-  toy loops; 2 MiB takes one trajectory of the dynamics (on jaxlib 0.9.2
-  chain7's RK4 step ran 3.3x faster, gymnasium's Ant and Humanoid with
-  contact 4.6-5x) and leaves batches of more than a few states to the
-  thunk runtime. Such a loop compiles up to 3.6x longer, and a rollout's
-  gradient, which runs 3-12x faster, up to 6.4x (the humanoid's over
-  1,000 RK4 steps: 134 against 21 s); ``sx.simulate`` keeps its step on
-  a constrained model out of it (:func:`kept_out_of_one_function`). On
-  jaxlib 0.6 a loop compiled this way crashes where XLA splits one of its
-  kernels over threads (``jax.random.normal`` of 1,024 x 14 numbers did),
-  so there :func:`loop_compiler_options` is the way.
+- ``xla_cpu_experimental_ynn_fusion_type=""`` on jaxlib 0.8.1 and later:
+  XLA otherwise hands fusions of the dynamics' small reductions and
+  elementwise kernels to the YNNPACK library, which runs them slower than
+  XLA's own.
+- ``xla_cpu_use_fusion_emitters=False`` on jaxlib 0.7 to 0.10, where the
+  older fusion emitters still exist: the newer ones give each fusion its
+  own object in the JIT, so a compiled program holds about four times the
+  memory mappings, and a process keeping a few hundred programs alive (a
+  test run, a notebook exploring several models) reaches Linux's limit of
+  65,530 mappings, where XLA's compiler aborts. jaxlib 0.11 and later have
+  only the newer ones: there ``jax.clear_caches()`` releases them.
 
-The figures behind each option, per release: benchmarks/README.md, "Why the
-code is as it is" and "Across JAX releases".
+One option XLA takes only process-wide, from ``XLA_FLAGS`` before JAX starts
+its CPU backend: ``--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=``
+:data:`SMALL_LOOP_BYTES` (2 MiB, jaxlib 0.7 and later). With it XLA's CPU
+compiler compiles a while loop whose one iteration moves fewer bytes into
+one function, instead of running each kernel of each iteration through the
+thunk runtime's executor, which costs more than a small kernel's
+arithmetic: a single trajectory's loop (a rollout, a simulation, an
+optimization's iteration at batch 1) runs several times faster, and
+compiles longer. :func:`set_cpu_options` adds it, and the three options
+above for every program of the process, to ``XLA_FLAGS``: call it first
+thing, before computing with JAX, when single trajectories are what you
+run (the README's examples, the benchmarks and the tests call it).
+``benchmarks/first_calls.py`` measures what it buys and costs. An option
+already in ``XLA_FLAGS`` is your choice and is left alone. On jaxlib 0.6 a
+loop compiled that way crashes where XLA splits one of its kernels over
+threads, so there :func:`loop_compiler_options` (XLA's earlier runtime,
+per program) is the way.
 
-Two more options are per program, not per process. simbodyx's entry points
-called eagerly, one call at a time (``model.realize(state)`` in a notebook),
-compile with :data:`QUICK_COMPILE` on the CPU (:func:`eager_compiler_options`):
-such a call runs in JAX's dispatch time, tens to hundreds of microseconds
-whatever XLA's optimizations, and XLA's LLVM optimizations took up to 60%
-of its compile time. And :func:`loop_compiler_options`
-(XLA's earlier CPU runtime, jaxlib 0.6 only), which compiles a whole
-program, loops included, into one function; ``sx.simulate``,
-``sx.optimize.minimize`` and ``sx.optimize.augmented_lagrangian`` take it
-as ``compiler_options=``, and ``jax.jit(f, compiler_options=...)`` takes
-it for a program of your own.
-
-XLA reads XLA_FLAGS once, when JAX starts its CPU backend, so the options
-are added only while that has not happened (importing jax starts nothing;
-the first array or computation does): import simbodyx before computing
-with JAX. An option already in XLA_FLAGS is the user's choice and is left
-alone (``XLA_FLAGS=--xla_cpu_max_isa=AVX512`` keeps AVX-512). The options
-apply to every JAX computation of the process on the CPU, simbodyx's or not.
+simbodyx's entry points called eagerly, one call at a time, also compile
+with :data:`QUICK_COMPILE` on the CPU (:func:`eager_compiler_options`): such
+a call runs in JAX's dispatch time whatever XLA's optimizations, and XLA's
+LLVM optimizations were the larger part of its compile time.
 """
 
 from __future__ import annotations
@@ -62,6 +51,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import warnings
 
 from simbodyx._xla.releases import release
 
@@ -85,6 +75,11 @@ CPU_OPTIONS = (
 )
 
 
+#: The options of CPU_OPTIONS XLA takes per program, each with its value's conversion from the flag's text.
+PER_PROGRAM = {"--xla_cpu_max_isa": str, "--xla_cpu_experimental_ynn_fusion_type": str,
+               "--xla_cpu_use_fusion_emitters": lambda value: value == "true"}
+
+
 def flags_with_cpu_options(flags: str, machine: str, jaxlib_version: str) -> str | None:
     """XLA_FLAGS with the options of ``CPU_OPTIONS`` that apply to ``machine``
     (``platform.machine()``) and ``jaxlib_version`` appended, leaving out any
@@ -105,15 +100,43 @@ def _backends_started() -> bool:
 
 
 def set_cpu_options() -> bool:
-    """Add the options to ``os.environ["XLA_FLAGS"]`` where they apply and
-    JAX's backends have not started; returns whether any was added."""
+    """Add :data:`CPU_OPTIONS` to ``os.environ["XLA_FLAGS"]`` where they
+    apply and JAX's backends have not started, for every JAX program of this
+    process; returns whether any was added (False, with a warning, when JAX
+    already started: call it before computing with JAX)."""
     from jaxlib.version import __version__ as jaxlib_version
 
     flags = flags_with_cpu_options(os.environ.get("XLA_FLAGS", ""), platform.machine(), jaxlib_version)
-    if flags is None or _backends_started():
+    if flags is None:
+        return False
+    if _backends_started():
+        warnings.warn("sx.xla_setup.set_cpu_options(): JAX's backends have started and XLA has read XLA_FLAGS; "
+                      "call it before computing with JAX", stacklevel=2)
         return False
     os.environ["XLA_FLAGS"] = flags
     return True
+
+
+def program_options() -> dict:
+    """The options of :data:`CPU_OPTIONS` that XLA takes per program (all
+    but the small-loop threshold), for this machine and jaxlib, as
+    ``jax.jit(compiler_options=...)`` takes them; ``{}`` where JAX's default
+    backend is not the CPU; an option ``XLA_FLAGS`` names is left out (the
+    process's choice)."""
+    import jax
+    from jaxlib.version import __version__ as jaxlib_version
+
+    if jax.default_backend() != "cpu":
+        return {}
+    return options_for(platform.machine(), jaxlib_version, os.environ.get("XLA_FLAGS", ""))
+
+
+def options_for(machine: str, jaxlib_version: str, flags: str) -> dict:
+    """:func:`program_options` for a machine, jaxlib release and XLA_FLAGS."""
+    at = release(jaxlib_version)
+    return {flag.removeprefix("--"): PER_PROGRAM[flag](value) for flag, value, machines, first, end in CPU_OPTIONS
+            if flag in PER_PROGRAM and (machines is None or machine.lower() in machines)
+            and first <= at and (end is None or at < end) and flag not in flags}
 
 
 #: XLA's settings for a program that runs a few times (those JAX's
@@ -131,7 +154,7 @@ def eager_compiler_options() -> dict:
     elsewhere (another backend's compiler reads them its own way)."""
     import jax
 
-    return dict(QUICK_COMPILE) if jax.default_backend() == "cpu" else {}
+    return {**program_options(), **QUICK_COMPILE} if jax.default_backend() == "cpu" else {}
 
 
 #: The XLA option selecting XLA's earlier CPU runtime, which compiles a whole
@@ -141,15 +164,15 @@ EARLIER_RUNTIME = "xla_cpu_use_thunk_runtime"
 
 def loop_compiler_options() -> dict:
     """Compiler options for a CPU program that loops over small kernels (a
-    single trajectory, an optimization loop): ``{"xla_cpu_use_thunk_runtime":
-    False}`` on jaxlib 0.6 with JAX's default backend the CPU, ``{}``
-    elsewhere, and ``{}`` where XLA_FLAGS names the option (the user's choice).
+    single trajectory, an optimization loop): :func:`program_options`, and
+    ``"xla_cpu_use_thunk_runtime": False`` on jaxlib 0.6 with JAX's default
+    backend the CPU, unless XLA_FLAGS names it (the user's choice).
 
     The thunk runtime, the only one from jaxlib 0.7, runs each kernel through
     an executor that may hand it to another thread, and each loop iteration
     pays that per kernel; the earlier runtime compiles the program, loops
     included, into one function (on jaxlib 0.7 and later the small-loop
-    threshold set on import does that for one trajectory's loops). Loops at
+    threshold of :func:`set_cpu_options` does that for one trajectory's loops). Loops at
     batch 1 run several times faster with it and array programs compile
     about 2x longer, and batched operations gain or lose, so the option is
     not set process-wide (the figures per program and release: README.md,
@@ -158,7 +181,8 @@ def loop_compiler_options() -> dict:
     import jax
     from jaxlib.version import __version__ as jaxlib_version
 
-    return loop_options_for(jaxlib_version, os.environ.get("XLA_FLAGS", ""), jax.default_backend())
+    return {**program_options(),
+            **loop_options_for(jaxlib_version, os.environ.get("XLA_FLAGS", ""), jax.default_backend())}
 
 
 def loop_options_for(jaxlib_version: str, flags: str, backend: str) -> dict:

@@ -19,11 +19,14 @@ class Custom(ForceElement):
     With ``params`` (a pytree of numbers) both take it as a third argument,
     ``calc(model, state, params)``, and its numbers are Model leaves.
 
-    Both functions must be pure JAX: they are traced once per Model structure
-    and the program is reused, by ``model.realize`` and ``model.forces`` alike.
-    A number the function reads from elsewhere (a Python global) is frozen
-    at its first trace; a number that changes belongs in ``params``, changed
-    with ``eqx.tree_at`` (no recompile; ``jax.grad`` reaches it)."""
+    Both functions must be pure JAX. Each is traced once per process for
+    each structure and shapes of its arguments, at its first use, and every
+    path evaluates that one trace: ``model.realize`` and ``model.forces``,
+    eager or under ``jit``, a new ``jax.jit`` of your own, ``rollout``,
+    ``simulate`` and the time steppers. So a number the function reads from
+    elsewhere (a Python global) is frozen at that first trace, everywhere;
+    a number that changes belongs in ``params``, changed with
+    ``eqx.tree_at`` (no recompile; ``jax.grad`` reaches it)."""
 
     calc_fn: Callable = eqx.field(static=True)
     energy_fn: Callable | None = eqx.field(static=True)
@@ -39,7 +42,7 @@ class Custom(ForceElement):
         forces._add(self)
 
     def _call(self, fn, model, state):
-        return fn(model, state) if self.params is None else fn(model, state, self.params)
+        return traced_once(fn, (model, state) if self.params is None else (model, state, self.params))
 
     def calc(self, model, state):
         top = state.topology
@@ -61,6 +64,25 @@ class Custom(ForceElement):
         if self.energy_fn is None:
             return super().potential_energy(model, state)
         return jnp.asarray(self._call(self.energy_fn, model, state), state.q.dtype)
+
+
+#: (function, argument structure, argument shapes and dtypes) -> the function's one trace (ClosedJaxpr, out tree).
+_TRACES: dict = {}
+
+
+def traced_once(fn, args):
+    """``fn(*args)`` evaluated from its one trace for these arguments'
+    structure, shapes and dtypes (traced at the first call with them), so
+    every program that calls it computes the same function, whatever
+    ``fn`` reads from outside its arguments."""
+    leaves, tree = jax.tree.flatten(args)
+    key = (fn, tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
+    if key not in _TRACES:
+        closed, shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)), return_shape=True)(
+            *(jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)) for x in leaves))
+        _TRACES[key] = closed, jax.tree.structure(shape)
+    closed, out_tree = _TRACES[key]
+    return jax.tree.unflatten(out_tree, jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
 
 
 def _number(x):
