@@ -77,12 +77,20 @@ def test_release_numbers():
     assert release("0.12.0.1") == (0, 12, 0)
 
 
-def _flags_after(code, **env):
+def _printed(code, **env) -> list:
+    """The lines ``code`` prints in a fresh Python, its XLA_FLAGS ``env``'s only."""
     environ = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | env
     environ["PYTHONPATH"] = str(ROOT / "src")
-    out = subprocess.run([sys.executable, "-c", code + "\nimport os; print(repr(os.environ.get('XLA_FLAGS')))"],
-                         env=environ, capture_output=True, text=True, check=True)
-    return out.stdout.strip().splitlines()[-1]
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()
+
+
+#: Printing the process's XLA_FLAGS, the last line of a fresh Python's code.
+PRINT_FLAGS = "\nimport os; print(repr(os.environ.get('XLA_FLAGS')))"
+
+
+def _flags_after(code, **env):
+    return _printed(code + PRINT_FLAGS, **env)[-1]
 
 
 def test_import_leaves_the_flags_alone():
@@ -100,9 +108,8 @@ def test_set_cpu_options_sets_them_before_jax_starts_and_only_then():
     # JAX already computed: XLA has read its flags, so they stay, with a warning.
     started = "import jax, simbodyx, warnings; jax.numpy.zeros(1)\nwith warnings.catch_warnings(record=True) as w:\n" \
               "    warnings.simplefilter('always'); simbodyx.xla_setup.set_cpu_options()\nprint(w[0].message)"
-    environ = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"PYTHONPATH": str(ROOT / "src")}
-    out = subprocess.run([sys.executable, "-c", started], env=environ, capture_output=True, text=True, check=True)
-    assert "call it before computing with JAX" in out.stdout
+    printed = _printed(started + PRINT_FLAGS)
+    assert "call it before computing with JAX" in printed[0] and printed[-1] == "None"
 
 
 def test_per_program_options_are_all_but_the_loop_threshold():

@@ -662,8 +662,6 @@ def scalarize(fn, max_operations: int | None = None):
         leaves, tree = jax.tree.flatten(args)
         key = (fn, tree, tuple(_leaf_key(x) for x in leaves))
         program = _PROGRAMS.get(key)
-        if program is not None:
-            _Budget(max_operations).add(program.operations)
         if program is None:
             program = _Program(fn, tree, leaves, max_operations)
             outs = program(leaves)  # traced now: a NotScalarizable leaves nothing behind
@@ -671,6 +669,7 @@ def scalarize(fn, max_operations: int | None = None):
             if len(_PROGRAMS) > MAX_PROGRAMS:
                 _PROGRAMS.popitem(last=False)
             return outs
+        _Budget(max_operations).add(program.operations)  # traced under a looser limit, or none
         _PROGRAMS.move_to_end(key)
         return program(leaves)
 

@@ -80,14 +80,21 @@ PER_PROGRAM = {"--xla_cpu_max_isa": str, "--xla_cpu_experimental_ynn_fusion_type
                "--xla_cpu_use_fusion_emitters": lambda value: value == "true"}
 
 
+def _applicable(machine: str, jaxlib_version: str, flags: str):
+    """(flag, value) of each option of ``CPU_OPTIONS`` that applies to
+    ``machine`` (``platform.machine()``) and ``jaxlib_version`` and that
+    ``flags`` (XLA_FLAGS) does not already name."""
+    at = release(jaxlib_version)
+    return [(flag, value) for flag, value, machines, first, end in CPU_OPTIONS
+            if (machines is None or machine.lower() in machines)
+            and first <= at and (end is None or at < end) and flag not in flags]
+
+
 def flags_with_cpu_options(flags: str, machine: str, jaxlib_version: str) -> str | None:
     """XLA_FLAGS with the options of ``CPU_OPTIONS`` that apply to ``machine``
     (``platform.machine()``) and ``jaxlib_version`` appended, leaving out any
     flag ``flags`` already names; None when there is nothing to add."""
-    at = release(jaxlib_version)
-    added = [f"{flag}={value}" for flag, value, machines, first, end in CPU_OPTIONS
-             if (machines is None or machine.lower() in machines)
-             and first <= at and (end is None or at < end) and flag not in flags]
+    added = [f"{flag}={value}" for flag, value in _applicable(machine, jaxlib_version, flags)]
     return " ".join([flags, *added]).strip() if added else None
 
 
@@ -133,10 +140,8 @@ def program_options() -> dict:
 
 def options_for(machine: str, jaxlib_version: str, flags: str) -> dict:
     """:func:`program_options` for a machine, jaxlib release and XLA_FLAGS."""
-    at = release(jaxlib_version)
-    return {flag.removeprefix("--"): PER_PROGRAM[flag](value) for flag, value, machines, first, end in CPU_OPTIONS
-            if flag in PER_PROGRAM and (machines is None or machine.lower() in machines)
-            and first <= at and (end is None or at < end) and flag not in flags}
+    return {flag.removeprefix("--"): PER_PROGRAM[flag](value)
+            for flag, value in _applicable(machine, jaxlib_version, flags) if flag in PER_PROGRAM}
 
 
 #: XLA's settings for a program that runs a few times (those JAX's
