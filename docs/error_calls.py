@@ -609,10 +609,14 @@ CALLS = [
                          events=[lambda m, s: s])),
     ("integrate.rollout", "unknown method", lambda: sx.integrate.rollout((m := model()).model, m.state, 0.01, 10,
                                                                         method="rk45")),
-    ("integrate.rollout", "controls must have shape",
+    ("integrate._schedule", "must have shape",
      lambda: sx.integrate.rollout((m := model()).model, m.state, 0.01, controls=np.zeros((10, 2)))),
-    ("integrate.rollout", "rows for num_steps",
+    ("integrate._schedule", "rows for num_steps",
      lambda: sx.integrate.rollout((m := model()).model, m.state, 0.01, 20, controls=np.zeros((10, 1)))),
+    ("integrate.rollout", "hold must be",
+     lambda: sx.integrate.rollout((m := model()).model, m.state, 0.01, controls=np.zeros((10, 1)), hold="cubic")),
+    ("integrate.rollout", "no Force.MobilityActuator",
+     lambda: sx.integrate.rollout((m := model()).model, m.state, 0.01, actuator_controls=np.zeros((10, 1)))),
     ("integrate.rollout", "non-negative multiple of save_every",
      lambda: sx.integrate.rollout((m := model()).model, m.state, 0.01, 10, save_every=3)),
     ("integrate._chunks_per_segment", "steps per segment",
@@ -640,8 +644,9 @@ CALLS = [
      lambda: sx.simulate((m := model()).model, m.state.with_u(jnp.array([1.0])), sx.Integrator.RungeKuttaMerson(
          max_steps=2), [10.0])),
     ("simulation._raise_on_failure", "succeeded",
-     lambda: jax.jit(lambda m, s: sx.simulate(m, s, sx.Integrator.RungeKuttaMerson(max_steps=2), [10.0]))(
-         (m := model()).model, m.state.with_u(jnp.array([1.0])))),
+     lambda: sx.check_errors()(jax.jit(lambda m, s: sx.simulate(m, s, sx.Integrator.RungeKuttaMerson(max_steps=2),
+                                                                [10.0])))((m := model()).model,
+                                                                          m.state.with_u(jnp.array([1.0])))),
     ("projection.ProjectOptions.__check_init__", "need accuracy > 0", lambda: sx.ProjectOptions(accuracy=0.0)),
     ("projection._vector", "must have shape",
      lambda: (m := model()).model.project_q(m.state, u_weights=np.ones(2))),
@@ -673,6 +678,12 @@ CALLS = [
      lambda: sx.parallel.batched(jnp.add, in_axes=(None, None))(np.zeros(4), np.zeros(4))),
     # -- models and States ----------------------------------------------------------------------
     ("model.Model.check", "needs concrete numbers", lambda: jax.jit(lambda m: m.check())(model().model)),
+    ("model.Model.check_leaves", "has shape",
+     lambda: eqx.tree_at(lambda m: m.params.mass, (m := model()).model, jnp.ones(3)).realize(m.state)),
+    ("model.Model.check_leaves", "expected a {",
+     lambda: eqx.tree_at(lambda m: m.params.X_PF.p, (m := model().model), jnp.ones((2, 3), jnp.int32)).check()),
+    ("model.Model.check_leaves", "other numbers are",
+     lambda: eqx.tree_at(lambda m: m.params.mass, (m := model().model), jnp.ones(2, jnp.float32)).check()),
     ("model.Model.check", ".R", lambda: eqx.tree_at(lambda m: m.params.X_PF.R, (m := model().model),
                                                      2 * m.params.X_PF.R).check()),
     ("model.Model.check", ".p contains NaN", lambda: eqx.tree_at(lambda m: m.params.X_BM.p, (m := model().model),
@@ -823,6 +834,13 @@ CALLS = [
      lambda: sx.SemiExplicitEulerTimeStepper().step(*(lambda b: (b[0], b[1]))(
          (sx.Motion.Steady((p := pendulum()).body, 1.0), p.system.realize_topology())[1]), 0.01)),
     # -- run-time faults: the checks mode, failed solves --------------------------------------------
+    ("runtime_checks._checked_parameters", "model.params.{name}",
+     lambda: eqx.tree_at(lambda m: m.params.mass, (m := model()).model, jnp.array([0.0, -1.0])).with_checks().realize(
+         m.state, sx.Stage.Position)),
+    ("runtime_checks._checked_parameters", "model.force_elements[{k}]",
+     lambda: eqx.tree_at(lambda m: m.force_elements[1].stiffness, (m := realized(
+         (p := pendulum(), sx.Force.MobilityLinearSpring(p.forces, p.body, 0, 1.0, 0.0))[0])).model,
+                         -1.0).with_checks().realize(m.state, sx.Stage.Position)),
     ("runtime_checks.checked_state", "q contains NaN",
      lambda: (m := model()).model.with_checks().realize(m.state.with_q(jnp.array([jnp.nan])), sx.Stage.Position)),
     ("runtime_checks.checked_state", "u contains NaN",
@@ -923,6 +941,13 @@ CALLS = [
 
 #: Errors no call here reaches: where, fragment, and why.
 UNCALLED = [
+    ("model.Model.check_leaves", "array leaves where it was frozen",
+     "eqx.tree_at keeps a Model's structure: only a Model rebuilt by hand from a changed tree meets it"),
+    ("_xla.faults.fault_if", "located",
+     "the RuntimeCheckError rows' messages, raised at once where the numbers are concrete (eager, op by op)"),
+    ("_xla.faults._raise", "{message}", "the RuntimeCheckError rows' messages, raised from inside a compiled program"),
+    ("_xla.faults.check_errors.__exit__", "_last_message",
+     "the RuntimeCheckError rows' messages, raised again in place of JAX's runtime error that carried them"),
     ("_xla.scalarize._Budget.add", "passed",
      "caught inside simbodyx: the automatic choice falls back on the array program, and a Model forced onto the "
      "scalar path (with_scalar_path(True)) has no budget"),

@@ -41,9 +41,9 @@ def _message(node: ast.expr) -> str:
     return "{" + ast.unparse(node) + "}"
 
 
-#: What an error raised inside compiled code (``equinox.error_if``) is, when
+#: What an error raised inside compiled code (``faults.fault_if``) is, when
 #: the call returns to Python.
-RUNTIME_ERROR = "EquinoxRuntimeError"
+RUNTIME_ERROR = "RuntimeCheckError"
 
 
 def _is_text(node) -> bool:
@@ -53,9 +53,9 @@ def _is_text(node) -> bool:
 def raise_sites(path: pathlib.Path):
     """(function qualname, exception name, message) for each error a file can
     raise: each ``raise``, and each message of an error raised inside
-    compiled code (the message of an ``equinox.error_if``, and the texts of
-    the lists named ``*messages`` that ``equinox.branched_error_if`` chooses
-    from), as ``RUNTIME_ERROR``."""
+    compiled code (the texts of a list literal given to ``fault_if``, and
+    of the lists named ``*messages`` it chooses from, built or appended
+    to), as ``RUNTIME_ERROR``."""
     found = []
 
     def visit(node, scope):
@@ -67,9 +67,12 @@ def raise_sites(path: pathlib.Path):
             if isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call):
                 args = child.exc.args
                 found.append((where, ast.unparse(child.exc.func), _message(args[0]) if args else ""))
-            elif (isinstance(child, ast.Call) and ast.unparse(child.func).endswith(".error_if")
-                  and len(child.args) == 3 and _is_text(child.args[2])):
-                found.append((where, RUNTIME_ERROR, _message(child.args[2])))
+            elif (isinstance(child, ast.Call) and ast.unparse(child.func).endswith("fault_if")
+                  and len(child.args) >= 4 and isinstance(child.args[3], ast.List)):
+                found.extend((where, RUNTIME_ERROR, _message(text)) for text in child.args[3].elts if _is_text(text))
+            elif (isinstance(child, ast.Call) and ast.unparse(child.func).endswith("messages.append")
+                  and _is_text(child.args[0])):
+                found.append((where, RUNTIME_ERROR, _message(child.args[0])))
             elif (isinstance(child, (ast.Assign, ast.AugAssign)) and isinstance(child.value, ast.ListComp)
                   and _is_text(child.value.elt)
                   and ast.unparse(child.targets[0] if isinstance(child, ast.Assign) else child.target).endswith(

@@ -3,6 +3,7 @@
 physical parameters of an edited Model (model.check)."""
 
 import functools
+import re
 
 import equinox as eqx
 import jax
@@ -190,3 +191,117 @@ def test_the_checks_mode_names_the_body_or_constraint_at_fault_inside_jit_and_vm
     assert not jnp.all(jnp.isfinite(udot(singular, state)))
     with pytest.raises(Exception, match=r"udot is NaN or infinite, first at body 1 .*singular mass matrix"):
         udot(singular.with_checks(), state)
+
+
+def _ball_with_a_late_fault():
+    """A Ball pendulum whose Force.Custom turns NaN from t = 4.5 ms on."""
+    system, matter, forces = new_system()
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    ball = sx.MobilizedBody.Ball(matter.Ground(), sx.Transform(), link(), sx.Transform())
+    sx.Force.Custom(forces, lambda m, s: (jnp.where(s.t >= 4.5e-3, jnp.nan, 0.0) * s.u, jnp.zeros((2, 6))))
+    model, state = system.realize_topology()
+    return model.with_checks(), state.with_u(jnp.array([0.3, 0.0, 0.0])), ball
+
+
+def test_a_failed_check_raises_one_error_whose_first_line_names_the_element_and_where(capfd):
+    """The issue's call: a zero quaternion set with set_one_q on a Ball raised
+    JaxRuntimeError "INTERNAL: CpuCallback error calling callback:
+    Traceback ..." with the message mid-traceback and a second traceback on
+    stderr. Now every way of calling raises sx.RuntimeCheckError whose text
+    is the message, with the State's time and, in a rollout or simulate,
+    the step; nothing is printed."""
+    model, state, ball = _ball_with_a_late_fault()
+    zero = ball.set_one_q(state, 0, 0.0)
+    zero = ball.set_one_q(ball.set_one_q(ball.set_one_q(zero, 1, 0.0), 2, 0.0), 3, 0.0)
+    quaternion = r"^body 1 \('body1', Ball\): zero quaternion \(checks mode\); set an orientation with " \
+                 r"set_q_to_fit_rotation \(at t = 0 s{}\)$"
+    for call, where in [(lambda: model.realize(zero, sx.Stage.Acceleration), ""),
+                        (lambda: jax.jit(sx.integrate.derivatives)(model, zero), None),
+                        (lambda: sx.check_errors()(jax.jit(sx.integrate.derivatives))(model, zero), ""),
+                        (lambda: jax.vmap(lambda s: sx.integrate.derivatives(model, s))(
+                            jax.tree.map(lambda a, b: jnp.stack([a, b]), state, zero)), ""),
+                        (lambda: jax.grad(lambda q: sx.integrate.rollout(model, zero.with_q(q), 1e-3, 3)[0].q.sum())(
+                            zero.q), ", in step 1"),
+                        (lambda: sx.integrate.rollout(model, zero, 1e-3, 3), ", in step 1")]:
+        with pytest.raises(Exception) as raised:
+            call()
+        if where is None:  # a jax.jit of the user's own, outside sx.check_errors: JAX's error holds the message
+            assert type(raised.value).__name__ == "JaxRuntimeError"
+            assert "zero quaternion (checks mode)" in str(raised.value)
+        else:
+            assert type(raised.value) is sx.RuntimeCheckError
+            assert re.match(quaternion.format(where), str(raised.value)), str(raised.value)
+    assert "Traceback" not in capfd.readouterr().err
+
+    late = r"^udot is NaN or infinite, first at body 1 \('body1', Ball\) \(checks mode\).*" \
+           r"\(at t = 0.005 s, in step 6\)$"
+    with pytest.raises(sx.RuntimeCheckError, match=late):
+        sx.integrate.rollout(model, state, 1e-3, 10, method="euler")
+    with pytest.raises(sx.RuntimeCheckError, match=late.replace("0.005 s, in step 6", "0.0045 s, in step 3")):
+        sx.integrate.rollout(model, state, 1.5e-3, 10)  # RK4's last stage of step 3, at 3 + 1.5 ms
+    with pytest.raises(sx.RuntimeCheckError, match=r"udot is NaN .*\(at t = 0.00[45]\d* s, in step \d+\)$"):
+        sx.simulate(model, state, sx.Integrator.RungeKuttaMerson(), [0.01])
+    stepper = sx.SemiExplicitEulerTimeStepper()
+    with pytest.raises(sx.RuntimeCheckError, match=r"[qu] contains NaN .*\(at t = 0.006 s, in step 6\)$"):
+        sx.integrate.rollout(model, state, 1e-3, 10, method=stepper)  # the stepper's udot is not checked: its u
+    with pytest.raises(sx.RuntimeCheckError, match=r"[qu] contains NaN .*\(at t = 0.006 s\)$"):  # own loop
+        s = state
+        for _ in range(10):
+            s = stepper.step(model, s, 1e-3)
+
+
+def test_model_check_names_a_leaf_of_the_wrong_shape_or_dtype_and_realize_does_too():
+    """The issue's call: a mass of shape (2,) set with eqx.tree_at passed
+    check(), then realize failed with "mul got incompatible shapes". Now
+    check(), realize and a jitted rollout name the leaf; dtypes likewise."""
+    model, state = pendulum()
+    wrong = eqx.tree_at(lambda m: m.params.mass, model, jnp.ones(2))
+    shape = r"^model.params.mass has shape \(2,\), expected \(3,\) \(as frozen from the topology\)"
+    for call in (wrong.check, lambda: wrong.realize(state, sx.Stage.Acceleration),
+                 lambda: jax.jit(lambda m: sx.integrate.rollout(m, state, 1e-3, 2))(wrong)):
+        with pytest.raises(ValueError, match=shape):
+            call()
+    with pytest.raises(ValueError, match=r"^model.force_elements\[0\].stiffness has shape \(3,\), expected \(\)"):
+        eqx.tree_at(lambda m: m.force_elements[0].stiffness, model, jnp.ones(3)).check()
+    with pytest.raises(ValueError, match=r"^model.params.X_PF.p has dtype int32, expected a floating-point dtype$"):
+        eqx.tree_at(lambda m: m.params.X_PF.p, model, jnp.ones((3, 3), jnp.int32)).check()
+    with pytest.raises(ValueError, match=r"^model.params.com has dtype float32 where the Model's other numbers are "
+                                         r"float64"):
+        eqx.tree_at(lambda m: m.params.com, model, jnp.ones((3, 3), jnp.float32)).realize(state)
+    assert model.astype(jnp.float32).check() is not None and model.check() is model  # whole-Model casts pass
+
+
+def test_the_checks_mode_checks_physical_parameters_reached_by_an_edit_or_a_gradient_step():
+    """A mass of -1 set with eqx.tree_at was used by realize unless check()
+    was called. In checks mode realize now raises naming the parameter, also
+    when a gradient step took it there inside jit."""
+    model, state = pendulum()
+    checked = model.with_checks()
+    edits = [(lambda m: m.params.mass, checked.params.mass.at[2].set(-1.0),
+              r"^body 2 \('body2', Pin\): model.params.mass is negative or not finite \(checks mode\)"),
+             (lambda m: m.params.central_inertia, checked.params.central_inertia.at[1, 0, 0].set(5.0),
+              r"^body 1 \('body1', Pin\): model.params.central_inertia is not a physical inertia"),
+             (lambda m: m.params.com, checked.params.com.at[1, 2].set(jnp.nan),
+              r"^body 1 \('body1', Pin\): model.params.com is not finite"),
+             (lambda m: m.force_elements[0].stiffness, -2.0,
+              r"^Force.MobilityLinearSpring \(model.force_elements\[0\]\): stiffness is negative or not finite")]
+    for where, value, message in edits:
+        edited = eqx.tree_at(where, checked, value)
+        np.testing.assert_array_equal(eqx.tree_at(where, model, value).realize(state, sx.Stage.Acceleration).u,
+                                      state.u)  # silent without checks
+        with pytest.raises(sx.RuntimeCheckError, match=message):
+            edited.realize(state, sx.Stage.Acceleration)
+
+    def energy(mass):  # grows with the masses: a long descent step takes them below zero
+        _, trajectory = sx.integrate.rollout(eqx.tree_at(lambda m: m.params.mass, checked, mass),
+                                             state.with_u(jnp.ones(2)), 1e-3, 3)
+        return trajectory.energy[-1]
+
+    step = jax.jit(lambda mass: mass - 10.0 * jax.grad(energy)(mass))
+    mass = step(checked.params.mass)
+    assert mass[1] < 0 and mass[2] < 0
+    with pytest.raises(sx.RuntimeCheckError,
+                       match=r"^body 1 .*model.params.mass is negative .*\(at t = 0 s, in step 1\)$"):
+        energy(mass)
+    np.testing.assert_array_equal(checked.realize(state, sx.Stage.Acceleration).acceleration.udot,
+                                  model.realize(state, sx.Stage.Acceleration).acceleration.udot)

@@ -37,7 +37,7 @@ CLAIMS = {
         ns["state"], ns["state"].acceleration.udot), 0.0, 1e-4),
     "# d udot_0 / d q": lambda ns: np.all(np.isfinite(np.asarray(jax.grad(
         lambda q: ns["udot"](ns["state"].with_q(q))[0])(ns["state"].q)))),
-    "# Succeeded, q / |q|, 0": lambda ns: ns["sx"].ProjectStatus(int(ns["results"].status)).name == "Succeeded"
+    "# Succeeded, q / |q|, 0": lambda ns: str(ns["sx"].ProjectStatus(int(ns["results"].status))) == "Succeeded"
     and _close(np.linalg.norm(np.asarray(ns["s"].q)), 1.0, 1e-6),
     "# 0: tangent to the sphere": lambda ns: _close(ns["q_err"] @ ns["s"].q, 0.0, 1e-6),
     "# ~470 steps, |dE| < 1e-6 J": lambda ns: 440 <= int(ns["stats"].num_steps_taken) <= 500

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+import simbodyx as sx
+
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "docs"))
 import error_calls  # noqa: E402
 import hooks  # noqa: E402
@@ -34,8 +36,9 @@ def test_each_call_raises_its_error(where, fragment, call):
     with pytest.raises(Exception) as raised:
         call()
     text = raised.value.args[0] if isinstance(raised.value, KeyError) else str(raised.value)
-    if error == hooks.RUNTIME_ERROR:  # inside jax.jit, JAX's runtime error carries equinox's message
-        found = re.search(_pattern(message), text, re.DOTALL)
+    if error == hooks.RUNTIME_ERROR:  # raised inside compiled code: the message first, then where it happened
+        assert isinstance(raised.value, sx.RuntimeCheckError), raised.value
+        found = re.fullmatch(f"{_pattern(message)}( \\(at [^()]*\\))?", text, re.DOTALL)
     else:
         if error != "type(e)":  # re-raises the type it caught
             assert type(raised.value).__name__ == error.rsplit(".", 1)[-1], raised.value

@@ -286,3 +286,68 @@ def test_an_eager_rollout_that_diverges_names_the_step_it_needs():
         warnings.simplefilter("error")
         final, _ = sx.integrate.rollout(model, state, 1e-3, 200, energy=False)
     assert np.all(np.isfinite(np.asarray(final.q)))
+
+
+ARM = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
+  <body name="a"><joint name="j1" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+    <body name="b" pos="0.5 0 0"><joint name="j2" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/></body></body>
+  </worldbody><actuator><motor name="m" joint="j1" gear="2" ctrlrange="-1 1"/>
+  <position name="p" joint="j2" kp="10" forcerange="-3 3"/></actuator></mujoco>"""
+
+
+def test_actuator_controls_over_time_drive_a_rollout_as_set_controls_per_step_does():
+    """rollout took generalized forces only: an MJCF robot's actuator
+    trajectory meant a loop of set_controls and one-step rollouts. Now
+    actuator_controls (N, n_actuators) is held over each step (the same
+    numbers as that loop, clamps and servo laws included, also through a
+    time stepper), or linear between N + 1 values; a motor on a free
+    slider gives the closed forms (RK4 is exact on them); the gradient
+    matches central differences."""
+    system, _, _, robot = sx.io.load_mjcf(ARM)
+    model, state = system.realize_topology()
+    assert [type(a).__name__ for a in sx.integrate.actuators(model)] == ["MobilityActuator"] * 2
+    dt, n = 2e-3, 12
+    controls = jnp.asarray(np.random.default_rng(0).uniform(-2, 2, size=(n, 2)))  # the motor's beyond its range
+    stepper = sx.SemiExplicitEulerTimeStepper()
+    for method in ("rk4", stepper):
+        final, trajectory = sx.integrate.rollout(model, state, dt, actuator_controls=controls, method=method)
+        s = state
+        for k in range(n):
+            s, _ = sx.integrate.rollout(model, robot.set_controls(s, controls[k]), dt, 1, method=method)
+        np.testing.assert_allclose(final.q, s.q, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(final.u, s.u, rtol=1e-13, atol=1e-15)
+
+    slider_system, matter, forces = new_system()
+    slider = sx.MobilizedBody.Slider(matter.Ground(), sx.Transform(), sx.Body.Rigid(sx.MassProperties(2.0)),
+                                     sx.Transform())
+    sx.Force.MobilityActuator(forces, slider, 0, gain=3.0)
+    slider_model, slider_state = slider_system.realize_topology()
+    c = jnp.linspace(0.0, 1.0, n + 1) ** 2  # u(T) = 3/2 times the integral of c: sums of the held or linear c
+    final, _ = sx.integrate.rollout(slider_model, slider_state, dt, actuator_controls=c[:n, None])
+    np.testing.assert_allclose(final.u[0], 1.5 * dt * c[:n].sum(), rtol=1e-13)
+    final, _ = sx.integrate.rollout(slider_model, slider_state, dt, actuator_controls=c[:, None], hold="linear")
+    np.testing.assert_allclose(final.u[0], 1.5 * dt * (c[:-1] + c[1:]).sum() / 2, rtol=1e-13)
+    forced, _ = sx.integrate.rollout(slider_model, slider_state, dt, controls=3 * c[:, None], hold="linear")
+    np.testing.assert_allclose(forced.u[0], final.u[0], rtol=1e-13)  # generalized forces interpolate alike
+
+    def reach(controls, hold):
+        final, _ = sx.integrate.rollout(model, state, dt, actuator_controls=controls, hold=hold)
+        return final.q[1]
+
+    clamped = int(np.argmax(np.abs(controls[:-1, 0]) > 1))  # a row whose motor control is beyond its range
+    for hold, values in (("zero", controls), ("linear", jnp.concatenate([controls, controls[-1:]]))):
+        gradient = jax.jit(jax.grad(reach), static_argnums=1)(values, hold)
+        for i, j in ((3, 1), (clamped + 1, 0)):
+            bump = jnp.zeros_like(values).at[i, j].set(1e-6)
+            fd = (reach(values + bump, hold) - reach(values - bump, hold)) / 2e-6
+            np.testing.assert_allclose(gradient[i, j], fd, rtol=1e-6, atol=1e-12)
+    assert abs(controls[clamped, 0]) > 1 and jax.grad(reach)(controls, "zero")[clamped, 0] == 0
+    with pytest.raises(ValueError, match=r"actuator_controls must have shape \(num_steps \+ 1, 2\), got \(12, 3\)"):
+        sx.integrate.rollout(model, state, dt, actuator_controls=jnp.zeros((12, 3)), hold="linear")
+    with pytest.raises(ValueError, match=r"actuator_controls has 12 rows for num_steps = 12 with hold='linear'"):
+        sx.integrate.rollout(model, state, dt, 12, actuator_controls=controls, hold="linear")
+    with pytest.raises(ValueError, match=r"the Model has no Force.MobilityActuator"):
+        sx.integrate.rollout(*double_pendulum(), dt, actuator_controls=controls)
+    with pytest.raises(ValueError, match=r"hold must be 'zero' or 'linear', got 'cubic'"):
+        sx.integrate.rollout(model, state, dt, controls=jnp.zeros((n, 2)), hold="cubic")

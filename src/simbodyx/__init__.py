@@ -14,7 +14,8 @@ applied on import: on JAX < 0.7 ``custom_linear_solve``'s transpose rule
 gets JAX 0.7's fix for symbolic-zero cotangents. It lives in the private
 ``simbodyx._xla``, with simbodyx's other workarounds of JAX and XLA (its
 docstring says what each works around and when it can go);
-``sx.xla_setup`` and ``sx.scalarize`` are its public parts.
+``sx.xla_setup``, ``sx.scalarize``, ``sx.RuntimeCheckError`` and
+``sx.check_errors`` are its public parts.
 """
 
 from simbodyx._xla import jax_compat, xla_setup as xla_setup
@@ -37,6 +38,7 @@ from simbodyx import (
     viz as viz,
 )
 from simbodyx._xla import scalarize as scalarize
+from simbodyx._xla.faults import RuntimeCheckError as RuntimeCheckError, check_errors as check_errors
 from simbodyx.assembly import (
     AssembleResults as AssembleResults,
     Assembler as Assembler,

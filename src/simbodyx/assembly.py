@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.faults import fault_if
 from simbodyx._xla.module import Module
 from simbodyx.algorithms import coordinates
 from simbodyx.builder.mobilized_body import MobilizedBody
@@ -310,8 +311,8 @@ class Assembler(Module):
     def assemble(self, state: State, throw: bool = True):
         """(state, AssembleResults): the free q moved to satisfy the required
         conditions to the error tolerance while minimizing the goals; the State
-        comes back realized through Position. ``throw=True`` raises (through
-        ``equinox.error_if``, also inside jit) when the tolerance is not met."""
+        comes back realized through Position. ``throw=True`` raises
+        ``sx.RuntimeCheckError`` (also inside jit) when the tolerance is not met."""
         model = self.model
         state = model.matter._check(state)
         dtype, top = state.q.dtype, model.topology
@@ -378,9 +379,9 @@ class Assembler(Module):
                            jnp.where(iterations >= self.max_iterations, ProjectStatus.FailedToConverge,
                                      ProjectStatus.FailedToAchieveAccuracy)).astype(jnp.int32)
         if throw:
-            status = eqx.error_if(status, status != ProjectStatus.Succeeded,
-                                  "Assembler.assemble failed: the required conditions did not reach the error "
-                                  "tolerance from this guess (pass throw=False to read the status)")
+            status = fault_if(status, status != ProjectStatus.Succeeded, 0,
+                              ["Assembler.assemble failed: the required conditions did not reach the error "
+                               "tolerance from this guess (pass throw=False to read the status)"])
         results = AssembleResults(status, norm, 0.5 * (g @ g), iterations)
         return model.realize(state.with_q(q), Stage.Position), results
 

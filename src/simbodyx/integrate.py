@@ -18,12 +18,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.faults import at_step, check_errors
 from simbodyx._xla.module import Module
 from simbodyx._xla.scalarize import entry_point
 from simbodyx._xla.trace_context import tracing
 from simbodyx._xla.xla_setup import jit_with_options, loop_compiler_options
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
+from simbodyx.forces.discrete import MobilityActuator
 from simbodyx.impulse import ITERATED
 from simbodyx.model import FoldedModel
 from simbodyx.stage import Stage
@@ -193,16 +195,62 @@ def _held(force, t, state):
     return force
 
 
+def _ramp(ends, t0, dt, t, state):
+    """The generalized forces at time t of a step from t0: linear between ``ends``."""
+    w = (t - t0) / dt
+    return (1 - w) * ends[0] + w * ends[1]
+
+
+def _actuation_ramp(actuators, ends, t0, dt, t, state):
+    """What the actuators apply at time t of a step from t0, their controls
+    linear between ``ends``, beyond what they apply with ``ends[0]`` held."""
+    w = (t - t0) / dt
+    return sum(a.mobility_forces(state, (1 - w) * c0 + w * c1) - a.mobility_forces(state, c0)
+               for a, c0, c1 in zip(actuators, ends[0], ends[1]))
+
+
+def actuators(model) -> tuple:
+    """The Model's ``Force.MobilityActuator`` elements, in the order they were
+    added: the columns of ``rollout``'s ``actuator_controls`` (for a loaded
+    robot, ``robot.actuators``' order)."""
+    return tuple(e for e in model.force_elements if isinstance(e, MobilityActuator))
+
+
+def _schedule(values, columns: int, num_steps, hold: str, what: str, dtype):
+    """``values`` as an array of one row per step ("zero") or per step end
+    ("linear": num_steps + 1 rows), checked; and ``num_steps``, taken from
+    its rows where None."""
+    values = jnp.asarray(values, dtype)
+    extra = hold == "linear"
+    if values.ndim != 2 or values.shape[1] != columns:
+        raise ValueError(f"{what} must have shape (num_steps{' + 1' if extra else ''}, {columns}), got {values.shape}")
+    if num_steps is None:
+        num_steps = values.shape[0] - extra
+    if values.shape[0] != num_steps + extra:
+        raise ValueError(f"{what} has {values.shape[0]} rows for num_steps = {num_steps} with hold={hold!r} "
+                         f"({'one per step and one for the end' if extra else 'one per step'})")
+    return values, num_steps
+
+
+@check_errors()
 def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method="rk4", *,
-            controls=None, checkpoint: bool | int = True, energy: bool = True):
+            controls=None, actuator_controls=None, hold: str = "zero", checkpoint: bool | int = True,
+            energy: bool = True):
     """Run ``num_steps`` fixed steps of ``method`` ("euler", "semi_explicit_euler"
     or "rk4", or a time stepper such as ``sx.SemiExplicitEulerTimeStepper()``,
     whose ``step(model, state, dt)`` takes one); return (final State,
     Trajectory with num_steps // save_every + 1 rows).
 
-    ``controls`` (num_steps, nu): mobility forces (N or N m per mobility) held
-    over each step (zero-order hold) and added to the Model's forces;
-    ``num_steps`` defaults to their number.
+    ``controls`` (num_steps, nu): mobility forces (N or N m per mobility)
+    added to the Model's forces. ``actuator_controls`` (num_steps,
+    n_actuators): the controls of the Model's actuators (:func:`actuators`,
+    for a loaded robot ``robot.actuators``, whose law turns them into
+    forces), in place of those the State holds. ``hold`` says how either
+    acts within a step: "zero" (the default, as MuJoCo's ctrl) holds each
+    row over its step; "linear" takes num_steps + 1 rows, the values at the
+    steps' ends, and varies linearly between them, so RK4's stages see the
+    value at their time. ``num_steps`` defaults to the number of steps they
+    give. ``jax.grad`` with respect to either is exact for the discrete map.
 
     ``checkpoint`` sets what reverse mode keeps (``jax.checkpoint``). True
     (the default): one (q, u) per step, each step's internals recomputed
@@ -238,26 +286,28 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     """
     if isinstance(method, str) and method not in STEPS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(STEPS)} or a time stepper")
+    if hold not in ("zero", "linear"):
+        raise ValueError(f"rollout: hold must be 'zero' or 'linear', got {hold!r}")
     if controls is not None:
-        controls = jnp.asarray(controls, state.q.dtype)
-        if controls.ndim != 2 or controls.shape[1] != state.topology.nu:
-            raise ValueError(f"controls must have shape (num_steps, nu = {state.topology.nu}), got {controls.shape}")
-        if num_steps is None:
-            num_steps = controls.shape[0]
-        elif controls.shape[0] != num_steps:
-            raise ValueError(f"controls has {controls.shape[0]} rows for num_steps = {num_steps}")
+        controls, num_steps = _schedule(controls, state.topology.nu, num_steps, hold, "controls", state.q.dtype)
+    if actuator_controls is not None:
+        if not actuators(model):
+            raise ValueError("rollout: actuator_controls given, but the Model has no Force.MobilityActuator (pass "
+                             "mobility forces as controls)")
+        actuator_controls, num_steps = _schedule(actuator_controls, len(actuators(model)), num_steps, hold,
+                                                 "actuator_controls", state.q.dtype)
     if num_steps is None or num_steps < 0 or save_every < 1 or num_steps % save_every:
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
     settings = _Settings(num_steps, save_every, _chunks_per_segment(checkpoint, num_steps // save_every, save_every),
-                         method, checkpoint is not False, energy)
+                         method, checkpoint is not False, energy, hold)
     if tracing() is False:  # eager: one cached program, not the scan compiled afresh at every call
         dt = np.asarray(dt, state.q.dtype)  # a host number: no computation dispatched of its own
         program = jit_with_options(_rollout, loop_compiler_options(), static_argnames=("settings",))
-        final, trajectory = program(FoldedModel.of(model), state, dt, controls, settings)
+        final, trajectory = program(FoldedModel.of(model), state, dt, (controls, actuator_controls), settings)
         if isinstance(method, str):
             _report_divergence(model, state, trajectory, dt, method)
         return final, trajectory
-    return _rollout(model, state, jnp.asarray(dt, state.q.dtype), controls, settings)
+    return _rollout(model, state, jnp.asarray(dt, state.q.dtype), (controls, actuator_controls), settings)
 
 
 class _Settings(NamedTuple):
@@ -270,41 +320,64 @@ class _Settings(NamedTuple):
     method: object
     checkpoint: bool
     energy: bool
+    hold: str
 
 
-def _rollout(model, state: State, dt, controls, settings: _Settings):
+def _rollout(model, state: State, dt, schedules, settings: _Settings):
     """The rollout; ``model`` a Model, or a :class:`FoldedModel` in the
     program an eager call compiles (with the loop compiler options: one
-    trajectory's loop as one function on jaxlib 0.6 too)."""
+    trajectory's loop as one function on jaxlib 0.6 too); ``schedules`` its
+    (controls, actuator_controls), each None or checked by ``rollout``."""
     model = FoldedModel.unfold(model)
-    num_steps, save_every, chunks_per_segment, method, checkpoint, energy = settings
+    num_steps, save_every, chunks_per_segment, method, checkpoint, energy, hold = settings
     num_chunks = num_steps // save_every
     method_step = STEPS[method] if isinstance(method, str) else method.step
-    state = _with(state, state.t, state.q, state.u)
+    state = state.replace(keep=Stage.Model)  # each step's State carries no cache: a time stepper's realizes
+    driven = actuators(model)
 
-    def step(s, force):
-        m = model if force is None else with_controller(model, jax.tree_util.Partial(_held, force))
-        return method_step(m, s, dt), None
+    def step(s, at):
+        force, actuation, k = at
+        m = model
+        if force is not None:
+            m = with_controller(m, jax.tree_util.Partial(_held, force) if hold == "zero" else
+                                jax.tree_util.Partial(_ramp, force, s.t, dt))
+        if actuation is not None:
+            for actuator, control in zip(driven, actuation if hold == "zero" else actuation[0]):
+                s = actuator.set_control(s, control)
+            if hold == "linear":
+                m = with_controller(m, jax.tree_util.Partial(_actuation_ramp, driven, actuation, s.t, dt))
+        with at_step(k):  # where a failed run-time check says it happened
+            return method_step(m, s, dt).replace(keep=Stage.Model), None
 
     in_loop = energy and not isinstance(method, str)  # a time stepper's State changes beyond (t, q, u, z)
 
     def sample(s):
         return s.t, s.q, s.u, total_energy(model, s) if in_loop else None, s.z if s.z.shape[-1] else None
 
-    def chunk(s, forces):
-        s, _ = jax.lax.scan(step, s, forces, length=save_every)
-        return s, sample(s)
+    def chunk(s, at):
+        s, _ = jax.lax.scan(step, s, at, length=save_every)
+        with at_step(None if at[2] is None else at[2][-1]):  # the sample is checked as the step's end
+            return s, sample(s)
 
-    def segment(s, forces):
-        return jax.lax.scan(chunk, s, forces, length=chunks_per_segment)
+    def segment(s, at):
+        return jax.lax.scan(chunk, s, at, length=chunks_per_segment)
 
     if checkpoint:
         step = jax.checkpoint(step, policy=jax.checkpoint_policies.save_only_these_names(ITERATED))
         if chunks_per_segment < num_chunks:
             segment = jax.checkpoint(segment)
     num_segments = num_chunks // chunks_per_segment if num_chunks else 0
-    forces = None if controls is None else controls.reshape(num_segments, chunks_per_segment, save_every, -1)
-    final, rows = jax.lax.scan(segment, state, forces, length=num_segments)
+
+    def per_step(values, ends: bool):  # (segments, chunks, steps, ...) rows; ``ends``: each step's two ends
+        if values is None:
+            return None
+        if ends:
+            values = jnp.stack([values[:-1], values[1:]], axis=1)
+        return values.reshape(num_segments, chunks_per_segment, save_every, *values.shape[1:])
+
+    steps = jnp.arange(1, num_steps + 1) if model.checks else None  # where a failed run-time check happened
+    xs = (*(per_step(values, hold == "linear") for values in schedules), per_step(steps, False))
+    final, rows = jax.lax.scan(segment, state, xs, length=num_segments)
     first = sample(state)
     t, q, u, e, z = (None if a is None else jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
                      for a, b in zip(first, rows))

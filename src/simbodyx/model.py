@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import equinox as eqx
@@ -22,6 +23,39 @@ from simbodyx.spatial.vectors import device_array
 from simbodyx.stage import Stage
 from simbodyx.state import InstanceData, Level, Locks, State
 from simbodyx.topology import Topology
+
+
+def _dtype(leaf) -> np.dtype:
+    return np.dtype(getattr(leaf, "dtype", None) or np.result_type(leaf))
+
+
+def _named_leaves(prefix: str, tree) -> list:
+    """(name, leaf) of each array leaf of ``tree``, named from ``prefix``."""
+    return [(prefix + jax.tree_util.keystr(path), leaf) for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+class LeafShapes:
+    """The shape and dtype kind of each array leaf of a Model's parameters
+    and of each of its force elements (in flattening order) as frozen:
+    static data, hashed once."""
+
+    def __init__(self, params, force_elements):
+        def shapes(tree):
+            return tuple((np.shape(leaf), _dtype(leaf).kind) for leaf in jax.tree.leaves(tree))
+
+        self.params = shapes(params)
+        self.force_elements = tuple(shapes(element) for element in force_elements)
+        self._hash = hash((self.params, self.force_elements))
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return self is other or (isinstance(other, LeafShapes) and (self.params, self.force_elements) ==
+                                 (other.params, other.force_elements))
+
+
+_KINDS = {"f": "floating-point", "i": "integer", "u": "unsigned integer", "b": "boolean", "c": "complex"}
 
 
 class Model(Module):
@@ -56,6 +90,12 @@ class Model(Module):
     scalar_path: bool | None = eqx.field(static=True, default=None)
     #: whether ``realize`` checks its inputs and results at run time (``simbodyx.runtime_checks``)
     checks: bool = eqx.field(static=True, default=False)
+    #: every array leaf's shape and dtype kind as frozen (:meth:`check_leaves`)
+    leaf_shapes: LeafShapes | None = eqx.field(static=True, default=None, repr=False)
+
+    def __check_init__(self):
+        if self.leaf_shapes is None:
+            object.__setattr__(self, "leaf_shapes", LeafShapes(self.params, self.force_elements))
 
     @property
     def forces(self) -> Forces:
@@ -168,16 +208,51 @@ class Model(Module):
         operations)."""
         return scalarize.CHOICE.takes_scalar_path(self)
 
+    def check_leaves(self) -> Model:
+        """This Model, after checking that each array leaf of its parameters
+        and frozen force elements has the shape and dtype kind it was frozen
+        with, and that its floating-point leaves share one dtype (an
+        ``eqx.tree_at`` edit may change them; elements added later, such as
+        a rollout's controller, are their own). Raises ValueError naming the
+        leaf (``model.params.mass``). Runs on shapes alone: every
+        ``realize`` traced makes it, at no run-time cost."""
+        frozen = self.leaf_shapes
+        parts = [(_named_leaves("model.params", self.params), frozen.params)]
+        parts += [(_named_leaves(f"model.force_elements[{k}]", element), shapes)
+                  for k, (element, shapes) in enumerate(zip(self.force_elements, frozen.force_elements))]
+        for leaves, shapes in parts:
+            if len(leaves) != len(shapes):
+                raise ValueError(f"{leaves[0][0] if leaves else 'Model'}: {len(leaves)} array leaves where it was "
+                                 f"frozen with {len(shapes)}: an edit replaced a number by a structure of another "
+                                 f"size (eqx.tree_at keeps each leaf's shape)")
+            for (name, leaf), (shape, kind) in zip(leaves, shapes):
+                if np.shape(leaf) != shape:
+                    raise ValueError(f"{name} has shape {np.shape(leaf)}, expected {shape} (as frozen from the "
+                                     f"topology)")
+                if _dtype(leaf).kind != kind:
+                    raise ValueError(f"{name} has dtype {_dtype(leaf)}, expected a {_KINDS.get(kind, kind)} dtype")
+        leaves = [leaf for part, _ in parts for leaf in part if _dtype(leaf[1]).kind == "f"]
+        floats = collections.Counter(_dtype(leaf) for _, leaf in leaves)
+        if len(floats) > 1:
+            common = floats.most_common(1)[0][0]
+            name, odd = next((name, _dtype(leaf)) for name, leaf in leaves if _dtype(leaf) != common)
+            raise ValueError(f"{name} has dtype {odd} where the Model's other numbers are {common} "
+                             f"(Model.astype converts them all)")
+        return self
+
     def check(self) -> Model:
-        """This Model, after checking every physical parameter of its concrete
-        numbers (call it outside ``jit``): each body's mass finite and >= 0,
-        its mass center finite, its central inertia positive semidefinite
-        and satisfying the triangle inequality; joint frames finite with
-        orthonormal rotations; each force element's numbers finite, and
-        stiffness and damping >= 0. Raises ValueError naming the body or
-        element."""
+        """This Model, after :meth:`check_leaves` and checking every physical
+        parameter of its concrete numbers (call it outside ``jit``): each
+        body's mass finite and >= 0, its mass center finite, its central
+        inertia positive semidefinite and satisfying the triangle inequality;
+        joint frames finite with orthonormal rotations; each force element's
+        numbers finite, and stiffness and damping >= 0. Raises ValueError
+        naming the leaf, body or element. The checks mode
+        (:meth:`with_checks`) checks the masses, central inertias and force
+        elements' non-negative numbers at run time too."""
         if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(self)):
             raise TypeError("model.check() needs concrete numbers: call it outside jit, vmap and grad")
+        self.check_leaves()
         top, params = self.topology, self.params
         for b in range(1, top.num_bodies):
             where = top.body_label(b)

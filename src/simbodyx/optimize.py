@@ -31,12 +31,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from simbodyx._xla.faults import check_errors
 from simbodyx._xla.trace_context import tracing
 from simbodyx._xla.xla_setup import jit_with_options
 from simbodyx.integrate import rollout
 from simbodyx.model import FoldedModel
 
 
+@check_errors()
 def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
     """(x, losses (num_steps,)): ``num_steps`` updates of the optax
     ``optimizer`` on ``loss(x, *args)`` from ``x0`` (any pytree of arrays).
@@ -91,6 +93,7 @@ def _minimize(loss, optimizer, num_steps, x0, args):
     return _descend(jax.tree_util.Partial(lambda x, args: loss(x, *args), args=args), optimizer, num_steps, x0)
 
 
+@check_errors()
 def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *, checkpoint: bool | int = True):
     """Direct multiple shooting: (ends (S, nq + nu), defects (S - 1, nq + nu)).
 
@@ -160,6 +163,7 @@ class ConstrainedSolution(NamedTuple):
     penalty: jnp.ndarray
 
 
+@check_errors()
 def augmented_lagrangian(problem, x0, optimizer, num_steps: int, num_rounds: int, *args, penalty=10.0,
                          penalty_growth=10.0, max_penalty=1e8, compiler_options=None):
     """(x, ConstrainedSolution): minimize f(x) subject to h(x) = 0 and
@@ -186,8 +190,8 @@ def augmented_lagrangian(problem, x0, optimizer, num_steps: int, num_rounds: int
     if h is None and g is None:
         raise ValueError("augmented_lagrangian: problem(x) returned neither equalities nor inequalities "
                          "(use minimize for an unconstrained problem)")
-    return jit_with_options(_augmented_lagrangian, compiler_options, static_argnums=(0, 1, 2, 3))(
-        problem, optimizer, num_steps, num_rounds, x0, args, penalty, penalty_growth, max_penalty)
+    solve = jit_with_options(_augmented_lagrangian, compiler_options, static_argnums=(0, 1, 2, 3))
+    return solve(problem, optimizer, num_steps, num_rounds, x0, args, penalty, penalty_growth, max_penalty)
 
 
 def _violation(h, g):

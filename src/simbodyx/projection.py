@@ -20,8 +20,8 @@ the manifold.
 Everything is pure: under ``jit`` and ``vmap`` the Newton loop is a
 ``lax.while_loop`` (a batch runs until its last State is done), results
 come back as arrays in :class:`ProjectResults`, and ``throw=True`` raises
-through ``equinox.error_if`` (as diffrax does) where a caller wants an error
-rather than a status. Derivatives of q are implicit: the projected q moves
+``sx.RuntimeCheckError``, also inside ``jit``, where a caller wants an
+error rather than a status. Derivatives of q are implicit: the projected q moves
 with the inputs along the manifold's tangent, dq* = dq - N Wu^-1 F A^T
 (A A^T)^+ Tp d perr (at the projected q), never through the iterations; the
 velocity level's single linear step is differentiated as it stands.
@@ -29,7 +29,6 @@ velocity level's single linear step is differentiated as it stands.
 
 from __future__ import annotations
 
-import enum
 import math
 
 import equinox as eqx
@@ -38,16 +37,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla import trace_context
+from simbodyx._xla.faults import fault_if
 from simbodyx._xla.module import Module
 from simbodyx.algorithms import coordinates
 from simbodyx.constraints.equations import Equations
+from simbodyx.enums import NamedIntEnum
 from simbodyx.linalg import min_norm_solve
 from simbodyx.motion import model_prescription, prescribe_q, prescribe_u
 from simbodyx.stage import Stage
 from simbodyx.state import Level, State
 
 
-class ProjectStatus(enum.IntEnum):
+class ProjectStatus(NamedIntEnum):
     """Simbody's ProjectResults::Status."""
 
     Invalid = 0
@@ -247,9 +248,9 @@ def _normalize(state: State, q, error_estimate):
 
 
 def _throw(results: ProjectResults, what: str):
-    return eqx.error_if(results.status, results.status != ProjectStatus.Succeeded,
-                        f"{what} failed: the weighted constraint errors could not be brought within the required "
-                        "accuracy from this State (status in ProjectResults; pass throw=False to get it instead)")
+    return fault_if(results.status, results.status != ProjectStatus.Succeeded, 0,
+                    [f"{what} failed: the weighted constraint errors could not be brought within the required "
+                     "accuracy from this State (status in ProjectResults; pass throw=False to get it instead)"])
 
 
 def project_q(model, state: State, options: ProjectOptions | None = None, *, u_weights=None,

@@ -48,6 +48,7 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
 
 @entry_point(functools.partial(jax.jit, static_argnames="stage"))
 def _realize(model, state: State, stage: Stage) -> State:
+    model.check_leaves()  # on shapes, while tracing: a leaf edited to another shape or dtype is named here
     topology, params = model.topology, model.params
     if model.checks:
         state = runtime_checks.checked_state(model, state)
@@ -75,7 +76,7 @@ def _realize(model, state: State, stage: Stage) -> State:
                 udot, A_GB = forward_dynamics(topology, x)
                 multipliers = jnp.zeros(0, u.dtype)
             if model.checks:
-                udot, multipliers = runtime_checks.checked_solution(model, udot, multipliers)
+                udot, multipliers = runtime_checks.checked_solution(model, state.t, udot, multipliers)
             qdotdot = calc_qdotdot(topology, q, u, udot)
             acceleration = AccelerationCache(udot=udot, qdotdot=qdotdot, A_GB=A_GB, multipliers=multipliers,
                                              zdot=z_derivatives(model, realized))

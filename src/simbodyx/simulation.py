@@ -33,15 +33,14 @@ Everything is pure: the stepping is a while loop per report interval
 ``jax.grad`` differentiates a rollout in reverse mode with recursive
 checkpointing (memory grows with the log of ``max_steps``, not the number
 of steps), through the steps taken: the step sizes are not differentiated.
-``IntegratorStats.status`` reports a failure; ``throw=True`` raises a
-RuntimeError naming the status and the time reached, or, inside the
-caller's jit or vmap, an ``equinox`` run-time error naming the status.
+``IntegratorStats.status`` reports a failure; ``throw=True`` raises
+``sx.RuntimeCheckError`` naming the status and the time reached (inside a
+``jax.jit`` of the caller's, within ``sx.check_errors``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 
 import equinox as eqx
 import equinox.internal as eqxi
@@ -49,9 +48,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.faults import RuntimeCheckError, at_step, check_errors, fault_if
 from simbodyx._xla.module import Module
 from simbodyx._xla.xla_setup import jit_with_options, kept_out_of_one_function, loop_compiler_options
 from simbodyx.algorithms.coordinates import multiply_by_n, multiply_by_n_inv
+from simbodyx.enums import NamedIntEnum
 from simbodyx.events import (
     calc_event_trigger_info,
     calc_event_triggers,
@@ -72,7 +73,7 @@ from simbodyx.stage import Stage
 from simbodyx.state import State
 
 
-class IntegratorStatus(enum.IntEnum):
+class IntegratorStatus(NamedIntEnum):
     """Why ``simulate`` stopped (Simbody reports these as exceptions)."""
 
     Succeeded = 1
@@ -446,6 +447,7 @@ class _Carry(Module):
     event_index: jnp.ndarray
 
 
+@check_errors()
 def simulate(model, state: State, integrator: Integrator, report_times, *, events=(), controller=None,
              max_event_records: int = 64, throw: bool = True, compiler_options=None, energy: bool = True):
     """(final State, Trajectory at the report times, IntegratorStats): Simbody's
@@ -550,19 +552,19 @@ def _raise_on_failure(model, final, stats):
     """``stats``, after raising on a failed run: called with concrete arrays the
     error names the status, the time reached and, for NonFinite, the first
     value that is not finite at that time; traced (inside the caller's jit
-    or vmap) it names the status (``eqx.branched_error_if``)."""
+    or vmap) it names the status and the time reached."""
     advice = "pass throw=False to get the status instead"
     if not isinstance(stats.status, jax.core.Tracer) and not isinstance(final.t, jax.core.Tracer):
         status = IntegratorStatus(int(stats.status))
         if status != IntegratorStatus.Succeeded:
             where = _first_non_finite(model, final) if status == IntegratorStatus.NonFinite else ""
-            raise RuntimeError(f"simulate failed: {status.name} at t = {float(final.t):.6g} s "
+            raise RuntimeCheckError(f"simulate failed: {status.name} at t = {float(final.t):.6g} s "
                                f"({_FAILURES[status]}{where}); {advice}")
         return stats
     messages = [f"simulate failed: {status.name} ({_FAILURES.get(status, 'succeeded')}); {advice}"
                 for status in IntegratorStatus]
     index = jnp.clip(stats.status - min(IntegratorStatus), 0, len(messages) - 1)
-    status = eqx.branched_error_if(stats.status, stats.status != IntegratorStatus.Succeeded, index, messages)
+    status = fault_if(stats.status, stats.status != IntegratorStatus.Succeeded, index, messages, final.t)
     return eqx.tree_at(lambda r: r.status, stats, status)
 
 
@@ -690,9 +692,10 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
     def body(c: _Carry, target) -> _Carry:
         if model.params.constraints:  # the projection's loops inside: as one function it compiles for minutes
             c = dataclasses.replace(c, h=kept_out_of_one_function(c.h))
-        if not events:
-            return attempt(c, target)
-        return jax.lax.cond(jnp.any(c.due), handle, lambda c: attempt(c, target), c)
+        with at_step(c.counts[0] + 1):  # where a failed run-time check says it happened
+            if not events:
+                return attempt(c, target)
+            return jax.lax.cond(jnp.any(c.due), handle, lambda c: attempt(c, target), c)
 
     def interval(c: _Carry, target):
         # the loop over the reports runs kernel by kernel, its stepping loop still as one function: the two

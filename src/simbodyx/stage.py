@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import enum
+from simbodyx.enums import NamedIntEnum
 
 
-class Stage(enum.IntEnum):
+class Stage(NamedIntEnum):
     """Topology < Model < Instance < Time < Position < Velocity < Dynamics <
     Acceleration < Report. A quantity is available once its stage is realized."""
 

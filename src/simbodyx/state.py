@@ -15,20 +15,20 @@ motion levels and methods (``Level``, ``Method``) that locks and Motions
 from __future__ import annotations
 
 import dataclasses
-import enum
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from simbodyx._xla.module import Module
+from simbodyx.enums import NamedIntEnum
 from simbodyx.parameters import Parameters
 from simbodyx.spatial.transform import Transform
 from simbodyx.stage import Stage
 from simbodyx.topology import Topology
 
 
-class Level(enum.IntEnum):
+class Level(NamedIntEnum):
     """Simbody's Motion::Level: the highest level a mobilizer's motion is driven at."""
 
     NoLevel = -1
@@ -37,7 +37,7 @@ class Level(enum.IntEnum):
     Position = 2
 
 
-class Method(enum.IntEnum):
+class Method(NamedIntEnum):
     """Simbody's Motion::Method: how one level (q, u or udot) is determined."""
 
     NoMethod = -1

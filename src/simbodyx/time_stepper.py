@@ -52,7 +52,9 @@ happens at the speed it has on arrival, and derivatives see how its timing
 moves with the inputs: the rebound height's derivative with respect to a
 ball's drop height is e^2 (with the impact at the start of the step it is
 1). Both parts run in every step (one program), so a step costs about
-twice as much.
+twice as much. Without it, a derivative taken through a step with an
+impact (``jax.grad`` of a rollout, say) warns once that it is the discrete
+map's, not the physical one.
 
 The model's enabled bilateral constraints take part in every solve as
 unconditional rows (Simbody's stepper leaves them out), so a mechanism with
@@ -87,14 +89,15 @@ in one to three rounds of fixed shape), and prescribed motion and locks.
 
 from __future__ import annotations
 
-import enum
 import functools
+import warnings
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx._xla.faults import check_errors
 from simbodyx._xla.module import Module
 from simbodyx._xla.trace_context import tracing
 from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
@@ -103,6 +106,7 @@ from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.kinematics import realize_velocity
 from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
+from simbodyx.enums import NamedIntEnum
 from simbodyx.forces.subsystem import z_derivatives
 from simbodyx.impulse import PGSImpulseSolver, PLUSImpulseSolver, Rows, SolveStats, significant_real
 from simbodyx.model import FoldedModel
@@ -111,25 +115,25 @@ from simbodyx.stage import Stage
 from simbodyx.state import State
 
 
-class RestitutionModel(enum.IntEnum):
+class RestitutionModel(NamedIntEnum):
     Poisson = 0  #: the coefficient of restitution is a ratio of impulses
     Newton = 1  #: a ratio of velocities
     NoRestitution = 2  #: every impact is maximally dissipative
 
 
-class InducedImpactModel(enum.IntEnum):
+class InducedImpactModel(NamedIntEnum):
     Simultaneous = 0
     Sequential = 1
     Mixed = 2
 
 
-class PositionProjectionMethod(enum.IntEnum):
+class PositionProjectionMethod(NamedIntEnum):
     Bilateral = 0
     Unilateral = 1
     NoPositionProjection = 2
 
 
-class ImpulseSolverType(enum.IntEnum):
+class ImpulseSolverType(NamedIntEnum):
     PLUS = 0
     PGS = 1
 
@@ -397,6 +401,7 @@ class SemiExplicitEulerTimeStepper(Module):
         unilateral contacts enabled where they took part."""
         return self.take_step(model, state, dt)[0]
 
+    @check_errors()
     def take_step(self, model, state: State, dt):
         """(next State, StepReport). Called eagerly (outside ``jit``, ``vmap``
         and ``grad``: a loop of Simbody's kind, one step per Python call), the
@@ -423,6 +428,8 @@ class SemiExplicitEulerTimeStepper(Module):
             s = model.realize(s.replace(t=pick(first.t, s.t), q=pick(first.q, s.q), u=pick(first.u, s.u),
                                         z=pick(first.z, s.z)), Stage.Velocity)
         out, report = self._advance(model, s, h - tau, impacts=True)
+        if not self.localize_impacts and model.params.unilateral_contacts:
+            out = out.replace(u=_warned_if_differentiated(out.u, jnp.any(report.impacters)), keep=Stage.Time)
         return out, eqx.tree_at(lambda r: r.impact_time, report, tau)
 
     def _time_of_impact(self, model, s: State, h):
@@ -599,6 +606,33 @@ class SemiExplicitEulerTimeStepper(Module):
         else:
             x, _ = self.get_impulse_solver().solve(A, rhs, problem.position_rows, holonomic.at[normal].set(proximal))
         return u - M_inv_Gt @ x
+
+
+#: What a derivative through an unlocalized impact is told, once per process.
+IMPACT_DERIVATIVE_WARNING = (
+    "SemiExplicitEulerTimeStepper: a derivative is taken through a step with an impact, which this stepper applies "
+    "at the step's start; the derivative is the discrete map's and misses how the impact's timing moves with the "
+    "inputs (a ball's rebound height gets derivative 1 with respect to its drop height, where the physical one is "
+    "e^2). SemiExplicitEulerTimeStepper(localize_impacts=True) splits the step at the moment of contact and gives "
+    "the physical derivative.")
+
+
+@jax.custom_jvp
+def _warned_if_differentiated(x, impact):
+    """``x``; differentiated (forward or reverse), it warns where ``impact`` holds."""
+    return x
+
+
+@_warned_if_differentiated.defjvp
+def _warned_if_differentiated_jvp(primals, tangents):
+    x, impact = primals
+    jax.debug.callback(_warn_of_impact, impact)
+    return x, tangents[0]
+
+
+def _warn_of_impact(impact):
+    if impact:
+        warnings.warn(IMPACT_DERIVATIVE_WARNING)  # shown once per process, at this line
 
 
 @eqx.filter_jit

@@ -12,6 +12,7 @@ changed as Model leaves)."""
 import functools
 import pathlib
 import sys
+import warnings
 
 import equinox as eqx
 import jax
@@ -21,6 +22,7 @@ import pytest
 from conftest import count_primitive, counting_compiles, equations
 
 import simbodyx as sx
+from simbodyx import time_stepper
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
 import rigid_contact  # noqa: E402  (the brick scene is the example's)
@@ -199,6 +201,7 @@ def test_the_plus_solver_meets_the_closed_forms_and_drops_the_brick_without_pene
 
 # -- batches, gradients, the State ---------------------------------------------------------------
 
+@pytest.mark.filterwarnings("ignore:SemiExplicitEulerTimeStepper. a derivative is taken through")  # the discrete map's, asked
 def test_batched_drops_do_not_penetrate_and_values_and_derivatives_are_finite():
     """32 random drops in one program, with the forward derivative of every
     sample along a random direction of the initial q and u."""
@@ -228,10 +231,36 @@ def test_localized_impacts_give_the_rebound_height_derivative_e_squared():
         final, _ = run(model, state.with_q(jnp.stack([0.0, RADIUS + h0, 0.0])), 2e-3, 350, stepper, 350)
         return final.q[1] - RADIUS + final.u[1] ** 2 / (2 * G)
 
-    height, slope = jax.jit(lambda h0: jax.jvp(rebound, (h0,), (1.0,)))(1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the derivative is the physical one
+        height, slope = jax.jit(lambda h0: jax.jvp(rebound, (h0,), (1.0,)))(1.0)
     np.testing.assert_allclose(slope, 0.25, rtol=0.015)
     np.testing.assert_allclose(slope, (rebound(1.0 + 1e-6) - rebound(1.0 - 1e-6)) / 2e-6, rtol=1e-6)
     np.testing.assert_allclose(height, 0.25, rtol=0.02)
+
+
+def test_a_derivative_through_an_unlocalized_impact_warns_that_it_is_the_discrete_maps():
+    """The default stepper's d(rebound height)/d(drop height) is 1 (its
+    discrete map's), where the physical answer is e^2 = 0.25: a user
+    optimizing through impacts was not told. jax.grad through a rollout
+    that crosses an impact now warns, naming localize_impacts; the same
+    rollout without a derivative, or a derivative with no impact, does not."""
+    model, state = ball()
+    stepper = sx.SemiExplicitEulerTimeStepper(restitution_model="Newton")
+
+    def rebound(h0, num_steps=350):
+        final, _ = run(model, state.with_q(jnp.stack([0.0, RADIUS + h0, 0.0])), 2e-3, num_steps, stepper, num_steps)
+        return final.q[1] - RADIUS + final.u[1] ** 2 / (2 * G)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rebound(1.0)  # no derivative
+        jax.grad(rebound)(1.0, 50)  # falling, no impact yet
+    with pytest.warns(UserWarning, match=r"derivative is taken through a step with an impact.*"
+                                         r"localize_impacts=True\) splits the step") as caught:
+        slope = jax.grad(rebound)(1.0)
+    np.testing.assert_allclose(slope, 1.0, rtol=1e-6)
+    assert all(str(w.message) == time_stepper.IMPACT_DERIVATIVE_WARNING for w in caught)
 
 
 @pytest.mark.parametrize("stepper", [

@@ -4,9 +4,9 @@ Every module here exists because of how a JAX or XLA release behaves, not
 because of the mechanics; the rest of simbodyx reads as if JAX had none of
 these limits. The only imports of JAX's private modules (``jax._src``) are
 here, each behind a guard (a release check or an ``ImportError``
-fallback) that ``tests/test_xla_setup.py`` exercises. Two parts are public:
-``sx.xla_setup`` (``loop_compiler_options``) and ``sx.scalarize``
-(``scalarize``). The measurements behind each choice are in
+fallback) that ``tests/test_xla_setup.py`` exercises. Its public parts:
+``sx.xla_setup`` (``loop_compiler_options``), ``sx.scalarize``
+(``scalarize``), ``sx.RuntimeCheckError`` and ``sx.check_errors``. The measurements behind each choice are in
 benchmarks/README.md, "Why the code is as it is" and "Across JAX releases".
 
 What each works around, where, and when it can go:
@@ -27,6 +27,12 @@ What each works around, where, and when it can go:
   loops at batch 1, jaxlib 0.6 only). Each option goes when XLA's default
   is as fast (``benchmarks/first_calls.py`` with and without them), and
   ``CPU_OPTIONS`` holds the release range of each.
+- ``faults``: a check on a compiled program's numbers can stop it only
+  through a host callback, and JAX raises that as its own runtime error
+  with the message mid-traceback (and logs a second traceback); this
+  module raises ``sx.RuntimeCheckError`` with the message alone, at every
+  compiled call simbodyx makes and inside ``sx.check_errors``. Goes when
+  JAX raises a callback's exception as itself.
 - ``jax_compat``: JAX < 0.7's transpose rule of ``custom_linear_solve``
   fails on a symbolic-zero cotangent; wrapped on those releases only, with
   JAX 0.7's fix (jax-ml/jax pull request 29629). Goes when the oldest

@@ -25,6 +25,7 @@ import functools
 
 import jax
 
+from simbodyx._xla.faults import check_errors, located_step
 from simbodyx._xla.xla_setup import eager_compiler_options
 
 try:
@@ -93,11 +94,14 @@ def per_context_jit(jit):
         outside, inside, eager = jit(fn), jit(copy()), []
 
         @functools.wraps(fn)
+        @check_errors()  # also where a transformation of the user's evaluates it eagerly (vmap, grad)
         def call(*args, **kwargs):
             if tracing() is False:
                 if not eager:
                     eager.append(jit(copy(), compiler_options=eager_compiler_options() or None))
                 return eager[0](*args, **kwargs)
+            if located_step() is not None:  # a cached trace would keep the loop's step counter: traced inline
+                return fn(*args, **kwargs)
             return (inside if traced_in_loop_body() else outside)(*args, **kwargs)
 
         return call

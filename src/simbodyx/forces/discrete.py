@@ -171,13 +171,17 @@ class MobilityActuator(_Discrete):
         return jnp.asarray(self.default, dtype)
 
     def calc(self, model, state):
+        return self.mobility_forces(state, self._values(state)), zeros(state)[1]
+
+    def mobility_forces(self, state, control):
+        """(nu,) the generalized force this actuator applies at ``state``'s q
+        and u with ``control`` (the number ``set_control`` would hold)."""
         top = state.topology
         q, qdot = state.q[top.q_start[self.body] + self.which], state.u[top.u_start[self.body] + self.which]
-        c = jnp.clip(self._values(state), self.ctrl_range[0], self.ctrl_range[1])
+        c = jnp.clip(control, self.ctrl_range[0], self.ctrl_range[1])
         a = self.gain * c + self.bias[0] + self.gear * (self.bias[1] * q + self.bias[2] * qdot)
-        mobility, body = zeros(state)
         a = jnp.clip(a, self.force_range[0], self.force_range[1])
-        return mobility.at[top.u_start[self.body] + self.which].set(self.gear * a), body
+        return zeros(state)[0].at[top.u_start[self.body] + self.which].set(self.gear * a)
 
     def set_control(self, state, control):
         """A new State with this control (caches through Velocity kept)."""
