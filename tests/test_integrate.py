@@ -301,7 +301,8 @@ def test_actuator_controls_over_time_drive_a_rollout_as_set_controls_per_step_do
     trajectory meant a loop of set_controls and one-step rollouts. Now
     actuator_controls (N, n_actuators) is held over each step (the same
     numbers as that loop, clamps and servo laws included, also through a
-    time stepper), or linear between N + 1 values; a motor on a free
+    time stepper and a robot's soft-constraint stepper), or linear between
+    N + 1 values; a motor on a free
     slider gives the closed forms (RK4 is exact on them); the gradient
     matches central differences."""
     system, _, _, robot = sx.io.load_mjcf(ARM)
@@ -309,12 +310,13 @@ def test_actuator_controls_over_time_drive_a_rollout_as_set_controls_per_step_do
     assert [type(a).__name__ for a in sx.integrate.actuators(model)] == ["MobilityActuator"] * 2
     dt, n = 2e-3, 12
     controls = jnp.asarray(np.random.default_rng(0).uniform(-2, 2, size=(n, 2)))  # the motor's beyond its range
-    stepper = sx.SemiExplicitEulerTimeStepper()
-    for method in ("rk4", stepper):
-        final, trajectory = sx.integrate.rollout(model, state, dt, actuator_controls=controls, method=method)
-        s = state
+    soft_system, _, _, soft_robot = sx.io.load_mjcf(ARM, physics="mujoco")  # no contact pair: no contact rows
+    for m, start, r, method in ((model, state, robot, "rk4"), (model, state, robot, sx.SemiExplicitEulerTimeStepper()),
+                                (*soft_system.realize_topology(), soft_robot, soft_robot.stepper)):
+        final, trajectory = sx.integrate.rollout(m, start, dt, actuator_controls=controls, method=method)
+        s = start
         for k in range(n):
-            s, _ = sx.integrate.rollout(model, robot.set_controls(s, controls[k]), dt, 1, method=method)
+            s, _ = sx.integrate.rollout(m, r.set_controls(s, controls[k]), dt, 1, method=method)
         np.testing.assert_allclose(final.q, s.q, rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(final.u, s.u, rtol=1e-13, atol=1e-15)
 
@@ -343,7 +345,7 @@ def test_actuator_controls_over_time_drive_a_rollout_as_set_controls_per_step_do
             fd = (reach(values + bump, hold) - reach(values - bump, hold)) / 2e-6
             np.testing.assert_allclose(gradient[i, j], fd, rtol=1e-6, atol=1e-12)
     assert abs(controls[clamped, 0]) > 1 and jax.grad(reach)(controls, "zero")[clamped, 0] == 0
-    with pytest.raises(ValueError, match=r"actuator_controls must have shape \(num_steps \+ 1, 2\), got \(12, 3\)"):
+    with pytest.raises(ValueError, match=r"actuator_controls must have shape \(num_steps \+ 1, n_actuators = 2\), got \(12, 3\)"):
         sx.integrate.rollout(model, state, dt, actuator_controls=jnp.zeros((12, 3)), hold="linear")
     with pytest.raises(ValueError, match=r"actuator_controls has 12 rows for num_steps = 12 with hold='linear'"):
         sx.integrate.rollout(model, state, dt, 12, actuator_controls=controls, hold="linear")

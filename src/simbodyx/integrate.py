@@ -216,14 +216,15 @@ def actuators(model) -> tuple:
     return tuple(e for e in model.force_elements if isinstance(e, MobilityActuator))
 
 
-def _schedule(values, columns: int, num_steps, hold: str, what: str, dtype):
+def _schedule(values, columns: int, num_steps, hold: str, what: str, width: str, dtype):
     """``values`` as an array of one row per step ("zero") or per step end
-    ("linear": num_steps + 1 rows), checked; and ``num_steps``, taken from
-    its rows where None."""
+    ("linear": num_steps + 1 rows) of ``columns`` (named ``width``),
+    checked; and ``num_steps``, taken from its rows where None."""
     values = jnp.asarray(values, dtype)
     extra = hold == "linear"
     if values.ndim != 2 or values.shape[1] != columns:
-        raise ValueError(f"{what} must have shape (num_steps{' + 1' if extra else ''}, {columns}), got {values.shape}")
+        raise ValueError(f"{what} must have shape (num_steps{' + 1' if extra else ''}, {width} = {columns}), "
+                         f"got {values.shape}")
     if num_steps is None:
         num_steps = values.shape[0] - extra
     if values.shape[0] != num_steps + extra:
@@ -289,13 +290,13 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     if hold not in ("zero", "linear"):
         raise ValueError(f"rollout: hold must be 'zero' or 'linear', got {hold!r}")
     if controls is not None:
-        controls, num_steps = _schedule(controls, state.topology.nu, num_steps, hold, "controls", state.q.dtype)
+        controls, num_steps = _schedule(controls, state.topology.nu, num_steps, hold, "controls", "nu", state.q.dtype)
     if actuator_controls is not None:
         if not actuators(model):
             raise ValueError("rollout: actuator_controls given, but the Model has no Force.MobilityActuator (pass "
                              "mobility forces as controls)")
         actuator_controls, num_steps = _schedule(actuator_controls, len(actuators(model)), num_steps, hold,
-                                                 "actuator_controls", state.q.dtype)
+                                                 "actuator_controls", "n_actuators", state.q.dtype)
     if num_steps is None or num_steps < 0 or save_every < 1 or num_steps % save_every:
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
     settings = _Settings(num_steps, save_every, _chunks_per_segment(checkpoint, num_steps // save_every, save_every),

@@ -1366,6 +1366,10 @@ def detect(surfaces, groups, X_GB: Transform):
         X_BS = jax.tree.map(lambda *a: jnp.stack(a), *[m.X_BS for m in members])
         return shapes, X_GB[np.array([m.body for m in members])].compose(X_BS)
 
+    if not groups:  # no candidate pair: no rows
+        none, dtype = np.zeros(0, np.int64), X_GB.p.dtype
+        return (PointContact(jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype), *(jnp.zeros(0, dtype),) * 3), none,
+                none, np.zeros(0, bool))
     contacts, first, second, vertex = [], [], [], []
     for group in groups:
         margin = np.array([surfaces[i].margin + surfaces[j].margin for i, j in zip(group.first, group.second)])
