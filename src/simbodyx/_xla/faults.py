@@ -107,7 +107,7 @@ def _stopped_if_jvp(messages, primals, tangents):
 
 
 def _raise(messages, index, t, step):
-    message = located(messages[int(index)], float(t) if np.isfinite(t) else np.nan, int(step))
+    message = located(messages[int(index)], float(t), int(step))
     _last_message[0] = message
     raise RuntimeCheckError(message)
 
