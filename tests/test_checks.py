@@ -211,8 +211,7 @@ def test_a_failed_check_raises_one_error_whose_first_line_names_the_element_and_
     is the message, with the State's time and, in a rollout or simulate,
     the step; nothing is printed."""
     model, state, ball = _ball_with_a_late_fault()
-    zero = ball.set_one_q(state, 0, 0.0)
-    zero = ball.set_one_q(ball.set_one_q(ball.set_one_q(zero, 1, 0.0), 2, 0.0), 3, 0.0)
+    zero = ball.set_one_q(state, 0, 0.0)  # the identity quaternion's one nonzero entry
     quaternion = r"^body 1 \('body1', Ball\): zero quaternion \(checks mode\); set an orientation with " \
                  r"set_q_to_fit_rotation \(at t = 0 s{}\)$"
     for call, where in [(lambda: model.realize(zero, sx.Stage.Acceleration), ""),
