@@ -4,7 +4,7 @@
 
 Every target runs in a Python process of its own, first with an empty JAX
 persistent compilation cache (cold: what a first run pays), then again with
-the cache that run filled (warm: README.md, "Compile once across runs").
+the cache that run filled (warm: docs/concepts.md, "Compile once across runs").
 
 * ``main``: ``python examples/main.py`` end to end, imports included
   (the README's first model: realize, gradient, batch); limit 10 s.

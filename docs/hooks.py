@@ -1,31 +1,18 @@
-"""MkDocs hooks. A page line ``--8<-- "README.md:name"`` becomes the
-README's section between its ``[start:name]`` and ``[end:name]`` markers,
-its links into docs/ made relative to the pages; errors.md's catalogue is
-generated from the ``raise`` statements of src/simbodyx, so it always lists
-the messages the code can raise."""
+"""MkDocs hooks: errors.md's catalogue is generated from the ``raise``
+statements of src/simbodyx, so it always lists the messages the code can
+raise."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
-import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "simbodyx"
 CATALOGUE = "<!-- error catalogue -->"
-INCLUDE = re.compile(r'^--8<-- "README.md:(\w+)"$', re.MULTILINE)
-
-
-def readme_section(name: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    start, end = f"<!-- --8<-- [start:{name}] -->", f"<!-- --8<-- [end:{name}] -->"
-    if start not in text or end not in text:
-        raise ValueError(f"README.md has no section {name!r} (markers {start} ... {end})")
-    return text.split(start, 1)[1].split(end, 1)[0].replace("](docs/", "](")
 
 
 def on_page_markdown(markdown: str, page, **_) -> str:
-    markdown = INCLUDE.sub(lambda m: readme_section(m[1]), markdown)
     if CATALOGUE in markdown:
         markdown = markdown.replace(CATALOGUE, error_catalogue())
     return markdown

@@ -1,5 +1,7 @@
-"""The README's examples run as written (the notebooks: test_notebooks.py),
-the documentation site builds, and CI's oldest JAX is the supported one."""
+"""The README's and the docs pages' examples run as written (the notebooks:
+test_notebooks.py), the README stays short and states behaviour, not
+measurements, the documentation site builds in its four parts, and CI's
+oldest JAX is the supported one."""
 
 import importlib.util
 import os
@@ -25,7 +27,10 @@ def _close(x, expected, tol):
     return np.allclose(np.asarray(x, float), expected, rtol=0, atol=tol)
 
 
-#: What each README comment on a result claims, checked on the block's
+#: The pages whose python blocks run: the README and every docs page.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+#: What each comment on a printed result claims, checked on the block's
 #: namespace (to the digits the comment shows).
 CLAIMS = {
     "# inverse dynamics: ~0 here": lambda ns: _close(ns["tau"], 0.0, 1e-4),
@@ -51,23 +56,51 @@ CLAIMS = {
     and bool(np.all(np.isfinite(np.asarray(ns["trajectory"].q)))),
     "# 0.2501 m (e^2 h = 0.25); u_x 0: the impact's friction stopped the slide": lambda ns: _close(
         float(ns["trajectory"].q[ns["bounced"], 1].max() - 0.1), 0.2501, 5e-5) and _close(ns["final"].u[0], 0.0, 1e-6),
+    "# (256,) True": lambda ns: ns["angles"].shape == (256,) and bool(np.all(np.isfinite(np.asarray(ns["angles"])))),
+    "# body 1 ('body1', Ball): zero quaternion (checks mode); ... (at t = 0 s, in step 1)": lambda ns: (
+        ns["message"].startswith("body 1 ('body1', Ball): zero quaternion (checks mode)")
+        and ns["message"].endswith("(at t = 0 s, in step 1)")),
+    "# (2000,) (2,)": lambda ns: ns["angles"].shape == (2000,) and bool(np.all(np.isfinite(np.asarray(ns["d_cost"])))),
 }
 
 
-def test_readme_example_runs_and_its_printed_claims_hold():
-    """Every python block of the README runs; each comment that states a
-    result (on a print, or on an inverse-dynamics line) is in CLAIMS and
-    holds."""
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-    assert blocks, "README has no python example"
-    stated = [comment.strip() for block in blocks for comment in re.findall(r"^print\(.*\)\s+(#.*)$", block, re.M)]
-    stated.append("# inverse dynamics: ~0 here")
-    assert sorted(stated) == sorted(CLAIMS), "each README comment on a printed result needs its check in CLAIMS"
+def test_the_examples_of_the_readme_and_the_docs_run_and_their_printed_claims_hold():
+    """Every python block of the README and of the docs pages runs; each
+    comment that states a result (on a print, or on an inverse-dynamics
+    line) is in CLAIMS and holds."""
+    blocks = [block for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)]
+    assert len(blocks) > 10, "the README and the docs pages have too few python examples"
+    stated = {comment.strip() for block in blocks for comment in re.findall(r"^print\(.*\)\s+(#.*)$", block, re.M)}
+    stated.add("# inverse dynamics: ~0 here")
+    assert stated == set(CLAIMS), "each comment on a printed result needs its check in CLAIMS"
     for block in blocks:
         namespace = run(block)
         for comment, holds in CLAIMS.items():
             if comment in block:
-                assert holds(namespace), f"README claim not met: {comment}"
+                assert holds(namespace), f"claim not met: {comment}"
+
+
+#: What a measurement looks like in prose: a time, a speed-up, a machine or a release's figure.
+MEASUREMENT = re.compile(r"\d\s?(ms|us|µs|ns)\b|\d(\.\d+)?\s?s\b(?! \()|\d(\.\d+)?x\b|\b(Xeon|EPYC|H100|H200)\b"
+                         r"|\bjax \d|\d[- ]cores?\b|\bper (second|call|step)\b")
+
+
+def test_the_readme_is_short_and_states_behaviour_not_measurements():
+    """README.md stays under 200 lines and its prose holds no measurement
+    (times, speed-ups, machines, releases' figures): those live in the
+    benchmark pages."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) < 200
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    found = [m.group(0) for m in MEASUREMENT.finditer(prose)]
+    assert not found, found
+
+
+def test_the_docs_site_has_its_four_parts():
+    """mkdocs.yml's navigation: Home, then tutorials, how-to guides,
+    reference and explanation, each with its pages."""
+    nav = re.findall(r"^  - ([^:\n]+):", (ROOT / "mkdocs.yml").read_text().split("\nnav:\n", 1)[1], re.M)
+    assert nav == ["Home", "Tutorials", "How-to guides", "Reference", "Explanation"], nav
 
 
 def test_docs_build_with_warnings_as_errors(tmp_path):

@@ -180,8 +180,9 @@ def loop_compiler_options() -> dict:
     threshold of :func:`set_cpu_options` does that for one trajectory's loops). Loops at
     batch 1 run several times faster with it and array programs compile
     about 2x longer, and batched operations gain or lose, so the option is
-    not set process-wide (the figures per program and release: README.md,
-    "Loops at batch 1", and benchmarks/README.md, "Across JAX releases").
+    not set process-wide (the figures per program and release:
+    docs/explanation/compilation.md, "Loops at batch 1", and
+    benchmarks/README.md, "Across JAX releases").
     """
     import jax
     from jaxlib.version import __version__ as jaxlib_version
