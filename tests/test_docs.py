@@ -3,6 +3,7 @@ test_notebooks.py), the README stays short and states behaviour, not
 measurements, the documentation site builds in its four parts, and CI's
 oldest JAX is the supported one."""
 
+import ast
 import importlib.util
 import os
 import pathlib
@@ -93,6 +94,27 @@ def test_the_readme_is_short_and_states_behaviour_not_measurements():
     assert len(text.splitlines()) < 200
     prose = re.sub(r"```.*?```", "", text, flags=re.S)
     found = [m.group(0) for m in MEASUREMENT.finditer(prose)]
+    assert not found, found
+
+
+#: A measurement in a docstring: a time with its unit, a machine, a release's figure.
+TIMING = re.compile(r"\b\d+(\.\d+)?(-\d+(\.\d+)?)?\s?(ms|us|µs|ns|s)\b(?!\^)|\b(Xeon|EPYC|H100|H200)\b|\b\d+-core\b"
+                    r"|\bjax \d+\.\d+\.\d+")
+#: Docstrings whose times are the physics' own (a step, a duration simulated), not measurements.
+PHYSICAL_TIMES = {("io/mjcf.py", "_contact")}
+
+
+def test_docstrings_state_behaviour_not_measurements():
+    """No docstring of the package holds a timing, a machine or a release's
+    figure: those go stale, and live in benchmarks/README.md."""
+    found = []
+    for path in sorted((ROOT / "src" / "simbodyx").rglob("*.py")):
+        where = path.relative_to(ROOT / "src" / "simbodyx").as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = getattr(node, "name", "<module>")
+                found += [(where, name, m.group(0)) for m in TIMING.finditer(ast.get_docstring(node) or "")
+                          if (where, name) not in PHYSICAL_TIMES]
     assert not found, found
 
 

@@ -478,18 +478,16 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
 
     A Model small enough for the scalar path (``model.uses_scalar_path()``),
     without events, has its concrete numbers compiled into the stepping
-    program as constants, which the scalar path folds (the double pendulum
-    of ``examples/main.py`` compiles and runs 1,086 Merson steps in 1.1 s,
-    2.3 s traced): a Model equal in structure and numbers reuses the
-    program, other numbers compile their own. Numbers that are traced
+    program as constants, which the scalar path folds: a Model equal in
+    structure and numbers reuses the program, other numbers compile their
+    own. Numbers that are traced
     (``jax.vmap``, ``jax.jit`` or ``jax.grad`` over them) are the
     program's inputs; to sweep or fit a few parameters, set them into the
     Model inside the transformed function (``mobod.set_mass_properties``,
     ``eqx.tree_at``) and close over the Model, so that only they are
     traced. Differentiating with respect to the whole Model makes every
-    number an input: a double pendulum's gradient of a Merson simulation
-    compiled in 18-19 s and ran 51 ms a call, against 2.0-2.4 s and 7-9
-    ms with respect to one link's mass (jax 0.9.2, 2-core Intel Xeon).
+    number an input, which compiles and runs several times longer
+    (benchmarks/README.md, "Why the code is as it is").
     """
     if hasattr(integrator, "take_step"):  # a time stepper (sx.SemiExplicitEulerTimeStepper)
         raise TypeError(f"simulate: {type(integrator).__name__} takes fixed steps of your choosing, with no error "

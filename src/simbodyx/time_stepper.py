@@ -79,8 +79,8 @@ The impulse solver is PGS (``simbodyx.impulse.PGSImpulseSolver``) unless
 ``impulse_solver_type="PLUS"`` or a ``PLUSImpulseSolver`` is given
 (Simbody's default; see ``simbodyx.impulse``): PLUS follows a sliding
 contact's slip through an impact in sliding intervals; it steps one
-trajectory as fast as PGS or faster, a batch under ``vmap`` 9-16x slower,
-and compiles 1.5-5x longer (benchmarks/README.md).
+trajectory as fast as PGS or faster, but a batch under ``vmap`` several
+times slower, and compiles longer (benchmarks/README.md).
 
 Not provided: Simbody's Sequential and Mixed induced-impact models (a
 data-dependent number of impact rounds; Simultaneous resolves every impact

@@ -9,9 +9,8 @@ arrays). Here plain attributes skip that check, and a Model passes into a
 jitted call about a quarter faster (benchmarks/README.md, "Why the code is
 as it is"). Methods are bound as equinox binds them, as its pytree
 ``BoundMethod``, built without the checks of equinox's constructor, which
-flatten every argument, the whole Model included: 28 against 4 us per
-method looked up and called (chain7's ``model.uses_scalar_path()``, jax
-0.9.2).
+flatten every argument, the whole Model included, at every method looked
+up (benchmarks/README.md, "Why the code is as it is").
 
 A simbodyx pytree also hashes by its structure and numbers, consistently
 with equinox's equality: equinox hashes a Module's fields, and arrays do

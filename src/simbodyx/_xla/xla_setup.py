@@ -205,11 +205,9 @@ def kept_out_of_one_function(x):
     iteration computes it runs kernel by kernel, its own inner loops still
     each as one function. For loop bodies whose one-function compile costs
     far more than it saves: ``sx.simulate``'s loop over its report times,
-    around its stepping loop (the humanoid to 11 reports, jax 0.9.2: 20.5 s
-    to compile and 7.3 ms to run, against 52.8 s and 6.9 ms as one
-    function), and its step on a model with constraints, whose projection
-    loops sit inside it (an 11-body closed chain, 1,705 steps: 15.7-16.9 s
-    to compile and 0.23-0.30 s to run, against 80.7 and 0.12 s)."""
+    around its stepping loop, and its step on a model with constraints,
+    whose projection loops sit inside it (the measurements:
+    benchmarks/README.md, "Why the code is as it is")."""
     import jax
     import jax.numpy as jnp
 

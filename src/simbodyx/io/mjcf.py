@@ -707,8 +707,8 @@ def _resting_on_world(mujoco, m, seconds: float = 5.0, max_steps: int = 10_000) 
     """The geoms that carry a normal force from a geom fixed to the world
     after MuJoCo has moved the model for ``seconds`` from its initial pose
     (qpos0, at rest, no control), in at most ``max_steps`` of its steps (a
-    model of steps under 0.5 ms moves for less: loading stays under a
-    second): the feet a robot stands on, or the side a body lies on."""
+    model of small steps moves for less, which bounds the time loading
+    takes): the feet a robot stands on, or the side a body lies on."""
     d = mujoco.MjData(m)
     for _ in range(min(int(round(seconds / m.opt.timestep)), max_steps)):
         mujoco.mj_step(m, d)

@@ -24,8 +24,7 @@ def array_module(*values):
     model's built-in values (defaults, mass properties, frames) with NumPy,
     so that building a model compiles no XLA program for them: each eager
     ``jax.numpy`` operation of a new shape or dtype is a program of its
-    own, 10-40 ms to compile, and the first model built in a process asked
-    for 44 of them. Under ``jit``, ``vmap`` and ``grad`` the values are traced, and
+    own to compile (benchmarks/README.md, "Why the code is as it is"). Under ``jit``, ``vmap`` and ``grad`` the values are traced, and
     the same functions build the program with ``jax.numpy``."""
     return jnp if any(isinstance(v, jax.core.Tracer) for v in values) else np
 
