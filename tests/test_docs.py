@@ -101,7 +101,7 @@ def test_the_readme_is_short_and_states_behaviour_not_measurements():
 TIMING = re.compile(r"\b\d+(\.\d+)?(-\d+(\.\d+)?)?\s?(ms|us|µs|ns|s)\b(?!\^)|\b(Xeon|EPYC|H100|H200)\b|\b\d+-core\b"
                     r"|\bjax \d+\.\d+\.\d+")
 #: Docstrings whose times are the physics' own (a step, a duration simulated), not measurements.
-PHYSICAL_TIMES = {("io/mjcf.py", "_contact")}
+PHYSICAL_TIMES = {("io/mjcf_fit.py", "_contact")}
 
 
 def test_docstrings_state_behaviour_not_measurements():

@@ -76,8 +76,8 @@ from simbodyx.constraints.conditional import (
 from simbodyx.contact import ContactGeometry as ContactGeometry, ContactMaterial as ContactMaterial
 from simbodyx.events import ScheduledEvent as ScheduledEvent, TriggeredEvent as TriggeredEvent
 from simbodyx.forces import Force as Force
+from simbodyx.integrators import Integrator as Integrator
 from simbodyx.simulation import (
-    Integrator as Integrator,
     IntegratorStats as IntegratorStats,
     IntegratorStatus as IntegratorStatus,
     simulate as simulate,

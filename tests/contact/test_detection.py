@@ -13,13 +13,15 @@ import simbodyx as sx
 from conftest import FD_STEP
 from simbodyx.contact import detection as detection_module
 from simbodyx.contact.geometry import ContactGeometry as CG
+from simbodyx.contact.kernels import box, convex, ellipsoid, height_field, primitive
 
-#: The module's functions each compiled whole, as the contact forces' programs
-#: hold them: called eagerly, JAX compiles every operation on its own, and a
-#: search loop again at every call.
+#: The kernels' and the detection module's functions, each compiled whole, as
+#: the contact forces' programs hold them: called eagerly, JAX compiles every
+#: operation on its own, and a search loop again at every call.
 detection = types.SimpleNamespace(**{
-    name: jax.jit(f) if inspect.isfunction(f) and f.__module__ == detection_module.__name__ else f
-    for name, f in vars(detection_module).items()})
+    name: jax.jit(f) if inspect.isfunction(f) and f.__module__ == module.__name__ else f
+    for module in (primitive, ellipsoid, box, convex, height_field, detection_module)
+    for name, f in vars(module).items()})
 
 UP = sx.Transform(sx.Rotation.about_y(0.5 * np.pi), np.zeros(3))  # half-space z < 0: its x axis onto -z
 ATOL = 1e-12

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import simbodyx as sx
-from simbodyx.io.mjcf import _colliding_pairs
+from simbodyx.io.mjcf_fit import _colliding_pairs
 
 PAIRS = """<mujoco><worldbody>
   <geom name="floor" type="plane" size="5 5 .1"/>
@@ -441,7 +441,7 @@ def test_the_dm_control_runners_come_to_rest_on_the_floor(robot, factor, speed):
     Their deepest contact is within ``factor`` of MuJoCo's at 5 s (1.01x
     for the cheetah on its two feet; 1.31x for the walker, which lies on
     its torso and its feet, its friction 0.7 making MuJoCo's contacts
-    stiffer than the material rule follows, ``simbodyx.io.mjcf._contact``)."""
+    stiffer than the material rule follows, ``simbodyx.io.mjcf_fit._contact``)."""
     path = DM_CONTROL / f"{robot}.xml"
     assert not np.any(mujoco.MjModel.from_xml_path(str(path)).geom_margin)
     mujoco_depth_5s = mujoco_depth(path)
