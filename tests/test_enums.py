@@ -6,7 +6,7 @@ import numpy as np
 
 import simbodyx as sx
 from simbodyx import state as state_module
-from simbodyx import time_stepper
+from simbodyx.rigid_contact import time_stepper
 
 
 def test_every_enumeration_prints_names_and_still_counts_as_its_integer():

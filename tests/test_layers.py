@@ -19,7 +19,7 @@ SOURCE = pathlib.Path(sx.__file__).parent
 #: ones before it. A name stands for a module or a whole subpackage.
 LAYERS = (
     ("_xla", "enums", "stage", "functions", "linalg", "handles"),
-    ("spatial", "impulse"),
+    ("spatial",),
     ("contact",),
     ("tree",),
     ("mobilizers",),
@@ -33,7 +33,7 @@ LAYERS = (
     ("projection", "runtime_checks"),
     ("matter", "realize", "body_queries"),
     ("model",),
-    ("events", "integrate", "time_stepper", "soft_constraints"),
+    ("events", "integrate", "rigid_contact", "soft_constraints"),
     ("integrators", "simulation", "optimize", "parallel"),
     ("builder",),
     ("assembly", "io", "interop", "viz"),
@@ -256,10 +256,10 @@ LONG_SIGNATURES = {
     # Simbody's own signatures, argument for argument
     "body_queries.BodyQueries.calc_moving_point_to_point_distance_2nd_time_derivative": "Simbody's signature",
     "builder/contact.SmoothSphereHalfSpaceForce.set_parameters": "Simbody's setParameters",
-    "constraints/conditional.PointPlaneContact.__init__": "Simbody's constructor",
-    "constraints/conditional.SpherePlaneContact.__init__": "Simbody's constructor",
-    "constraints/conditional.SphereSphereContact.__init__": "Simbody's constructor",
-    "constraints/conditional.EdgeEdgeContact.__init__": "Simbody's constructor",
+    "rigid_contact/unilateral.PointPlaneContact.__init__": "Simbody's constructor",
+    "rigid_contact/unilateral.SpherePlaneContact.__init__": "Simbody's constructor",
+    "rigid_contact/unilateral.SphereSphereContact.__init__": "Simbody's constructor",
+    "rigid_contact/unilateral.EdgeEdgeContact.__init__": "Simbody's constructor",
     "forces/discrete.MobilityActuator.__init__": "Simbody's constructor",
     # internal, each argument its own concept
     "algorithms/residual_tangent._joint_tangents": "vmapped over a joint group, one argument per row array",
@@ -270,7 +270,7 @@ LONG_SIGNATURES = {
     "io/mjcf._report_dropped": "the importer's tables, read once",
     "io/robot.Robot.__init__": "the importer's name maps",
     "optimize._augmented_lagrangian": "the public function's options, forwarded",
-    "time_stepper.SemiExplicitEulerTimeStepper._position_correction": "the step's matrices at one point of it",
+    "rigid_contact/time_stepper.SemiExplicitEulerTimeStepper._position_correction": "the step's matrices at one point of it",
 }
 
 

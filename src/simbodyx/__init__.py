@@ -32,6 +32,7 @@ from simbodyx import (
     optimize as optimize,
     parallel as parallel,
     projection as projection,
+    rigid_contact as rigid_contact,
     simulation as simulation,
     spatial as spatial,
     tree as tree,
@@ -58,7 +59,7 @@ from simbodyx.builder import (
     SmoothSphereHalfSpaceForce as SmoothSphereHalfSpaceForce,
 )
 from simbodyx.constraints import Constraint as Constraint
-from simbodyx.constraints.conditional import (
+from simbodyx.rigid_contact.unilateral import (
     BoundedSpeedConstraint as BoundedSpeedConstraint,
     ConditionalConstraint as ConditionalConstraint,
     EdgeEdgeContact as EdgeEdgeContact,
@@ -82,9 +83,9 @@ from simbodyx.simulation import (
     IntegratorStatus as IntegratorStatus,
     simulate as simulate,
 )
-from simbodyx.impulse import ImpulseSolver as ImpulseSolver
-from simbodyx.impulse import PGSImpulseSolver as PGSImpulseSolver
-from simbodyx.impulse import PLUSImpulseSolver as PLUSImpulseSolver
+from simbodyx.rigid_contact.impulse import ImpulseSolver as ImpulseSolver
+from simbodyx.rigid_contact.impulse import PGSImpulseSolver as PGSImpulseSolver
+from simbodyx.rigid_contact.impulse import PLUSImpulseSolver as PLUSImpulseSolver
 from simbodyx.motion import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model
@@ -104,6 +105,6 @@ from simbodyx.spatial import (
 )
 from simbodyx.stage import Stage as Stage
 from simbodyx.state import State as State
-from simbodyx.time_stepper import SemiExplicitEulerTimeStepper as SemiExplicitEulerTimeStepper
+from simbodyx.rigid_contact.time_stepper import SemiExplicitEulerTimeStepper as SemiExplicitEulerTimeStepper
 
 __version__ = "0.1.0"

@@ -26,8 +26,8 @@ from simbodyx._xla.xla_setup import jit_with_options, loop_compiler_options
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
 from simbodyx.forces.discrete import MobilityActuator
-from simbodyx.impulse import ITERATED
 from simbodyx.model import FoldedModel
+from simbodyx.rigid_contact.impulse import ITERATED
 from simbodyx.stage import Stage
 from simbodyx.state import State
 

@@ -253,3 +253,9 @@ def _pseudo_inverse_tangent(W, P, dW):
     null = jnp.eye(W.shape[-1], dtype=W.dtype) - _mul(W, P)
     T = _mul(P, _mul(P_dW, null))
     return -_mul(P_dW, P) + T + T.T
+
+
+def significant_real(dtype) -> float:
+    """Simbody's SignificantReal for ``dtype``: eps^(7/8), the smallest
+    number it treats as other than rounding."""
+    return float(jnp.finfo(dtype).eps) ** 0.875

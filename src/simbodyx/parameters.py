@@ -29,7 +29,7 @@ class Parameters(Module):
     constraints: tuple = ()
     #: the Motions (simbodyx.motion), their numbers as leaves
     motions: tuple = ()
-    #: the unilateral contacts (simbodyx.constraints.conditional), in
+    #: the unilateral contacts (simbodyx.rigid_contact.unilateral), in
     #: UnilateralContactIndex order
     unilateral_contacts: tuple = ()
     #: the ratchets and the motors of limited strength, in adoption order

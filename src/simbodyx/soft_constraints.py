@@ -68,7 +68,7 @@ from simbodyx.algorithms.coordinates import advance_q, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.jacobians import body_jacobians
 from simbodyx.contact.detection import detect
-from simbodyx.forces.contact import ContactForces
+from simbodyx.forces.compliant_contact import ContactForces
 from simbodyx.spatial.vectors import cross, shift_velocity
 from simbodyx.stage import Stage
 from simbodyx.state import State

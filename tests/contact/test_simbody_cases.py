@@ -350,7 +350,7 @@ def test_the_elliptical_correction_is_hertz_theorys_to_five_digits():
     bisection, K and E by the arithmetic-geometric mean), and e = pi k
     sqrt(E) / (2 K^(3/2)); and e = 1 for a circle, with a finite derivative
     there."""
-    from simbodyx.forces.contact import _eccentricity
+    from simbodyx.forces.compliant_contact import _eccentricity
 
     ratios = np.array([1.0, 1.001, 1.5, 2.0, 5.0, 20.0, 100.0])
     exact = []

@@ -3,7 +3,7 @@ shapes on bodies) and the handles of the contact force elements,
 ``HuntCrossleyForce``, ``CompliantContactSubsystem`` and
 ``SmoothSphereHalfSpaceForce``, which Simbody
 configures with setters after construction; ``realize_topology`` freezes
-each into its element (``simbodyx.forces.contact``), with the candidate
+each into its element (``simbodyx.forces.compliant_contact``), with the candidate
 pairs of its set fixed then."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from simbodyx.builder.mobilized_body import MobilizedBody
 from simbodyx.contact.detection import candidate_pairs
 from simbodyx.contact.geometry import ContactMaterial, ContactSurface, Shape
 from simbodyx.forces.base import as_frame, as_param
-from simbodyx.forces.contact import CompliantContact, HuntCrossley, SmoothSphereHalfSpace
+from simbodyx.forces.compliant_contact import CompliantContact, HuntCrossley, SmoothSphereHalfSpace
 from simbodyx.spatial.transform import Transform
 
 
@@ -261,7 +261,7 @@ class CompliantContactSubsystem(_PointContactHandle):
 
 
 class SmoothSphereHalfSpaceForce(ForceHandle):
-    """Simbody's SmoothSphereHalfSpaceForce (see ``forces.contact.SmoothSphereHalfSpace``
+    """Simbody's SmoothSphereHalfSpaceForce (see ``forces.compliant_contact.SmoothSphereHalfSpace``
     for the formula): set the bodies, the sphere and the half-space frame,
     and the parameters (Simbody's defaults: stiffness 1, dissipation 0,
     frictions 0, transition velocity 0.01 m/s, cf 1e-5, bd 300, bv 50)."""

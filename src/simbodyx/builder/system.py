@@ -11,7 +11,7 @@ import numpy as np
 
 from simbodyx.builder.forces import ForceHandle
 from simbodyx.builder.mobilized_body import MobilizedBody
-from simbodyx.constraints.conditional import (
+from simbodyx.rigid_contact.unilateral import (
     BoundedSpeedConstraint,
     HardStopLower,
     HardStopUpper,

@@ -37,7 +37,7 @@ from simbodyx.constraints.geometric import (
     unit3,
     vec3,
 )
-from simbodyx.impulse import significant_real
+from simbodyx.linalg import significant_real
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import cross, safe_norm
 from simbodyx.stage import Stage

@@ -4,7 +4,7 @@ can have (``sx.ContactGeometry``), a surface's material
 frame) and the pair kernels that turn two posed surfaces into point
 contacts. Which pairs are checked is fixed when the system is frozen, so
 every program has a fixed shape; the force laws that act on the contacts
-are force elements (``simbodyx.forces.contact``)."""
+are force elements (``simbodyx.forces.compliant_contact``)."""
 
 from simbodyx.contact.detection import PointContact as PointContact
 from simbodyx.contact.geometry import ContactGeometry as ContactGeometry

@@ -57,6 +57,7 @@ from jax.ad_checkpoint import checkpoint_name
 
 from simbodyx._xla.module import Module
 from simbodyx._xla.trace_context import tracing
+from simbodyx.linalg import significant_real
 from simbodyx.spatial.vectors import safe_norm
 
 #: The name (``jax.ad_checkpoint.checkpoint_name``) of what a solve's
@@ -69,12 +70,6 @@ ITERATED = "simbodyx_impulse_iterations"
 def _iterated(found):
     """``found`` (a pytree) named ITERATED, leaf by leaf (jax 0.6 names one array at a time)."""
     return jax.tree.map(lambda x: checkpoint_name(x, ITERATED), found)
-
-
-def significant_real(dtype) -> float:
-    """Simbody's SignificantReal for ``dtype``: eps^(7/8), the smallest
-    number it treats as other than rounding."""
-    return float(jnp.finfo(dtype).eps) ** 0.875
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 
 import simbodyx as sx
 from conftest import counting_compiles
-from simbodyx.impulse import Rows
+from simbodyx.rigid_contact.impulse import Rows
 
 #: a point contact: its normal row 0 (pushing impulses are negative) and its friction rows 1, 2
 POINT = Rows(normal=(0,), sign=(1,), friction=((1, 2),), friction_contact=(0,))

@@ -1,5 +1,5 @@
 """Simbody's SemiExplicitEulerTimeStepper: rigid (non-penetrating, impulsive)
-contact through the unilateral contacts (``simbodyx.constraints.conditional``)
+contact through the unilateral contacts (``simbodyx.rigid_contact.unilateral``)
 and an impulse solver, one fixed step at a time, as a pure function.
 
 One step of length h from (t, q, u), Simbody's algorithm:
@@ -68,16 +68,16 @@ from the slip speed at the start of the step, as the contacts' friction).
 Every contact is in the program every step, masked
 when out of play, so ``jax.vmap`` runs States with different contact sets
 in one program. Each solve's derivative is the implicit one of its
-solution (``simbodyx.impulse``), so ``jax.grad`` and ``jax.jvp`` through a
+solution (``simbodyx.rigid_contact.impulse``), so ``jax.grad`` and ``jax.jvp`` through a
 step are exact wherever the contacts pushing, sticking and sliding stay
 the same.
 
 Auxiliary states z (a Force.Thermostat's) advance explicitly, z += h
 zdot at the velocities after the step's impacts, as Simbody's do.
 
-The impulse solver is PGS (``simbodyx.impulse.PGSImpulseSolver``) unless
+The impulse solver is PGS (``simbodyx.rigid_contact.impulse.PGSImpulseSolver``) unless
 ``impulse_solver_type="PLUS"`` or a ``PLUSImpulseSolver`` is given
-(Simbody's default; see ``simbodyx.impulse``): PLUS follows a sliding
+(Simbody's default; see ``simbodyx.rigid_contact.impulse``): PLUS follows a sliding
 contact's slip through an impact in sliding intervals; it steps one
 trajectory as fast as PGS or faster, but a batch under ``vmap`` several
 times slower, and compiles longer (benchmarks/README.md).
@@ -104,12 +104,13 @@ from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.kinematics import realize_velocity
-from simbodyx.constraints.conditional import calc_effective_cof, calc_effective_cor
 from simbodyx.constraints.equations import Equations
 from simbodyx.enums import NamedIntEnum
 from simbodyx.forces.subsystem import z_derivatives
-from simbodyx.impulse import PGSImpulseSolver, PLUSImpulseSolver, Rows, SolveStats, significant_real
+from simbodyx.linalg import significant_real
 from simbodyx.model import FoldedModel
+from simbodyx.rigid_contact.impulse import PGSImpulseSolver, PLUSImpulseSolver, Rows, SolveStats
+from simbodyx.rigid_contact.unilateral import calc_effective_cof, calc_effective_cor
 from simbodyx.spatial.vectors import safe_norm
 from simbodyx.stage import Stage
 from simbodyx.state import State

@@ -22,7 +22,7 @@ import pytest
 from conftest import count_primitive, counting_compiles, equations
 
 import simbodyx as sx
-from simbodyx import time_stepper
+from simbodyx.rigid_contact import time_stepper
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
 import rigid_contact  # noqa: E402  (the brick scene is the example's)
