@@ -268,7 +268,6 @@ LONG_SIGNATURES = {
     "io/mjcf_fit._contact": "the importer's tables, read once",
     "io/mjcf._equalities": "the importer's tables, read once",
     "io/mjcf._report_dropped": "the importer's tables, read once",
-    "io/robot.Robot.__init__": "the importer's name maps",
     "optimize._augmented_lagrangian": "the public function's options, forwarded",
     "rigid_contact/time_stepper.SemiExplicitEulerTimeStepper._position_correction": "the step's matrices at one point of it",
 }

@@ -28,6 +28,8 @@ to a localized witness crossing; their handlers run before the next step.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -52,6 +54,21 @@ class _Point(Module):
     qdot: jnp.ndarray
     udot: jnp.ndarray
     zdot: jnp.ndarray
+
+
+class Attempt(NamedTuple):
+    """One try of a step (:meth:`Integrator.attempt`): the end it reached,
+    its error estimates, whether its projection converged, and the start
+    point with its derivatives evaluated."""
+
+    q: jnp.ndarray  #: (nq,) at the end
+    u: jnp.ndarray  #: (nu,)
+    z: jnp.ndarray  #: (nz,)
+    q_err: jnp.ndarray  #: (nq,) the error estimates of q, u and z
+    u_err: jnp.ndarray
+    z_err: jnp.ndarray
+    converged: jnp.ndarray  #: bool
+    start: _Point
 
 
 def _at(base: State, t, q, u, z) -> State:
@@ -179,10 +196,9 @@ class Integrator(Module):
             s, ru, u_err = project_u(model, s, options, error_estimate=u_err, throw=False)
         return s.q, s.u, q_err, u_err, rq.succeeded & ru.succeeded
 
-    def attempt(self, model, base: State, p0: _Point, t1):
-        """(q1, u1, z1, q_err, u_err, z_err, converged, p0 with its
-        derivatives): one try from p0 (t, q, u, z) to t1, Simbody's
-        attemptDAEStep (z is not projected)."""
+    def attempt(self, model, base: State, p0: _Point, t1) -> Attempt:
+        """One try from p0 (t, q, u, z) to t1, Simbody's attemptDAEStep (z
+        is not projected)."""
         raise NotImplementedError
 
     def interpolate(self, p0: _Point, p1: _Point, t):
@@ -234,8 +250,8 @@ class _RungeKutta(Integrator):
         worth = self.error_norm(base, p0, q1, q_err, u_err, z_err) <= 2.0 ** self.error_order * self.accuracy
         qp, up, qe, ue, converged = self.project(model, base, t1, q1, u1, q_err, u_err)
         pick = lambda a, b: jnp.where(worth, a, b)  # noqa: E731
-        return (pick(qp, q1), pick(up, u1), z1, pick(qe, q_err), pick(ue, u_err), z_err, converged | ~worth,
-                start)
+        return Attempt(pick(qp, q1), pick(up, u1), z1, pick(qe, q_err), pick(ue, u_err), z_err, converged | ~worth,
+                       start)
 
 
 class RungeKuttaMerson(_RungeKutta):
@@ -284,7 +300,7 @@ class ExplicitEuler(Integrator):
         qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
         qdot1, udot1, zdot1 = _derivatives(model, base, t1, qp, up, z1)
         q_err, u_err = q1 - (p0.q + h / 2 * (p0.qdot + qdot1)), u1 - (p0.u + h / 2 * (p0.udot + udot1))
-        return qp, up, z1, q_err, u_err, h / 2 * (p0.zdot - zdot1), converged, p0
+        return Attempt(qp, up, z1, q_err, u_err, h / 2 * (p0.zdot - zdot1), converged, p0)
 
 
 class SemiExplicitEuler2(Integrator):
@@ -304,7 +320,7 @@ class SemiExplicitEuler2(Integrator):
         u1, z1 = u_half + h / 2 * udot_half, z_half + h / 2 * zdot_half
         q1 = q_half + h / 2 * multiply_by_n(top, q_half, u1)
         qp, up, _, _, converged = self.project(model, base, t1, q1, u1)
-        return qp, up, z1, q1 - q_big, u1 - u_big, z1 - (p0.z + h * p0.zdot), converged, p0
+        return Attempt(qp, up, z1, q1 - q_big, u1 - u_big, z1 - (p0.z + h * p0.zdot), converged, p0)
 
 
 class Verlet(Integrator):
@@ -339,7 +355,7 @@ class Verlet(Integrator):
         q_err = p0.q + h / 2 * (p0.qdot + qdot1) - q1
         s, ru, u_err = project_u(model, _at(base, t1, q1, u1, z1), options, error_estimate=(u_euler - u1) * h,
                                  throw=False)
-        return s.q, s.u, z1, q_err, u_err, (z_euler - z1) * h, converged & rq.succeeded & ru.succeeded, p0
+        return Attempt(s.q, s.u, z1, q_err, u_err, (z_euler - z1) * h, converged & rq.succeeded & ru.succeeded, p0)
 
 
 for _cls in (RungeKuttaMerson, RungeKutta3, RungeKuttaFeldberg, Verlet, SemiExplicitEuler2, ExplicitEuler):

@@ -287,10 +287,11 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
         t_max = jnp.minimum(t_max, calc_time_of_next_scheduled_event(events, p0.t)[0])
         limited = t_max < p0.t + 0.95 * h
         t1 = jnp.where(limited | (t_max <= p0.t + 1.001 * h), t_max, p0.t + h)
-        q1, u1, z1, q_err, u_err, z_err, converged, p0 = integrator.attempt(model, base, p0, t1)
+        tried = integrator.attempt(model, base, p0, t1)
+        q1, u1, z1, p0 = tried.q, tried.u, tried.z, tried.start
         finite = jnp.all(jnp.isfinite(jnp.concatenate([q1, u1, z1])))
-        converged &= finite
-        err = jnp.where(converged, integrator.error_norm(base, p0, q1, q_err, u_err, z_err), jnp.inf)
+        converged = tried.converged & finite
+        err = jnp.where(converged, integrator.error_norm(base, p0, q1, tried.q_err, tried.u_err, tried.z_err), jnp.inf)
         h_next, success = _adjust_step(integrator, err, h, limited)
         start_finite = jnp.all(jnp.isfinite(jnp.concatenate([p0.qdot, p0.udot, p0.zdot])))
         status = jnp.where(t1 <= p0.t, IntegratorStatus.StepSizeTooSmall,

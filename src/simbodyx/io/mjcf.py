@@ -265,7 +265,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
              for g in range(m.ngeom)]
     links = {n: (handle, transform(X)) for n, (handle, X) in placed.items()}
-    robot = Robot(body_names[0], links, joints, moved, visuals=geoms, couplers=couplers, dampers=dampers,
+    robot = Robot(root=body_names[0], links=links, joints=joints, joint_bodies=moved, visuals=geoms,
+                  couplers=couplers, dampers=dampers,
                   springs=spring_elements, stops=stops, frictions=frictions, contact=hunt_crossley,
                   actuators=actuated, stepper=stepper, timestep=float(m.opt.timestep))
     return system, matter, forces, robot

@@ -32,6 +32,7 @@ class Geometry:
     attributes: dict
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
 class Robot(Mapping):
     """Name lookup for a loaded robot: ``robot["link or joint name"]`` is the
     MobilizedBody that carries the link (a link merged into its parent by a
@@ -61,15 +62,21 @@ class Robot(Mapping):
     ``physics="mujoco"`` (else None) and ``timestep`` the file's time step
     (s; None for URDF)."""
 
-    def __init__(self, root, links, joints, joint_bodies, visuals=(), collisions=(), couplers=None, dampers=None,
-                 springs=None, stops=None, frictions=None, contact=None, actuators=None, stepper=None,
-                 timestep=None):
-        self.root, self.links, self.joints, self.joint_bodies = root, links, joints, joint_bodies
-        self.visuals, self.collisions = list(visuals), list(collisions)
-        self.couplers, self.dampers, self.springs = couplers or {}, dampers or {}, springs or {}
-        self.stops, self.frictions = stops or {}, frictions or {}
-        self.contact, self.actuators = contact, actuators or {}
-        self.stepper, self.timestep = stepper, timestep
+    root: str
+    links: dict
+    joints: dict
+    joint_bodies: dict
+    visuals: list = dataclasses.field(default_factory=list)
+    collisions: list = dataclasses.field(default_factory=list)
+    couplers: dict = dataclasses.field(default_factory=dict)
+    dampers: dict = dataclasses.field(default_factory=dict)
+    springs: dict = dataclasses.field(default_factory=dict)
+    stops: dict = dataclasses.field(default_factory=dict)
+    frictions: dict = dataclasses.field(default_factory=dict)
+    contact: object = None
+    actuators: dict = dataclasses.field(default_factory=dict)
+    stepper: object = None
+    timestep: float | None = None
 
     def __getitem__(self, name):
         if name in self.links:

@@ -213,8 +213,9 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     hunt_crossley = None if contact is None else _floor_contact(system, matter, forces, placed, collisions, contact,
                                                                  where)
     links_on_bodies = {link: (body, transform(X_BL)) for link, (body, X_BL) in placed.items()}
-    robot = Robot(root, links_on_bodies, joints, moved, visuals, collisions, couplers, dampers, stops=stops,
-                  frictions=frictions, contact=hunt_crossley)
+    robot = Robot(root=root, links=links_on_bodies, joints=joints, joint_bodies=moved, visuals=visuals,
+                  collisions=collisions, couplers=couplers, dampers=dampers, stops=stops, frictions=frictions,
+                  contact=hunt_crossley)
     return system, matter, forces, robot
 
 
