@@ -202,10 +202,10 @@ def benchmark(name, args):
     # converged answers: each engine's RK4 at dt / 16
     h_ref = robot.dt / REFERENCE_FACTOR
     ref_mj, _, _ = mujoco_run(robot, accuracy, h_ref, seconds, mujoco.mjtIntegrator.mjINT_RK4, tolerance=1e-10)
-    stepper = robot.handles.stepper
-    robot.handles.stepper = eqx_replace(stepper, integrator="rk4")
+    handles = robot.handles
+    robot.handles = dataclasses.replace(handles, stepper=eqx_replace(handles.stepper, integrator="rk4"))
     ref_q, _, _ = simbodyx_run(robot, robot.states(accuracy), h_ref, seconds)
-    robot.handles.stepper = stepper
+    robot.handles = handles
     ref_sx = robot.heights(ref_q)
     diff = np.abs(ref_sx - ref_mj)
     result["converged_vs_mujoco"] = {"median": float(np.nanmedian(diff)), "max": float(np.nanmax(diff))}
@@ -214,9 +214,9 @@ def benchmark(name, args):
     every = int(round(0.5 / h_ref))
     times = (every * h_ref, 2 * every * h_ref, 6 * every * h_ref)
     _, pose_mj, _ = mujoco_run(robot, [0], h_ref, max(times), mujoco.mjtIntegrator.mjINT_RK4, times, 1e-10)
-    robot.handles.stepper = eqx_replace(stepper, integrator="rk4")
+    robot.handles = dataclasses.replace(handles, stepper=eqx_replace(handles.stepper, integrator="rk4"))
     _, saved, _ = simbodyx_run(robot, robot.states([0]), h_ref, max(times), save_every=every)
-    robot.handles.stepper = stepper
+    robot.handles = handles
     pose_sx = robot.heights(saved[0][[1, 2, 6]])
     result["file_pose"] = {"times": times, "simbodyx": pose_sx.tolist(), "mujoco": pose_mj[0].tolist()}
 

@@ -123,8 +123,9 @@ class check_errors(contextlib.ContextDecorator):
         return self
 
     def __exit__(self, kind, error, traceback):
-        # JAX's runtime error (a ValueError where the failure surfaces as the result is awaited)
-        carried = isinstance(error, (jax.errors.JaxRuntimeError, ValueError))
+        # JAX's runtime error (a RuntimeError on every release; a ValueError where the failure surfaces as
+        # the result is awaited) carrying the callback's traceback, whose last line names the error
+        carried = isinstance(error, (RuntimeError, ValueError)) and not isinstance(error, RuntimeCheckError)
         if carried and f"{RuntimeCheckError.__name__}: " in str(error):
             raise RuntimeCheckError(_last_message[0]) from None
         return False
