@@ -25,7 +25,7 @@ from simbodyx._xla.trace_context import tracing
 from simbodyx._xla.xla_setup import jit_with_options, loop_compiler_options
 from simbodyx.algorithms.coordinates import multiply_by_n, normalize_quaternions
 from simbodyx.forces.custom import with_controller
-from simbodyx.forces.discrete import MobilityActuator
+from simbodyx.forces.discrete import MobilityActuator, with_controls
 from simbodyx.model import FoldedModel
 from simbodyx.rigid_contact.impulse import ITERATED
 from simbodyx.stage import Stage
@@ -292,10 +292,11 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     if controls is not None:
         controls, num_steps = _schedule(controls, state.topology.nu, num_steps, hold, "controls", "nu", state.q.dtype)
     if actuator_controls is not None:
-        if not actuators(model):
+        driven = actuators(model)
+        if not driven:
             raise ValueError("rollout: actuator_controls given, but the Model has no Force.MobilityActuator (pass "
                              "mobility forces as controls)")
-        actuator_controls, num_steps = _schedule(actuator_controls, len(actuators(model)), num_steps, hold,
+        actuator_controls, num_steps = _schedule(actuator_controls, len(driven), num_steps, hold,
                                                  "actuator_controls", "n_actuators", state.q.dtype)
     if num_steps is None or num_steps < 0 or save_every < 1 or num_steps % save_every:
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
@@ -343,8 +344,7 @@ def _rollout(model, state: State, dt, schedules, settings: _Settings):
             m = with_controller(m, jax.tree_util.Partial(_held, force) if hold == "zero" else
                                 jax.tree_util.Partial(_ramp, force, s.t, dt))
         if actuation is not None:
-            for actuator, control in zip(driven, actuation if hold == "zero" else actuation[0]):
-                s = actuator.set_control(s, control)
+            s = with_controls(driven, s, actuation if hold == "zero" else actuation[0])
             if hold == "linear":
                 m = with_controller(m, jax.tree_util.Partial(_actuation_ramp, driven, actuation, s.t, dt))
         with at_step(k):  # where a failed run-time check says it happened

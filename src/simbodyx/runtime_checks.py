@@ -34,6 +34,7 @@ import numpy as np
 
 from simbodyx._xla.faults import fault_if
 from simbodyx.constraints.equations import Layout
+from simbodyx.spatial.inertia import inertia_tolerance
 from simbodyx.stage import Stage
 
 
@@ -76,7 +77,7 @@ def _checked_parameters(model, x, t):
                             "violate the triangle inequality")) for b in bodies]
     I = params.central_inertia[1:]
     scale = jnp.max(jnp.abs(I), axis=(-1, -2))
-    rtol = max(1e-10, 64 * float(jnp.finfo(I.dtype).eps))  # as model.check()'s (spatial.inertia.inertia_problem)
+    rtol = inertia_tolerance(I.dtype)  # model.check()'s (spatial.inertia.inertia_problem)
     moments = jnp.linalg.eigvalsh(0.5 * (I + jnp.swapaxes(I, -1, -2)))
     mass = params.mass[1:]
     bad = [~jnp.isfinite(mass) | (mass < 0), ~jnp.all(jnp.isfinite(params.com[1:]), axis=-1),

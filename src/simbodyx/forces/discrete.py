@@ -191,6 +191,14 @@ class MobilityActuator(_Discrete):
         return self._values(state)
 
 
+def with_controls(actuators, state, controls):
+    """A new State whose ``actuators`` (MobilityActuators, in order) hold
+    ``controls`` (one number each)."""
+    for actuator, control in zip(actuators, controls):
+        state = actuator.set_control(state, control)
+    return state
+
+
 def _range(bounds, what, label):
     """(low, high) as a float64 array: infinities allowed, NaN not."""
     a = np.asarray(bounds, dtype=np.float64)

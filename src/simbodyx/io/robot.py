@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from simbodyx.forces.discrete import with_controls
 from simbodyx.spatial import Inertia, MassProperties, Transform
 
 
@@ -101,9 +102,7 @@ class Robot(Mapping):
         if controls.shape != (len(self.actuators),):
             raise ValueError(f"set_controls: expected {len(self.actuators)} controls (one per modelled actuator: "
                              f"{', '.join(self.actuators)}), got shape {controls.shape}")
-        for k, actuator in enumerate(self.actuators.values()):
-            state = actuator.set_control(state, controls[k])
-        return state
+        return with_controls(self.actuators.values(), state, controls)
 
     def get_link_transform(self, state, name):
         """X_GL, the pose of link ``name``'s frame in Ground (Position)."""

@@ -25,17 +25,23 @@ def point_inertia(mass, p):
     return xp.asarray(mass)[..., None, None] * (pp * eye - p[..., :, None] * p[..., None, :])
 
 
+def inertia_tolerance(dtype, rtol=1e-10) -> float:
+    """The relative tolerance of the inertia checks for numbers of ``dtype``:
+    ``rtol`` or, for a lower precision, 64 of its epsilons (float32: 8e-6),
+    within which its rounding makes a symmetric tensor."""
+    return max(rtol, 64 * float(np.finfo(dtype).eps)) if np.issubdtype(dtype, np.floating) else rtol
+
+
 def inertia_problem(matrix, rtol=1e-10) -> str | None:
     """Why a concrete 3x3 matrix is not a physical inertia, or None if it is.
 
     Checks: finite, symmetric, non-negative principal moments and the
     triangle inequality I_a + I_b >= I_c, with a relative tolerance of
-    ``rtol`` or, for a matrix of lower precision, 64 of its epsilons (float32:
-    8e-6), within which its rounding makes a symmetric tensor.
+    ``rtol`` or, for a matrix of lower precision, more
+    (:func:`inertia_tolerance`).
     """
     m = np.asarray(matrix)
-    if np.issubdtype(m.dtype, np.floating):
-        rtol = max(rtol, 64 * float(np.finfo(m.dtype).eps))
+    rtol = inertia_tolerance(m.dtype, rtol)
     m = m.astype(float)
     if m.shape != (3, 3):
         return f"inertia must be 3x3, got shape {m.shape}"
