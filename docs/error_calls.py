@@ -103,6 +103,14 @@ def constrained_model():
     return realized(built)
 
 
+def _soft_and_simbody_constraints():
+    """An MJCF hinge's soft constraints set on a tree that also has a Simbody constraint, frozen."""
+    system, matter, _, _ = sx.io.load_mjcf('<mujoco><worldbody><body><joint/><geom size="0.1"/></body>'
+                                           '</worldbody></mujoco>', physics="mujoco")
+    sx.Constraint.ConstantAcceleration(matter.get_mobilized_body(1), 0, 1.0)
+    return system.realize_topology()
+
+
 def massless_model():
     """A Pin under gravity carrying a massless Pin: a singular mass matrix."""
     built = pendulum()
@@ -893,10 +901,12 @@ CALLS = [
      lambda: sx.io.load_mjcf('<mujoco><worldbody><body><joint name="a"/><geom size="0.1"/></body>'
                              '<body><joint name="b"/><geom size="0.1"/></body></worldbody>'
                              '<equality><joint joint1="a" joint2="b"/></equality></mujoco>', physics="mujoco")),
-    ("soft_constraints.SoftConstraintStepper.__check_init__", "unknown integrator",
-     lambda: __import__("dataclasses").replace(
-         sx.io.load_mjcf('<mujoco><worldbody><body><joint/><geom size="0.1"/></body></worldbody></mujoco>',
-                         physics="mujoco")[3].stepper, integrator="leapfrog")),
+    ("integrate.MuJoCoStepper.__check_init__", "unknown integrator",
+     lambda: sx.integrate.MuJoCoStepper(integrator="leapfrog")),
+    ("builder.system.SimbodyMatterSubsystem.set_soft_constraints", "expected a simbodyx.soft_constraints",
+     lambda: pendulum().matter.set_soft_constraints(object())),
+    ("builder.system.SimbodyMatterSubsystem.parameters", "a Model solves one or the other",
+     lambda: _soft_and_simbody_constraints()),
     ("io.robot.Robot.__getitem__", "fixed and merged",
      lambda: sx.io.load_urdf(arm_urdf(SHOULDER, LINK.format("hand"), JOINT.format("wrist", "arm", "hand").replace(
          "revolute", "fixed")))[3]["wrist"]),

@@ -94,7 +94,7 @@ from simbodyx.projection import (
     ProjectResults as ProjectResults,
     ProjectStatus as ProjectStatus,
 )
-from simbodyx.soft_constraints import SoftConstraintStepper as SoftConstraintStepper
+from simbodyx.soft_constraints import SoftConstraints as SoftConstraints
 from simbodyx.spatial import (
     Inertia as Inertia,
     MassProperties as MassProperties,

@@ -114,6 +114,13 @@ class Model(Module):
         return self.params.constraints
 
     @property
+    def soft_constraints(self):
+        """MuJoCo's constraint model of a robot loaded from MJCF
+        (``simbodyx.soft_constraints.SoftConstraints``), solved in the
+        Acceleration stage; None when the Model has none."""
+        return self.params.soft_constraints
+
+    @property
     def unilateral_contacts(self) -> tuple:
         """The adopted unilateral contacts' elements, in UnilateralContactIndex order."""
         return self.params.unilateral_contacts

@@ -37,6 +37,9 @@ class Parameters(Module):
     bounded_speeds: tuple = ()
     #: the frictions whose normal force the State gives, in StateLimitedFrictionIndex order
     state_limited_frictions: tuple = ()
+    #: MuJoCo's constraint model (simbodyx.soft_constraints.SoftConstraints),
+    #: solved in the Acceleration stage; None: none
+    soft_constraints: object = None
 
     @property
     def inertia(self) -> jnp.ndarray:

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 from simbodyx import runtime_checks
 from simbodyx._xla.scalarize import entry_point
 from simbodyx.algorithms.aba import ForwardInputs, forward_dynamics
+from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.coordinates import calc_qdotdot
 from simbodyx.algorithms.kinematics import realize_position, realize_velocity
 from simbodyx.constraints.dynamics import constrained_forward_dynamics
@@ -40,7 +41,8 @@ def realize(model, state: State, stage: Stage = Stage.Position) -> State:
     Dynamics evaluates the force elements; Acceleration solves the forward
     dynamics for udot, qdotdot, A_GB and, with constraints, their
     multipliers (``constraints.dynamics``; without constraints
-    the articulated-body method alone); Report adds the report-only
+    the articulated-body method alone; with soft constraints,
+    ``model.soft_constraints``' convex problem after it); Report adds the report-only
     quantities (``state.report``: kinetic, potential and total energy).
     """
     return _realize(model, state.check_model(model), Stage(stage))
@@ -75,6 +77,9 @@ def _realize(model, state: State, stage: Stage) -> State:
             else:
                 udot, A_GB = forward_dynamics(topology, x)
                 multipliers = jnp.zeros(0, u.dtype)
+            if params.soft_constraints is not None:
+                udot = params.soft_constraints.accelerations(realized, udot)
+                A_GB = body_accelerations(topology, position, udot, velocity.mobilizer_coriolis)
             if model.checks:
                 udot, multipliers = runtime_checks.checked_solution(model, state.t, udot, multipliers)
             qdotdot = calc_qdotdot(topology, q, u, udot)

@@ -1,9 +1,11 @@
 """MuJoCo's constraint model for robots from MJCF files: contacts, joint and
 tendon limits and dof friction loss as soft constraints, solved as one
-convex problem each time the accelerations are evaluated, and stepped as
-MuJoCo steps them (``SoftConstraintStepper``). ``sx.io.load_mjcf`` builds
-the stepper from a file's own numbers (``robot.stepper``), so the robot
-moves as its authors tuned it, at the file's own time step.
+convex problem in the Model's Acceleration stage (``SoftConstraints``,
+``model.soft_constraints``), so every integrator steps them.
+``sx.io.load_mjcf`` builds them from a file's own numbers, and
+``robot.stepper`` (``sx.integrate.MuJoCoStepper``) steps them as MuJoCo
+does, so the robot moves as its authors tuned it, at the file's own time
+step.
 
 Each evaluation, at (q, u), with the Model's forces (gravity, springs,
 dampers, actuators, controls) giving the unconstrained accelerations a0 and
@@ -39,20 +41,11 @@ to act with a force set by its approach speed (aref's -b J u), a jump in
 time: a step in which a contact begins is differentiated with that
 moment held, as an impulsive stepper's step is without localized impacts.
 
-Stepping (``SoftConstraintStepper.step``) follows the file's integrator:
-"euler", MuJoCo's semi-implicit Euler, with the joints' damping taken
-implicitly, (M + h B) a_h = M a, u1 = u + h a_h, q1 = q advanced by h u1
-(MuJoCo's files' "implicit" and "implicitfast" step the same way here;
-MuJoCo also takes actuators' velocity derivatives implicitly there);
-"rk4", MuJoCo's fourth-order Runge-Kutta with the constraint solve at each
-stage. q is advanced as MuJoCo advances it (``advance_q``: quaternions
-turned exactly). One difference remains: RK4 combines its stages' angular
-velocities in u's frames, where MuJoCo combines a free or ball joint's in
-the body's own, a difference of order h^3 per step for a spinning body.
-
 Not modelled (``load_mjcf`` says which of a file's elements it left out):
 elliptic friction cones, condim 4 and 6, equality constraints, ball-joint
 limits and friction loss on ball and free joints, spatial tendons, adhesion.
+A Model with soft constraints has no Simbody constraints or Motions
+(``realize_topology`` says so where it would).
 """
 
 from __future__ import annotations
@@ -64,7 +57,6 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from simbodyx._xla.module import Module
-from simbodyx.algorithms.coordinates import advance_q, normalize_quaternions
 from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.jacobians import body_jacobians
 from simbodyx.contact.detection import detect
@@ -75,7 +67,6 @@ from simbodyx.state import State
 
 #: MuJoCo's bounds on an impedance and its smallest positive number
 MIN_IMPEDANCE, MAX_IMPEDANCE, MIN_VALUE = 0.0001, 0.9999, 1e-15
-INTEGRATORS = ("euler", "rk4")
 #: bracketed Newton iterations of the exact line search (each halves the bracket at worst)
 LINE_SEARCH_ITERATIONS = 50
 
@@ -226,11 +217,13 @@ def _minimize(M, a0, rows: Rows, tolerance, iterations: int, scale):
     return jax.lax.while_loop(improving, iterate, start)[1]
 
 
-class SoftConstraintStepper(Module):
-    """MuJoCo's constraint model of one robot and its integrator (module
-    docstring): a time stepper for ``sx.integrate.rollout(model, state, dt,
-    n, method=stepper)``, or ``stepper.step(model, state, dt)`` in a loop of
-    your own. Built by ``sx.io.load_mjcf`` (``robot.stepper``).
+class SoftConstraints(Module):
+    """MuJoCo's constraint model of one robot (module docstring), held by
+    its Model (``model.soft_constraints``; set with
+    ``matter.set_soft_constraints`` before ``realize_topology``), whose
+    Acceleration stage solves it: every integrator, ``rollout``,
+    ``sx.simulate`` and a loop of your own see the constrained
+    accelerations. Built by ``sx.io.load_mjcf`` from a file's numbers.
 
     Contacts: the candidate point of ``surfaces`` (``groups``) on bodies
     ``contact_bodies`` (two static tuples, one entry per point), each with
@@ -244,10 +237,9 @@ class SoftConstraintStepper(Module):
     ``limit_u`` (nl, nu), with ``limit_margin``, ``limit_solref``,
     ``limit_solimp``, ``limit_invweight``. Friction loss: rows ``loss_u``
     (nf, nu), ``loss`` (N or N m), ``loss_solref``, ``loss_solimp``,
-    ``loss_invweight``. ``damping`` (nu,) the joints' damping (N s/m or
-    N m s) that "euler" takes implicitly; ``timestep`` (s) the file's,
-    which floors the time constants; ``impratio``; ``mean_inertia`` scales
-    the solver's ``tolerance``; ``iterations`` bounds its Newton steps."""
+    ``loss_invweight``. ``timestep`` (s) the file's, which floors the time
+    constants; ``impratio``; ``mean_inertia`` scales the solver's
+    ``tolerance``; ``iterations`` bounds its Newton steps."""
 
     surfaces: tuple
     groups: tuple = eqx.field(static=True)
@@ -271,18 +263,11 @@ class SoftConstraintStepper(Module):
     loss_solref: jnp.ndarray
     loss_solimp: jnp.ndarray
     loss_invweight: jnp.ndarray
-    damping: jnp.ndarray
     timestep: jnp.ndarray
     impratio: jnp.ndarray
     mean_inertia: jnp.ndarray
-    integrator: str = eqx.field(static=True, default="euler")
     iterations: int = eqx.field(static=True, default=100)
     tolerance: float = eqx.field(static=True, default=1e-8)
-
-    def __check_init__(self):
-        if self.integrator not in INTEGRATORS:
-            raise ValueError(f"SoftConstraintStepper: unknown integrator {self.integrator!r}; "
-                             f"choose one of {INTEGRATORS}")
 
     # -- rows ----------------------------------------------------------------------------------
     def _point_jacobian(self, state: State, side: int, points):
@@ -363,27 +348,26 @@ class SoftConstraintStepper(Module):
             contacts
 
     # -- dynamics ------------------------------------------------------------------------------
-    def accelerations(self, model, state: State):
-        """(udot (nu,), M (nu, nu), State realized to Acceleration): the
-        constrained accelerations at a State (the Model's forces and the
-        constraint rows' together) and the mass matrix."""
-        return self._solved(model, state)[:3]
+    def accelerations(self, state: State, udot0):
+        """(nu,) the constrained accelerations at a State realized to
+        Velocity whose unconstrained ones (the Model's forces alone) are
+        ``udot0``: the Acceleration stage's solve."""
+        M = mass_matrix(state.topology, state.instance, state.position)
+        scale = 1 / (self.mean_inertia * max(1, state.topology.nu))
+        return solve(M, udot0, self.rows(state), self.tolerance, self.iterations, scale)
 
     def _solved(self, model, state: State):
-        """(udot, M, State realized to Acceleration, the rows, the contact
-        points with their tangents and surface pairs)."""
+        """(the rows at a State, their forces at its constrained
+        accelerations, the contact points with their tangents and surface pairs)."""
         s = model.realize(state, Stage.Acceleration)
-        M = mass_matrix(s.topology, s.instance, s.position)
-        scale = 1 / (self.mean_inertia * max(1, s.topology.nu))
         rows, contacts = self._rows(s)
-        udot = solve(M, s.acceleration.udot, rows, self.tolerance, self.iterations, scale)
-        return udot, M, s, rows, contacts
+        return rows, rows.forces(rows.J @ s.acceleration.udot - rows.aref), contacts
 
     def constraint_forces(self, model, state: State):
         """(nu,) the generalized forces of the constraint rows at a State,
-        M (udot - udot0) (N or N m per mobility)."""
-        udot, M, s = self.accelerations(model, state)
-        return M @ (udot - s.acceleration.udot)
+        J' f (N or N m per mobility; M (udot - udot0) at the solution)."""
+        rows, f, _ = self._solved(model, state)
+        return rows.J.T @ f
 
     def contact_forces(self, model, state: State) -> ContactForces:
         """Every candidate contact point's location, normal (from surface 1
@@ -393,10 +377,10 @@ class SoftConstraintStepper(Module):
         the tangential mu (f_1 - f_2) t1 + mu (f_3 - f_4) t2), at the
         constrained accelerations of a State, as MuJoCo's
         ``mj_contactForce``; zero where a point is apart."""
-        udot, _, _, rows, (c, t1, t2, first, second) = self._solved(model, state)
+        rows, f, (c, t1, t2, first, second) = self._solved(model, state)
         frictional = np.asarray(self.frictional, bool)
         F, N = np.flatnonzero(frictional), np.flatnonzero(~frictional)
-        f = rows.forces(rows.J @ udot - rows.aref)[rows.J.shape[0] - (4 * F.size + N.size):]
+        f = f[rows.J.shape[0] - (4 * F.size + N.size):]
         edges = f[:4 * F.size].reshape(-1, 4)
         mu = self.friction[F][:, None]
         on_points = jnp.zeros_like(c.location)
@@ -405,45 +389,3 @@ class SoftConstraintStepper(Module):
                                         + mu * (edges[:, 2] - edges[:, 3])[:, None] * t2[F])
         on_points = on_points.at[N].set(f[4 * F.size:, None] * c.normal[N])
         return ContactForces(c.location, c.normal, c.depth, on_points, tuple(first.tolist()), tuple(second.tolist()))
-
-    def _rates(self, model, state: State):
-        udot, _, s = self.accelerations(model, state)
-        return udot, s.acceleration.zdot
-
-    def step(self, model, state: State, dt) -> State:
-        """One step of length ``dt`` (s) by the stepper's integrator."""
-        if self.integrator == "rk4":
-            return _rk4(lambda s: self._rates(model, s), state, dt)
-        udot, M, s = self.accelerations(model, state)
-        udot = jnp.linalg.solve(M + dt * jnp.diag(self.damping), M @ udot)
-        u1 = state.u + dt * udot
-        q1 = advance_q(state.topology, state.q, u1, dt)
-        return _advanced(state, dt, q1, u1, state.z + dt * s.acceleration.zdot)
-
-
-def _advanced(state: State, dt, q, u, z) -> State:
-    return state.replace(t=state.t + dt, q=normalize_quaternions(state.topology, q), u=u, z=z, keep=Stage.Time)
-
-
-def _rk4(rates, state: State, dt) -> State:
-    """Classical fourth-order Runge-Kutta as MuJoCo's ``mj_RungeKutta``:
-    the stages' velocities and accelerations combined linearly, q
-    advanced along the combined velocities (``advance_q``); ``rates(state)``
-    gives (udot, zdot). The four stages are one ``lax.scan`` (the rates
-    traced once)."""
-    topology, y = state.topology, (state.u, state.z)
-    times = jnp.asarray([0.0, 0.5, 0.5, 1.0], state.q.dtype)
-    weights = jnp.asarray([1.0, 2.0, 2.0, 1.0], state.q.dtype)
-
-    def stage(carry, at):
-        k, total = carry  # k: the previous stage's (u, udot, zdot)
-        h = at[0] * dt
-        s = state.replace(t=state.t + h, q=advance_q(topology, state.q, k[0], h), u=y[0] + h * k[1],
-                          z=y[1] + h * k[2], keep=Stage.Time)
-        k = (s.u, *rates(s))
-        return (k, tuple(acc + at[1] * b for acc, b in zip(total, k))), None
-
-    zeros = (jnp.zeros_like(state.u), jnp.zeros_like(state.u), jnp.zeros_like(state.z))
-    (_, (u_sum, udot_sum, zdot_sum)), _ = jax.lax.scan(stage, (zeros, zeros), (times, weights))
-    return _advanced(state, dt, advance_q(topology, state.q, u_sum, dt / 6), state.u + dt / 6 * udot_sum,
-                     state.z + dt / 6 * zdot_sum)

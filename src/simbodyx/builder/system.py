@@ -21,6 +21,7 @@ from simbodyx.rigid_contact.unilateral import (
 )
 from simbodyx.model import Model
 from simbodyx.parameters import Parameters
+from simbodyx.soft_constraints import SoftConstraints
 from simbodyx.spatial.transform import Transform
 from simbodyx.spatial.vectors import device_array
 from simbodyx.state import State
@@ -149,6 +150,7 @@ class SimbodyMatterSubsystem:
         self._unilateral_speeds = []
         self._bounded_speeds = []
         self._state_limited_frictions = []
+        self._soft_constraints = None
         self._topology_cache: Topology | None = None
         self._ground = MobilizedBody.Ground._create(self)
 
@@ -209,6 +211,22 @@ class SimbodyMatterSubsystem:
     def _set_constraint_disabled_by_default(self, index: int, disabled: bool) -> None:
         self.system.check_not_frozen(f"change {self._constraints[index].label}")
         self._constraint_disabled_by_default[index] = bool(disabled)
+
+    # -- MuJoCo's constraint model ------------------------------------------------------
+    def set_soft_constraints(self, constraints) -> None:
+        """Give the Model MuJoCo's constraint model of this tree
+        (``simbodyx.soft_constraints.SoftConstraints``, which
+        ``sx.io.load_mjcf`` builds from a file): its Acceleration stage then
+        solves them. None removes them."""
+        self.system.check_not_frozen("set soft constraints")
+        if constraints is not None and not isinstance(constraints, SoftConstraints):
+            raise TypeError(f"set_soft_constraints: expected a simbodyx.soft_constraints.SoftConstraints, "
+                            f"got {type(constraints).__name__}")
+        self._soft_constraints = constraints
+
+    def get_soft_constraints(self):
+        """The soft constraints set (None: none)."""
+        return self._soft_constraints
 
     # -- conditional constraints -------------------------------------------------------
     def adopt_unilateral_contact(self, contact) -> int:
@@ -347,6 +365,10 @@ class SimbodyMatterSubsystem:
             for group in self.topology().groups
         )
         armature = [a for b in bodies for a in b._armature]
+        if self._soft_constraints is not None and (self._constraints or self._motions):
+            raise ValueError(f"this matter subsystem has soft constraints (MuJoCo's constraint model) and "
+                             f"{len(self._constraints)} constraints and {len(self._motions)} Motions: a Model "
+                             f"solves one or the other")
         return Parameters(
             mass=stack([m.mass for m in mp]),
             com=stack([m.com for m in mp]),
@@ -363,4 +385,7 @@ class SimbodyMatterSubsystem:
             unilateral_speeds=elements(self._unilateral_speeds),
             bounded_speeds=elements(self._bounded_speeds),
             state_limited_frictions=elements(self._state_limited_frictions),
+            soft_constraints=None if self._soft_constraints is None else jax.tree.map(
+                lambda a: device_array(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.inexact) else a,
+                self._soft_constraints),
         )

@@ -40,7 +40,7 @@ from simbodyx.io.mjcf_fit import (
     _pose,
     _stop,
 )
-from simbodyx.io.mjcf_soft import soft_constraint_stepper
+from simbodyx.io.mjcf_soft import soft_constraints
 from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
 from simbodyx.spatial import MassProperties, Transform
 
@@ -119,12 +119,14 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
 
     ``physics="mujoco"`` models the file's contacts, joint and fixed-tendon
     limits and hinge and slide friction loss as MuJoCo does, as soft
-    constraints solved each step (``simbodyx.soft_constraints``), in
-    ``robot.stepper``, a time stepper with the file's integrator, to step
-    at the file's time step ``robot.timestep``:
+    constraints the Model's Acceleration stage solves
+    (``simbodyx.soft_constraints``; ``model.soft_constraints``), so any
+    integrator steps them, and ``robot.stepper`` is MuJoCo's integrator of
+    the file (``sx.integrate.MuJoCoStepper``), to step at the file's time
+    step ``robot.timestep`` as MuJoCo does:
     ``sx.integrate.rollout(model, state, robot.timestep, n,
     method=robot.stepper)``. Then ``contact``, ``limits`` and
-    ``frictionloss`` say whether the stepper has those rows, and no
+    ``frictionloss`` say whether the constraints have those rows, and no
     HuntCrossleyForce, stop or Coulomb friction is made; the rest (gravity,
     damping, springs, armature, actuators) is as above. Equality
     constraints are not modelled on this path (a file with any is an
@@ -250,7 +252,11 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
             m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
         if not frictionloss:
             m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
-        stepper, left_out = soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, joint_names)
+        if not damping:  # then the stepper takes no damping implicitly either
+            m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_DAMPER
+        constraints, stepper, left_out = soft_constraints(mujoco, m, geometry, placed, body_names, geom_name,
+                                                         joint_names)
+        matter.set_soft_constraints(constraints)
         hunt_crossley, uncovered = None, geometry.uncovered
         fitted = [f"{geom_name[g]} as a {geometry.kind[g]}" for g in sorted({g for p in geometry.covered for g in p})
                   if g in geometry.fits]

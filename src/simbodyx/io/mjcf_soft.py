@@ -1,6 +1,7 @@
-"""A compiled MuJoCo model's constraints as a ``SoftConstraintStepper``
-(``simbodyx.soft_constraints``): ``load_mjcf(..., physics="mujoco")``'s
-contacts, limits and friction loss, with the file's own numbers.
+"""A compiled MuJoCo model's constraints as ``SoftConstraints``
+(``simbodyx.soft_constraints``) and its integrator as a ``MuJoCoStepper``:
+``load_mjcf(..., physics="mujoco")``'s contacts, limits and friction loss,
+with the file's own numbers.
 
 Contacts: each colliding geom pair a kernel handles becomes a candidate
 pair of contact surfaces (one surface per geom, as ``ContactGeoms`` maps
@@ -23,7 +24,8 @@ import numpy as np
 from simbodyx.contact.detection import candidate_pairs, detect
 from simbodyx.contact.geometry import ContactSurface
 from simbodyx.io.robot import transform
-from simbodyx.soft_constraints import MIN_VALUE, SoftConstraintStepper
+from simbodyx.integrate import MuJoCoStepper
+from simbodyx.soft_constraints import MIN_VALUE, SoftConstraints
 from simbodyx.spatial import Transform
 
 
@@ -45,9 +47,9 @@ def _pair_parameters(m, g1, g2):
             max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])), solref, solimp)
 
 
-def soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, joint_names) -> tuple:
-    """(SoftConstraintStepper, [what of the file's constraints it leaves
-    out, described]) for compiled model ``m``; ``geometry`` its
+def soft_constraints(mujoco, m, geometry, placed, body_names, geom_name, joint_names) -> tuple:
+    """(SoftConstraints, MuJoCoStepper, [what of the file's constraints
+    they leave out, described]) for compiled model ``m``; ``geometry`` its
     ``ContactGeoms``, ``placed`` each MuJoCo body's (MobilizedBody, X_B)."""
     disabled = int(m.opt.disableflags)
     left_out = []
@@ -154,7 +156,7 @@ def soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, 
     def array(values, shape):
         return jnp.asarray(np.asarray(values, float).reshape(shape), dtype)
 
-    stepper = SoftConstraintStepper(
+    constraints = SoftConstraints(
         surfaces=tuple(surfaces), groups=groups, contact_bodies=bodies, frictional=tuple(frictional),
         contact_axes=axes,
         friction=array(friction, (-1,)), contact_solref=array(solref, (-1, 2)),
@@ -167,9 +169,10 @@ def soft_constraint_stepper(mujoco, m, geometry, placed, body_names, geom_name, 
         loss_u=array(loss_u, loss_u.shape), loss=array(m.dof_frictionloss[lossy], (-1,)),
         loss_solref=array(m.dof_solref[lossy], (-1, 2)), loss_solimp=array(m.dof_solimp[lossy], (-1, 5)),
         loss_invweight=array(m.dof_invweight0[lossy], (-1,)),
-        damping=array(damping, (-1,)),
         timestep=array(0.0 if disabled & mujoco.mjtDisableBit.mjDSBL_REFSAFE else m.opt.timestep, ()),
         impratio=array(m.opt.impratio, ()), mean_inertia=array(m.stat.meaninertia, ()),
-        integrator="rk4" if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4) else "euler",
         iterations=int(m.opt.iterations), tolerance=float(m.opt.tolerance))
-    return stepper, left_out
+    rk4 = int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4)
+    stepper = MuJoCoStepper(damping=None if rk4 or not damping.any() else array(damping, (-1,)),
+                            integrator="rk4" if rk4 else "euler")
+    return constraints, stepper, left_out

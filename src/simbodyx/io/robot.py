@@ -59,8 +59,9 @@ class Robot(Mapping):
     ``contact`` the HuntCrossleyForce made for the file's contacts (None:
     none); ``actuators`` the MobilityActuator of each actuator modelled, in
     the file's order (``set_controls``); ``stepper`` the
-    ``SoftConstraintStepper`` of an MJCF file loaded with
-    ``physics="mujoco"`` (else None) and ``timestep`` the file's time step
+    ``sx.integrate.MuJoCoStepper`` of an MJCF file loaded with
+    ``physics="mujoco"`` (else None; its constraints are the Model's
+    ``model.soft_constraints``) and ``timestep`` the file's time step
     (s; None for URDF)."""
 
     root: str
