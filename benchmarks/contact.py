@@ -263,7 +263,7 @@ def robot_rows(sx, name, steps, batch, repeats, mujoco=True, loop_options=False)
     import warnings
 
     with warnings.catch_warnings(action="error"):  # everything in the file is modelled
-        system, _, _, _ = sx.io.load_mjcf(_robot_xml(name))
+        system, _, _, _ = sx.io.load_mjcf(_robot_xml(name), physics="simbody")
     model, state = system.realize_topology()
     noise = jax.random.normal(jax.random.PRNGKey(0), (max(batch, 1), state.u.shape[0])).at[:, :6].set(0.0)
 

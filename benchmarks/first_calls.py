@@ -3,10 +3,11 @@ process, cold (no persistent compilation cache), with and without
 ``sx.xla_setup.set_cpu_options()``.
 
     python benchmarks/first_calls.py [--robots ant,hopper,...] [--options both|on|off]
-                                     [--seconds 0.3] [--dt 1e-3] [--out results.json]
+                                     [--physics mujoco,simbody] [--seconds 0.3] [--dt 1e-3]
+                                     [--out results.json]
 
-Per robot, loaded with ``sx.io.load_mjcf`` (its default physics) from the
-file's pose: the first eager ``sx.integrate.rollout`` of ``--seconds`` at
+Per robot and physics (``sx.io.load_mjcf``'s ``physics``: "mujoco", its
+default, and "simbody"), from the file's pose: the first eager ``sx.integrate.rollout`` of ``--seconds`` at
 ``--dt`` by RK4 and a second call of it; the first call of
 ``jax.jit(jax.grad(loss))``, where ``loss`` is the root body's x at the end
 of the same rollout with generalized forces ``controls`` (num_steps, nu)
@@ -31,7 +32,7 @@ import sys
 ROBOTS = ("ant", "hopper", "walker2d", "half_cheetah", "humanoid")
 
 
-def measure(robot: str, options: bool, seconds: float, dt: float) -> dict:
+def measure(robot: str, options: bool, seconds: float, dt: float, physics: str = "mujoco") -> dict:
     """The figures of one robot, in this process (call it in a fresh one)."""
     import time
     import warnings
@@ -54,7 +55,7 @@ def measure(robot: str, options: bool, seconds: float, dt: float) -> dict:
     file = pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / f"{robot}.xml"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        system, _, _, handles = sx.io.load_mjcf(file)
+        system, _, _, handles = sx.io.load_mjcf(file, physics=physics)
     model, state = system.realize_topology()
     num_steps = round(seconds / dt)
     root = handles[handles.root]
@@ -76,16 +77,16 @@ def measure(robot: str, options: bool, seconds: float, dt: float) -> dict:
     controls = jnp.zeros((num_steps, model.topology.nu))
     first_grad, grad_compiles = timed(lambda: gradient(controls))
     second_grad, _ = timed(lambda: gradient(controls))
-    return {"robot": robot, "options": options, "nu": model.topology.nu, "scalar_path": model.uses_scalar_path(),
+    return {"robot": robot, "physics": physics, "options": options, "nu": model.topology.nu, "scalar_path": model.uses_scalar_path(),
             "first_rollout_s": first_rollout, "rollout_compiles": rollout_compiles, "rollout_s": second_rollout,
             "first_grad_s": first_grad, "grad_compiles": grad_compiles, "grad_s": second_grad}
 
 
-def in_fresh_process(robot: str, options: bool, seconds: float, dt: float) -> dict:
+def in_fresh_process(robot: str, options: bool, seconds: float, dt: float, physics: str) -> dict:
     env = dict(os.environ, JAX_ENABLE_COMPILATION_CACHE="false")
     code = (f"import json, sys; sys.path.insert(0, {str(pathlib.Path(__file__).parent)!r}); "
             f"from first_calls import measure; print('RESULT', json.dumps(measure({robot!r}, {options}, "
-            f"{seconds}, {dt})))")
+            f"{seconds}, {dt}, {physics!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT"))[len("RESULT "):])
 
@@ -94,23 +95,25 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", default=",".join(ROBOTS))
     parser.add_argument("--options", choices=("both", "on", "off"), default="both")
+    parser.add_argument("--physics", default="mujoco,simbody")
     parser.add_argument("--seconds", type=float, default=0.3)
     parser.add_argument("--dt", type=float, default=1e-3)
     parser.add_argument("--out")
     args = parser.parse_args()
     settings = {"both": (True, False), "on": (True,), "off": (False,)}[args.options]
     rows = []
-    print("| robot | nu | XLA options | path | first rollout (s) | compiles | rollout after (ms) "
+    print("| robot | physics | nu | XLA options | path | first rollout (s) | compiles | rollout after (ms) "
           "| first jit(grad) (s) | compiles | jit(grad) after (ms) |")
-    print("|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
     for robot in args.robots.split(","):
-        for options in settings:
-            r = in_fresh_process(robot, options, args.seconds, args.dt)
-            rows.append(r)
-            print(f"| {robot} | {r['nu']} | {'set' if options else 'not set'} | "
-                  f"{'scalar' if r['scalar_path'] else 'array'} | {r['first_rollout_s']:.2f} | "
-                  f"{r['rollout_compiles']} | {1e3 * r['rollout_s']:.2f} | {r['first_grad_s']:.2f} | "
-                  f"{r['grad_compiles']} | {1e3 * r['grad_s']:.2f} |", flush=True)
+        for physics in args.physics.split(","):
+            for options in settings:
+                r = in_fresh_process(robot, options, args.seconds, args.dt, physics)
+                rows.append(r)
+                print(f"| {robot} | {physics} | {r['nu']} | {'set' if options else 'not set'} | "
+                      f"{'scalar' if r['scalar_path'] else 'array'} | {r['first_rollout_s']:.2f} | "
+                      f"{r['rollout_compiles']} | {1e3 * r['rollout_s']:.2f} | {r['first_grad_s']:.2f} | "
+                      f"{r['grad_compiles']} | {1e3 * r['grad_s']:.2f} |", flush=True)
     print(json.dumps(rows))
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")

@@ -897,10 +897,6 @@ CALLS = [
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
     ("io.mjcf.load_mjcf", "physics must be", lambda: sx.io.load_mjcf("<mujoco/>", physics="bullet")),
     ("integrate.stable_step", "unknown method", lambda: sx.integrate.stable_step(model().model, model().state, "leapfrog")),
-    ("io.mjcf.load_mjcf", "does not model equality constraints",
-     lambda: sx.io.load_mjcf('<mujoco><worldbody><body><joint name="a"/><geom size="0.1"/></body>'
-                             '<body><joint name="b"/><geom size="0.1"/></body></worldbody>'
-                             '<equality><joint joint1="a" joint2="b"/></equality></mujoco>', physics="mujoco")),
     ("integrate.MuJoCoStepper.__check_init__", "unknown integrator",
      lambda: sx.integrate.MuJoCoStepper(integrator="leapfrog")),
     ("builder.system.SimbodyMatterSubsystem.set_soft_constraints", "expected a simbodyx.soft_constraints",

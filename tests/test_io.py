@@ -444,7 +444,7 @@ def test_mjcf_reports_what_it_drops_and_bad_sources():
             <geom size="0.1" contype="0" conaffinity="0"/></body></body></worldbody>
             <actuator><motor joint="a"/></actuator><equality><weld body1="x" active="false"/></equality>
             <tendon><fixed name="tt" stiffness="1"><joint joint="a" coef="1"/></fixed></tendon></mujoco>""",
-            armature=False, frictionloss=False)[3]
+            armature=False, frictionloss=False, physics="simbody")[3]
     assert sorted(robot.stops) == ["a", "b"]  # the hinge's range and the ball's cone
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
@@ -473,7 +473,7 @@ def test_mjcf_equalities_become_constraints():
       </fixed><fixed name="t3"><joint joint="j5" coef="1.5"/></fixed></tendon></mujoco>"""
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # everything is mapped
-        system, _, _, robot = sx.io.load_mjcf(xml)
+        system, _, _, robot = sx.io.load_mjcf(xml, physics="simbody")
     assert list(robot.couplers) == ["loop", "gear", "lock", "tie", "cubic", "hold", "equality6"]
     assert type(robot.couplers["equality6"]).__name__ == "Weld"
     model, state = system.realize_topology()
@@ -508,7 +508,7 @@ def test_mjcf_welds_and_sites():
       <connect name="c_sites" site1="sa" site2="sc"/>
       <weld name="w_sites" site1="sb" site2="sc" torquescale="2"/>
     </equality></mujoco>"""
-    system, matter, _, robot = sx.io.load_mjcf(xml)
+    system, matter, _, robot = sx.io.load_mjcf(xml, physics="simbody")
     kinds = {label: type(c).__name__ for label, c in robot.couplers.items()}
     assert kinds == {"bodies": "Weld", "given": "Weld", "world": "Weld", "no_torque": "Ball", "c_sites": "Ball",
                      "w_sites": "Weld"}

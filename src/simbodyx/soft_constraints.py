@@ -1,5 +1,6 @@
 """MuJoCo's constraint model for robots from MJCF files: contacts, joint and
-tendon limits and dof friction loss as soft constraints, solved as one
+tendon limits, dof friction loss and equality constraints (connect, weld,
+joint and fixed-tendon couplings) as soft constraints, solved as one
 convex problem in the Model's Acceleration stage (``SoftConstraints``,
 ``model.soft_constraints``), so every integrator steps them.
 ``sx.io.load_mjcf`` builds them from a file's own numbers, and
@@ -27,7 +28,12 @@ edges J_n +- mu J_t1 and J_n +- mu J_t2 of MuJoCo's pyramid (tangents as
 MuJoCo's ``mju_makeFrame`` builds them, a plane-capsule point's seeded by
 the capsule's axis; R = 2 mu^2 (1 + mu^2) R_n / impratio, R_n a
 frictionless row's); of condim 1, its normal row. A contact exists where the surfaces are within
-the pair's margin less its gap, and its rows act only there.
+the pair's margin less its gap, and its rows act only there. An equality's
+rows act always, with either sign, their impedance from the length of
+the equality's whole violation (three rows of a connect, six of a weld),
+and a connect's or weld's aref less the part of its violation's second
+derivative that udot does not give (MuJoCo's Jdot v), so that the rows
+follow the reference.
 
 The problem is strictly convex and piecewise quadratic; Newton's method
 with an exact line search (the root of the cost's piecewise-linear slope,
@@ -42,8 +48,9 @@ time: a step in which a contact begins is differentiated with that
 moment held, as an impulsive stepper's step is without localized impacts.
 
 Not modelled (``load_mjcf`` says which of a file's elements it left out):
-elliptic friction cones, condim 4 and 6, equality constraints, ball-joint
-limits and friction loss on ball and free joints, spatial tendons, adhesion.
+elliptic friction cones, condim 4 and 6, equalities that start inactive
+or hold spatial tendons or flexes, ball-joint limits and friction loss on
+ball and free joints, spatial tendons, adhesion.
 A Model with soft constraints has no Simbody constraints or Motions
 (``realize_topology`` says so where it would).
 """
@@ -57,11 +64,13 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from simbodyx._xla.module import Module
+from simbodyx.algorithms.accelerations import body_accelerations
 from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.algorithms.jacobians import body_jacobians
 from simbodyx.contact.detection import detect
 from simbodyx.forces.compliant_contact import ContactForces
-from simbodyx.spatial.vectors import cross, shift_velocity
+from simbodyx.spatial.rotation import matrix_to_quaternion, skew
+from simbodyx.spatial.vectors import cross, safe_norm, shift_velocity
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -112,6 +121,153 @@ def contact_frames(normal, seed):
     t1 = seed - jnp.sum(seed * normal, axis=1, keepdims=True) * normal
     t1 = t1 / jnp.linalg.norm(t1, axis=1, keepdims=True)
     return t1, cross(normal, t1)
+
+
+def point_jacobians(state: State, bodies, points):
+    """(n, nu, 3): the velocity in G of each point (n, 3) (m, in G) fixed on
+    its body of ``bodies`` (n,) (static indices) per unit u; zero on Ground."""
+    bodies = np.asarray(bodies, np.int32)
+    moving = np.unique(bodies[bodies > 0])
+    position = state.position
+    if not moving.size:
+        return jnp.zeros((len(bodies), state.topology.nu, 6), points.dtype)
+    rows = np.searchsorted(moving, bodies).clip(max=moving.size - 1)  # a Ground point's row is masked below
+    J_B = body_jacobians(state.topology, position, moving)[rows]  # (n, nu, 6) at Bo, in G
+    J_B = J_B * jnp.asarray(bodies > 0, J_B.dtype)[:, None, None]
+    r = points - position.X_GB.p[bodies]
+    return shift_velocity(J_B, r[:, None, :])
+
+
+class Connects(Module):
+    """MuJoCo's connect equalities (a ball joint between two bodies): for each,
+    the point ``anchors[:, 0]`` fixed on body ``bodies[i][0]`` and
+    ``anchors[:, 1]`` on ``bodies[i][1]`` (m, in each body's frame; static
+    body indices, 0 for Ground) held together: three rows, the violation
+    p_1 - p_2 in G, its impedance from the violation's length.
+    ``solref`` (n, 2), ``solimp`` (n, 5), ``invweight`` (n,) both bodies'
+    translational inverse weight."""
+
+    bodies: tuple = eqx.field(static=True)
+    anchors: jnp.ndarray
+    solref: jnp.ndarray
+    solimp: jnp.ndarray
+    invweight: jnp.ndarray
+
+    def rows(self, state: State, timestep):
+        J, r, bias = _point_rows(state, self.bodies, self.anchors)
+        return _equality_rows(state, J, r, bias, self, timestep, width=3, invweight=jnp.repeat(self.invweight, 3))
+
+
+class Welds(Module):
+    """MuJoCo's weld equalities: for each, frame 1 (origin ``anchors[:, 0]``,
+    orientation ``frames[:, 0]``, in body ``bodies[i][0]``) held on frame
+    2 (``anchors[:, 1]``, ``frames[:, 1]`` in ``bodies[i][1]``): three
+    rows p_1 - p_2 (m, in G) and three the vector part v of the quaternion
+    of R_2' R_1 (MuJoCo's neg(q_2) q_1) times ``torquescale`` (n,), the
+    impedance from the six rows' length. ``invweight`` (n, 2): both
+    bodies' translational and rotational inverse weights."""
+
+    bodies: tuple = eqx.field(static=True)
+    anchors: jnp.ndarray
+    frames: jnp.ndarray
+    torquescale: jnp.ndarray
+    solref: jnp.ndarray
+    solimp: jnp.ndarray
+    invweight: jnp.ndarray
+
+    def rows(self, state: State, timestep):
+        J_p, r_p, bias_p = _point_rows(state, self.bodies, self.anchors)  # (3n, nu), (3n,), (3n,)
+        X, V = state.position.X_GB, state.velocity.V_GB
+        first, second = (np.asarray([pair[k] for pair in self.bodies], np.int32) for k in (0, 1))
+        R_1 = jnp.einsum("nij,njk->nik", X.R[first], self.frames[:, 0])
+        R_2 = jnp.einsum("nij,njk->nik", X.R[second], self.frames[:, 1])
+        e = matrix_to_quaternion(jnp.einsum("nji,njk->nik", R_2, R_1))
+        w, v = e[:, :1, None], e[:, 1:]
+        # v's rate: 1/2 (w I - [v]x) c, c = R_2' (omega_1 - omega_2)
+        omega = _angular_jacobians(state, first) - _angular_jacobians(state, second)  # (n, nu, 3)
+        A = 0.5 * (w * jnp.eye(3, dtype=e.dtype) - skew(v)) @ jnp.swapaxes(R_2, 1, 2)
+        scale = self.torquescale[:, None]
+        J_r = scale[:, :, None] * jnp.einsum("nij,nuj->niu", A, omega)
+        # the rate's part free of udot: 1/2 (w I - [v]x) R_2' (alpha_1 - alpha_2 - omega_2 x (omega_1 -
+        # omega_2)) - |c|^2 v / 4, alpha the angular accelerations at udot = 0
+        A0 = _bias_accelerations(state)
+        difference = V[first, :3] - V[second, :3]
+        c = jnp.einsum("nji,nj->ni", R_2, difference)
+        bias_r = scale * (jnp.einsum("nij,nj->ni", A, A0[first, :3] - A0[second, :3]
+                                     - cross(V[second, :3], difference)) - 0.25 * jnp.sum(c * c, axis=1)[:, None] * v)
+        n, nu = len(self.bodies), state.topology.nu
+        J = jnp.concatenate([J_p.reshape(n, 3, nu), J_r], axis=1).reshape(6 * n, nu)
+        r = jnp.concatenate([r_p.reshape(n, 3), scale * v], axis=1).reshape(6 * n)
+        bias = jnp.concatenate([bias_p.reshape(n, 3), bias_r], axis=1).reshape(6 * n)
+        invweight = jnp.repeat(self.invweight, 3, axis=1).reshape(6 * n)
+        return _equality_rows(state, J, r, bias, self, timestep, width=6, invweight=invweight)
+
+
+class Couplings(Module):
+    """MuJoCo's joint and tendon equalities: for each, the length
+    l_1 = ``q[:, 0] @ q`` (rad or m: a joint's coordinate, or a fixed
+    tendon's sum) held at ref_1 + c_0 + c_1 x + ... + c_4 x^4 of
+    x = l_2 - ref_2 (l_2 = ``q[:, 1] @ q``, zero when the equality names one
+    object); ``u`` (n, 2, nu) the two lengths' rates per unit u, ``ref``
+    (n, 2), ``polynomial`` (n, 5) c_0 ... c_4. One row each."""
+
+    q: jnp.ndarray
+    u: jnp.ndarray
+    ref: jnp.ndarray
+    polynomial: jnp.ndarray
+    solref: jnp.ndarray
+    solimp: jnp.ndarray
+    invweight: jnp.ndarray
+
+    def rows(self, state: State, timestep):
+        lengths = jnp.einsum("nkq,q->nk", self.q, state.q) - self.ref
+        x = lengths[:, 1]
+        c = self.polynomial
+        r = lengths[:, 0] - c[:, 0] - x * (c[:, 1] + x * (c[:, 2] + x * (c[:, 3] + x * c[:, 4])))
+        slope = c[:, 1] + x * (2 * c[:, 2] + x * (3 * c[:, 3] + x * 4 * c[:, 4]))
+        J = self.u[:, 0] - slope[:, None] * self.u[:, 1]
+        return _equality_rows(state, J, r, jnp.zeros_like(r), self, timestep, width=1, invweight=self.invweight)
+
+
+def _point_rows(state: State, bodies, anchors):
+    """(J (3n, nu), r (3n,), the rows' rate of J u at udot = 0 (3n,)): the rows
+    holding anchor 1 of each body pair on anchor 2."""
+    X, V = state.position.X_GB, state.velocity.V_GB
+    A0 = _bias_accelerations(state)
+    first, second = (np.asarray([pair[k] for pair in bodies], np.int32) for k in (0, 1))
+    points, biases = [], []
+    for side, which in ((first, 0), (second, 1)):
+        r = jnp.einsum("nij,nj->ni", X.R[side], anchors[:, which])  # from Bo, in G
+        w = V[side, :3]
+        points.append(X.p[side] + r)
+        biases.append(A0[side, 3:] + cross(A0[side, :3], r) + cross(w, cross(w, r)))
+    J = (point_jacobians(state, first, points[0]) - point_jacobians(state, second, points[1]))[..., 3:]  # (n, nu, 3)
+    return (jnp.swapaxes(J, 1, 2).reshape(-1, state.topology.nu), (points[0] - points[1]).reshape(-1),
+            (biases[0] - biases[1]).reshape(-1))
+
+
+def _bias_accelerations(state: State):
+    """(nb, 6) A_GB at udot = 0 (the velocity-product part), in G."""
+    return body_accelerations(state.topology, state.position, jnp.zeros_like(state.u),
+                              state.velocity.mobilizer_coriolis)
+
+
+def _angular_jacobians(state: State, bodies):
+    """(n, nu, 3): each body's angular velocity in G per unit u; zero on Ground."""
+    return point_jacobians(state, bodies, state.position.X_GB.p[np.asarray(bodies, np.int32)])[..., :3]
+
+
+def _equality_rows(state: State, J, r, bias, family, timestep, *, width: int, invweight):
+    """(J, aref, R) of equality rows in groups of ``width`` (one group per
+    equality of ``family``, with its solref and solimp, its impedance from
+    the group's violation length) and inverse weights ``invweight``: aref is the
+    reference acceleration of r less ``bias``, the part of r's second
+    derivative free of udot (MuJoCo's Jdot v), so that J udot + bias
+    follows it."""
+    size = jnp.repeat(safe_norm(r.reshape(-1, width), axis=1), width)
+    k, b, d = reference_parameters(jnp.repeat(family.solref, width, axis=0), jnp.repeat(family.solimp, width, axis=0),
+                                   size, timestep)
+    return J, -b * (J @ state.u) - k * d * r - bias, regularizer(d, invweight)
 
 
 class Rows(Module):
@@ -237,7 +393,8 @@ class SoftConstraints(Module):
     ``limit_u`` (nl, nu), with ``limit_margin``, ``limit_solref``,
     ``limit_solimp``, ``limit_invweight``. Friction loss: rows ``loss_u``
     (nf, nu), ``loss`` (N or N m), ``loss_solref``, ``loss_solimp``,
-    ``loss_invweight``. ``timestep`` (s) the file's, which floors the time
+    ``loss_invweight``. Equalities: ``connects``, ``welds``, ``couplings``
+    (None: none). ``timestep`` (s) the file's, which floors the time
     constants; ``impratio``; ``mean_inertia`` scales the solver's
     ``tolerance``; ``iterations`` bounds its Newton steps."""
 
@@ -266,28 +423,18 @@ class SoftConstraints(Module):
     timestep: jnp.ndarray
     impratio: jnp.ndarray
     mean_inertia: jnp.ndarray
+    connects: Connects | None = None
+    welds: Welds | None = None
+    couplings: Couplings | None = None
     iterations: int = eqx.field(static=True, default=100)
     tolerance: float = eqx.field(static=True, default=1e-8)
 
     # -- rows ----------------------------------------------------------------------------------
-    def _point_jacobian(self, state: State, side: int, points):
-        """(n, nu, 3): the velocity in G of each point (n, 3) fixed on its
-        contact's body ``side`` (0 or 1) per unit u; zero on Ground."""
-        bodies = np.asarray(self.contact_bodies[side], np.int32)
-        moving = np.unique(bodies[bodies > 0])
-        position = state.position
-        if not moving.size:
-            return jnp.zeros((len(bodies), state.topology.nu, 3), points.dtype)
-        rows = np.searchsorted(moving, bodies).clip(max=moving.size - 1)  # a Ground point's row is masked below
-        J_B = body_jacobians(state.topology, position, moving)[rows]  # (n, nu, 6) at Bo, in G
-        J_B = J_B * jnp.asarray(bodies > 0, J_B.dtype)[:, None, None]
-        r = points - position.X_GB.p[bodies]
-        return shift_velocity(J_B, r[:, None, :])[..., 3:]
-
     def _contact_rows(self, state: State):
         position, u = state.position, state.u
         c, first, second, _ = detect(self.surfaces, self.groups, position.X_GB)
-        J_rel = self._point_jacobian(state, 1, c.location) - self._point_jacobian(state, 0, c.location)
+        J_rel = (point_jacobians(state, self.contact_bodies[1], c.location)
+                 - point_jacobians(state, self.contact_bodies[0], c.location))[..., 3:]
         axes = np.asarray(self.contact_axes, np.int32)
         seed = jnp.zeros_like(c.normal)
         if np.any(axes >= 0):  # a capsule on a plane: its axis, as MuJoCo's
@@ -331,21 +478,26 @@ class SoftConstraints(Module):
         return self.loss_u, -b * (self.loss_u @ state.u), R
 
     def rows(self, state: State) -> Rows:
-        """The constraint rows at a State realized to Velocity: friction
-        loss, limits, then the contacts' (four pyramid edges per frictional
-        point, in ``frictional``'s order, then a row per frictionless one)."""
+        """The constraint rows at a State realized to Velocity: the
+        equalities' (connects, welds, couplings), friction loss, limits,
+        then the contacts' (four pyramid edges per frictional point, in
+        ``frictional``'s order, then a row per frictionless one)."""
         return self._rows(state)[0]
 
     def _rows(self, state: State):
         """(the rows, the contact points with their tangents and surface pairs)."""
         contact_rows, contacts = self._contact_rows(state)
-        groups = [self._loss_rows(state), self._limit_rows(state), contact_rows]
+        equalities = [family.rows(state, self.timestep) for family in (self.connects, self.welds, self.couplings)
+                      if family is not None]
+        ne = sum(J.shape[0] for J, _, _ in equalities)
+        groups = [*equalities, self._loss_rows(state), self._limit_rows(state), contact_rows]
         J, aref, R = (jnp.concatenate(parts) for parts in zip(*groups))
         nf = self.loss.shape[0]
-        inf = jnp.full(J.shape[0] - nf, jnp.inf, R.dtype)
-        reach = R[:nf] * self.loss
-        return Rows(J, aref, R, jnp.concatenate([-reach, -inf]), jnp.concatenate([reach, jnp.zeros_like(inf)])), \
-            contacts
+        inf = jnp.full(J.shape[0] - ne - nf, jnp.inf, R.dtype)
+        both = jnp.full(ne, jnp.inf, R.dtype)  # an equality's force has either sign
+        reach = R[ne:ne + nf] * self.loss
+        return Rows(J, aref, R, jnp.concatenate([-both, -reach, -inf]),
+                    jnp.concatenate([both, reach, jnp.zeros_like(inf)])), contacts
 
     # -- dynamics ------------------------------------------------------------------------------
     def accelerations(self, state: State, udot0):

@@ -44,7 +44,7 @@ def test_the_contact_pairs_are_the_ones_mujoco_reports():
     assert set(_colliding_pairs(mujoco, m)) == reported
 
     with warnings.catch_warnings(action="error"):
-        system, _, _, robot = sx.io.load_mjcf(PAIRS)
+        system, _, _, robot = sx.io.load_mjcf(PAIRS, physics="simbody")
     model, _ = system.realize_topology()
     element = robot.contact.element(model)
     geom = [re.search(r"'(\w+)", s.name)[1] for s in element.surfaces]  # 'NAME' or 'NAME (law)'
@@ -59,14 +59,14 @@ def test_an_ellipsoid_on_a_height_field_is_modelled_without_a_warning():
       </asset><worldbody><geom type="hfield" hfield="bumps"/>
       <body pos="0 0 0.3"><freejoint/><geom type="ellipsoid" size="0.12 0.07 0.05"/></body></worldbody></mujoco>"""
     with warnings.catch_warnings(action="error"):
-        system, _, _, robot = sx.io.load_mjcf(xml)
+        system, _, _, robot = sx.io.load_mjcf(xml, physics="simbody")
     model, _ = system.realize_topology()
     assert [g.kinds for g in robot.contact.element(model).groups] == [("HeightField", "Ellipsoid")]
 
 
 def _rest(xml, steps=6000, dt=5e-4, warn=False):
     with warnings.catch_warnings(action="default" if warn else "error"):
-        system, _, _, robot = sx.io.load_mjcf(xml)
+        system, _, _, robot = sx.io.load_mjcf(xml, physics="simbody")
     model, state = system.realize_topology()
     final, _ = jax.jit(lambda s: sx.integrate.rollout(model, s, dt, steps, save_every=steps, energy=False))(state)
     m = mujoco.MjModel.from_xml_string(xml)
@@ -218,7 +218,7 @@ def test_mesh_geoms_touch_as_the_primitives_mujoco_fits_to_them():
     np.testing.assert_allclose(float(final.q[6]), d.qpos[2], rtol=1e-6)
     ball = '<body name="ball" pos="0 0 0.5"><freejoint/><geom name="ball" size="0.05"/></body>'
     with pytest.warns(UserWarning, match=r"slab as a capsule\)$"):
-        system, _, _, loaded = sx.io.load_mjcf(SLAB.replace("BALL", ball))
+        system, _, _, loaded = sx.io.load_mjcf(SLAB.replace("BALL", ball), physics="simbody")
     element = loaded.contact.element(system.realize_topology()[0])
     assert [type(s.shape).__name__ for s in element.surfaces] == ["HalfSpace", "Capsule", "Sphere"]
     assert float(element.surfaces[1].shape.radius) == pytest.approx(0.075)  # MuJoCo's fit to the slab's inertia
@@ -278,10 +278,10 @@ def test_friction_loss_damps_an_oscillator_as_coulomb_and_mujoco_do():
       <joint name="slide" type="slide" axis="1 0 0" frictionloss="2" stiffness="50"/>
       <geom type="box" size="0.1 0.1 0.1" mass="1" contype="0" conaffinity="0"/></body></worldbody></mujoco>"""
     with warnings.catch_warnings(action="error"):
-        system, _, _, robot = sx.io.load_mjcf(xml)
+        system, _, _, robot = sx.io.load_mjcf(xml, physics="simbody")
     assert float(robot.frictions["slide"].friction) == 2.0
     # at a 20 ms step MuJoCo stretches the 20 ms time constant to two steps: the creep doubles
-    coarse = sx.io.load_mjcf(xml.replace('timestep="0.0005"', 'timestep="0.02"'))[3].frictions["slide"]
+    coarse = sx.io.load_mjcf(xml.replace('timestep="0.0005"', 'timestep="0.02"'), physics="simbody")[3].frictions["slide"]
     np.testing.assert_allclose(coarse.transition_velocity, 2 * robot.frictions["slide"].transition_velocity, rtol=1e-14)
     model, state = system.realize_topology()
     _, saved = jax.jit(lambda s: sx.integrate.rollout(model, s, 5e-4, 6000, save_every=10, energy=False))(
@@ -321,7 +321,7 @@ def test_ball_and_free_joints_stiffness_and_friction_loss_are_mujocos():
     d = mujoco.MjData(m)
     rng = np.random.default_rng(1)
     with warnings.catch_warnings(action="error"):
-        system, matter, _, robot = sx.io.load_mjcf(xml)
+        system, matter, _, robot = sx.io.load_mjcf(xml, physics="simbody")
     assert robot.springs["shoulder"] is robot.frictions["shoulder"]
     model, state = system.realize_topology()
     sliding = 0
@@ -355,7 +355,7 @@ ASSETS = pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
 
 def test_the_gymnasium_ant_stands_on_the_floor():
     with warnings.catch_warnings(action="error"):  # everything in the file is modelled
-        system, _, _, robot = sx.io.load_mjcf(ASSETS / "ant.xml")
+        system, _, _, robot = sx.io.load_mjcf(ASSETS / "ant.xml", physics="simbody")
     assert len(robot.actuators) == 8
     model, state = system.realize_topology()
     run = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=500, energy=False))
@@ -398,7 +398,7 @@ def test_the_gymnasium_robots_load_with_everything_modelled_and_lie_on_the_floor
     mm in the fifth second) at 4 and 5 s and near MuJoCo's, its speeds
     settled (``SETTLED``)."""
     with warnings.catch_warnings(action="error"):
-        system, _, _, loaded = sx.io.load_mjcf(ASSETS / f"{robot}.xml")
+        system, _, _, loaded = sx.io.load_mjcf(ASSETS / f"{robot}.xml", physics="simbody")
         model, state = system.realize_topology()
     element = loaded.contact.element(model)
     assert any(g.kinds[0] == "HalfSpace" for g in element.groups)  # the floor
@@ -423,7 +423,7 @@ DM_CONTROL = pathlib.Path(dm_control.__file__).parent / "suite"
 def test_the_dm_control_acrobot_loads_with_everything_modelled():
     """Its decoration cylinder against the floor is a Cylinder-HalfSpace pair."""
     with warnings.catch_warnings(action="error"):
-        system, _, _, loaded = sx.io.load_mjcf(DM_CONTROL / "acrobot.xml")
+        system, _, _, loaded = sx.io.load_mjcf(DM_CONTROL / "acrobot.xml", physics="simbody")
         model, _ = system.realize_topology()
     assert ("HalfSpace", "Cylinder") in [g.kinds for g in loaded.contact.element(model).groups]
 
@@ -446,7 +446,7 @@ def test_the_dm_control_runners_come_to_rest_on_the_floor(robot, factor, speed):
     assert not np.any(mujoco.MjModel.from_xml_path(str(path)).geom_margin)
     mujoco_depth_5s = mujoco_depth(path)
     with warnings.catch_warnings(action="error"):
-        system, _, _, loaded = sx.io.load_mjcf(path)
+        system, _, _, loaded = sx.io.load_mjcf(path, physics="simbody")
     model, state = system.realize_topology()
     run = jax.jit(lambda m, s: sx.integrate.rollout(m, s, 1e-3, 5000, save_every=1000, energy=False))
     _, trajectory = run(model, state)

@@ -74,9 +74,15 @@ class MjcfJoint:
 
 def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True,
               armature: bool = True, frictionloss: bool = True, contact: bool = True, limits: bool = True,
-              actuators: bool = True, physics: str = "simbody"):
+              actuators: bool = True, physics: str = "mujoco"):
     """(system, matter, forces, robot) built from an MJCF file path or XML
     string through MuJoCo's compiler.
+
+    ``physics`` chooses how the file's contacts, limits, friction loss and
+    equality constraints are modelled: "mujoco" (the default) as MuJoCo's
+    soft constraints, so the robot moves as MuJoCo moves it at the file's
+    own time step (last paragraph); "simbody" as Simbody's force elements
+    and exact constraints (the paragraphs before it).
 
     Joints map to mobilizers as described in this module's docstring, in
     MuJoCo's order, so simbodyx's u is MuJoCo's qvel joint by joint (up to
@@ -128,9 +134,9 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     method=robot.stepper)``. Then ``contact``, ``limits`` and
     ``frictionloss`` say whether the constraints have those rows, and no
     HuntCrossleyForce, stop or Coulomb friction is made; the rest (gravity,
-    damping, springs, armature, actuators) is as above. Equality
-    constraints are not modelled on this path (a file with any is an
-    error).
+    damping, springs, armature, actuators) is as above, and the
+    equality constraints are soft rows too (connect, weld, and joint and
+    fixed-tendon couplings, as MuJoCo's; none in ``robot.couplers``).
     """
     if physics not in ("simbody", "mujoco"):
         raise ValueError(f"load_mjcf: physics must be 'simbody' or 'mujoco', got {physics!r}")
@@ -238,14 +244,12 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         if len(parts) > 1:
             handle.set_default_mass_properties(combined_mass_properties(parts))
 
-    couplers, unmapped = _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
+    couplers, unmapped = (({}, []) if soft  # the soft constraints hold them
+                          else _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name))
     actuated, unactuated = (_actuators(mujoco, m, forces, joint_names, moved, name) if actuators
                             else ({}, [f"all {m.nu}"] if m.nu else []))
     stepper = None
     if soft:
-        if m.neq:
-            raise ValueError(f"load_mjcf: physics='mujoco' does not model equality constraints, and this file "
-                             f"has {m.neq}; load it with physics='simbody'")
         geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
         geometry = ContactGeoms(mujoco, m, source, _colliding_pairs(mujoco, m) if contact else [], geom_name)
         if not limits:
@@ -254,8 +258,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
             m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
         if not damping:  # then the stepper takes no damping implicitly either
             m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_DAMPER
-        constraints, stepper, left_out = soft_constraints(mujoco, m, geometry, placed, body_names, geom_name,
-                                                         joint_names)
+        constraints, stepper, left_out = soft_constraints(mujoco, m, geometry, placed, body_names, name)
         matter.set_soft_constraints(constraints)
         hunt_crossley, uncovered = None, geometry.uncovered
         fitted = [f"{geom_name[g]} as a {geometry.kind[g]}" for g in sorted({g for p in geometry.covered for g in p})

@@ -23,9 +23,10 @@ import numpy as np
 
 from simbodyx.contact.detection import candidate_pairs, detect
 from simbodyx.contact.geometry import ContactSurface
+from simbodyx.io.mjcf_fit import _pose
 from simbodyx.io.robot import transform
 from simbodyx.integrate import MuJoCoStepper
-from simbodyx.soft_constraints import MIN_VALUE, SoftConstraints
+from simbodyx.soft_constraints import MIN_VALUE, Connects, Couplings, SoftConstraints, Welds
 from simbodyx.spatial import Transform
 
 
@@ -47,10 +48,107 @@ def _pair_parameters(m, g1, g2):
             max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])), solref, solimp)
 
 
-def soft_constraints(mujoco, m, geometry, placed, body_names, geom_name, joint_names) -> tuple:
+def _is_fixed(mujoco, m, t) -> bool:
+    """Whether tendon ``t`` is fixed (a sum over joints)."""
+    wraps = range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t])
+    return all(int(m.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT) for w in wraps)
+
+
+def _fixed_tendon(m, t) -> tuple:
+    """({q index: coefficient}, {u index: coefficient}) of fixed tendon ``t``'s length."""
+    q_weights, u_weights = {}, {}
+    for w in range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t]):
+        j = int(m.wrap_objid[w])
+        q_weights[int(m.jnt_qposadr[j])] = q_weights.get(int(m.jnt_qposadr[j]), 0.0) + float(m.wrap_prm[w])
+        u_weights[int(m.jnt_dofadr[j])] = u_weights.get(int(m.jnt_dofadr[j]), 0.0) + float(m.wrap_prm[w])
+    return q_weights, u_weights
+
+
+def _equalities(mujoco, m, placed, body_names, name, array) -> tuple:
+    """(Connects or None, Welds or None, Couplings or None, [what is left
+    out]) of compiled model ``m``'s equality constraints, their anchors and
+    frames moved into the bodies that carry MuJoCo's (``placed``)."""
+    kinds = mujoco.mjtEq
+    connects, welds, couplings, left_out = [], [], [], []
+    if int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_EQUALITY:
+        return None, None, None, left_out
+
+    def on_body(b, point, R=np.eye(3)):  # (body index, point and orientation in its frame) of MuJoCo body b
+        handle, X = placed[body_names[b]]
+        return handle.index, X[:3, :3] @ point + X[:3, 3], X[:3, :3] @ R
+
+    def quaternion(q):
+        return _pose(mujoco, np.zeros(3), q)[:3, :3]
+
+    for i in range(m.neq):
+        kind, data, label = int(m.eq_type[i]), np.asarray(m.eq_data[i], float), name(mujoco.mjtObj.mjOBJ_EQUALITY, i)
+        if not m.eq_active0[i]:
+            left_out.append(f"equality {label} (inactive at the start)")
+            continue
+        numbers = (m.eq_solref[i], m.eq_solimp[i])
+        if kind in (int(kinds.mjEQ_CONNECT), int(kinds.mjEQ_WELD)):
+            o1, o2 = int(m.eq_obj1id[i]), int(m.eq_obj2id[i])
+            if int(m.eq_objtype[i]) == int(mujoco.mjtObj.mjOBJ_SITE):
+                b1, b2 = int(m.site_bodyid[o1]), int(m.site_bodyid[o2])
+                sides = [on_body(b1, m.site_pos[o1], quaternion(m.site_quat[o1])),
+                         on_body(b2, m.site_pos[o2], quaternion(m.site_quat[o2]))]
+            elif kind == int(kinds.mjEQ_CONNECT):
+                b1, b2 = o1, o2
+                sides = [on_body(b1, data[0:3]), on_body(b2, data[3:6])]
+            else:
+                b1, b2 = o1, o2
+                sides = [on_body(b1, data[3:6], quaternion(data[6:10])), on_body(b2, data[0:3])]
+            invweight = np.asarray(m.body_invweight0[b1], float) + np.asarray(m.body_invweight0[b2], float)
+            bodies = (sides[0][0], sides[1][0])
+            anchors = np.stack([sides[0][1], sides[1][1]])
+            if kind == int(kinds.mjEQ_CONNECT):
+                connects.append((bodies, anchors, *numbers, invweight[0]))
+            else:
+                welds.append((bodies, anchors, np.stack([sides[0][2], sides[1][2]]), data[10], *numbers, invweight))
+        elif kind in (int(kinds.mjEQ_JOINT), int(kinds.mjEQ_TENDON)):
+            objects = [int(o) for o in (m.eq_obj1id[i], m.eq_obj2id[i]) if o >= 0]
+            q, u, ref, invweight = np.zeros((2, m.nq)), np.zeros((2, m.nv)), np.zeros(2), 0.0
+            if kind == int(kinds.mjEQ_TENDON) and not all(_is_fixed(mujoco, m, t) for t in objects):
+                left_out.append(f"equality {label} (on a spatial tendon)")
+                continue
+            for k, o in enumerate(objects):
+                if kind == int(kinds.mjEQ_JOINT):
+                    q[k, m.jnt_qposadr[o]], u[k, m.jnt_dofadr[o]] = 1.0, 1.0
+                    ref[k], invweight = m.qpos0[m.jnt_qposadr[o]], invweight + m.dof_invweight0[m.jnt_dofadr[o]]
+                else:
+                    q_weights, u_weights = _fixed_tendon(m, o)
+                    q[k, list(q_weights)], u[k, list(u_weights)] = list(q_weights.values()), list(u_weights.values())
+                    ref[k], invweight = m.tendon_length0[o], invweight + m.tendon_invweight0[o]
+            couplings.append((q, u, ref, data[:5], *numbers, invweight))
+        else:
+            left_out.append(f"equality {label} ({kinds(kind).name.removeprefix('mjEQ_').lower()})")
+
+    def stacked(rows, k, shape):
+        return array([r[k] for r in rows], shape)
+
+    connect = None if not connects else Connects(
+        bodies=tuple(r[0] for r in connects), anchors=stacked(connects, 1, (-1, 2, 3)),
+        solref=stacked(connects, 2, (-1, 2)), solimp=stacked(connects, 3, (-1, 5)),
+        invweight=stacked(connects, 4, (-1,)))
+    weld = None if not welds else Welds(
+        bodies=tuple(r[0] for r in welds), anchors=stacked(welds, 1, (-1, 2, 3)),
+        frames=stacked(welds, 2, (-1, 2, 3, 3)), torquescale=stacked(welds, 3, (-1,)),
+        solref=stacked(welds, 4, (-1, 2)), solimp=stacked(welds, 5, (-1, 5)), invweight=stacked(welds, 6, (-1, 2)))
+    coupling = None if not couplings else Couplings(
+        q=stacked(couplings, 0, (-1, 2, m.nq)), u=stacked(couplings, 1, (-1, 2, m.nv)),
+        ref=stacked(couplings, 2, (-1, 2)), polynomial=stacked(couplings, 3, (-1, 5)),
+        solref=stacked(couplings, 4, (-1, 2)), solimp=stacked(couplings, 5, (-1, 5)),
+        invweight=stacked(couplings, 6, (-1,)))
+    return connect, weld, coupling, left_out
+
+
+def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
     """(SoftConstraints, MuJoCoStepper, [what of the file's constraints
     they leave out, described]) for compiled model ``m``; ``geometry`` its
-    ``ContactGeoms``, ``placed`` each MuJoCo body's (MobilizedBody, X_B)."""
+    ``ContactGeoms``, ``placed`` each MuJoCo body's (MobilizedBody, X_B),
+    ``name(kind, i)`` an object's name."""
+    geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
+    joint_names = [name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
     disabled = int(m.opt.disableflags)
     left_out = []
     if int(m.opt.cone) != int(mujoco.mjtCone.mjCONE_PYRAMIDAL):
@@ -113,16 +211,10 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, geom_name, joint_n
         for t in range(m.ntendon):
             if not m.tendon_limited[t]:
                 continue
-            wraps = range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t])
-            if any(int(m.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT) for w in wraps):
+            if not _is_fixed(mujoco, m, t):
                 left_out.append(f"the limit of spatial tendon {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t)}")
                 continue
-            q_weights, u_weights = {}, {}
-            for w in wraps:
-                j = int(m.wrap_objid[w])
-                q_weights[int(m.jnt_qposadr[j])] = q_weights.get(int(m.jnt_qposadr[j]), 0.0) + float(m.wrap_prm[w])
-                u_weights[int(m.jnt_dofadr[j])] = u_weights.get(int(m.jnt_dofadr[j]), 0.0) + float(m.wrap_prm[w])
-            limited.append((q_weights, u_weights, m.tendon_range[t], m.tendon_margin[t], m.tendon_solref_lim[t],
+            limited.append((*_fixed_tendon(m, t), m.tendon_range[t], m.tendon_margin[t], m.tendon_solref_lim[t],
                             m.tendon_solimp_lim[t], m.tendon_invweight0[t]))
     limit_q, limit_u = np.zeros((len(limited), m.nq)), np.zeros((len(limited), m.nv))
     for i, (qw, uw, *_) in enumerate(limited):
@@ -156,6 +248,8 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, geom_name, joint_n
     def array(values, shape):
         return jnp.asarray(np.asarray(values, float).reshape(shape), dtype)
 
+    connects, welds, couplings, unmodelled = _equalities(mujoco, m, placed, body_names, name, array)
+    left_out += unmodelled
     constraints = SoftConstraints(
         surfaces=tuple(surfaces), groups=groups, contact_bodies=bodies, frictional=tuple(frictional),
         contact_axes=axes,
@@ -171,6 +265,7 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, geom_name, joint_n
         loss_invweight=array(m.dof_invweight0[lossy], (-1,)),
         timestep=array(0.0 if disabled & mujoco.mjtDisableBit.mjDSBL_REFSAFE else m.opt.timestep, ()),
         impratio=array(m.opt.impratio, ()), mean_inertia=array(m.stat.meaninertia, ()),
+        connects=connects, welds=welds, couplings=couplings,
         iterations=int(m.opt.iterations), tolerance=float(m.opt.tolerance))
     rk4 = int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4)
     stepper = MuJoCoStepper(damping=None if rk4 or not damping.any() else array(damping, (-1,)),
