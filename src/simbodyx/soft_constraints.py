@@ -49,8 +49,8 @@ moment held, as an impulsive stepper's step is without localized impacts.
 
 Not modelled (``load_mjcf`` says which of a file's elements it left out):
 elliptic friction cones, condim 4 and 6, equalities that start inactive
-or hold spatial tendons or flexes, ball-joint limits and friction loss on
-ball and free joints, spatial tendons, adhesion.
+or hold spatial tendons or flexes, spatial tendons, tendons' friction
+loss, adhesion.
 A Model with soft constraints has no Simbody constraints or Motions
 (``realize_topology`` says so where it would).
 """
@@ -229,6 +229,38 @@ class Couplings(Module):
         return _equality_rows(state, J, r, jnp.zeros_like(r), self, timestep, width=1, invweight=self.invweight)
 
 
+class BallLimits(Module):
+    """MuJoCo's limits of ball joints: for each, the angle of the joint's
+    rotation (its quaternion q[``q_starts[i]``:+4], rad) at most ``range``
+    (n,) less ``margin`` (n,): one row, -axis on the joint's three u
+    (``u_starts[i]``; the rotation's axis is the same in F and M), its
+    impedance from the violation. ``solref`` (n, 2), ``solimp`` (n, 5),
+    ``invweight`` (n,)."""
+
+    q_starts: tuple = eqx.field(static=True)
+    u_starts: tuple = eqx.field(static=True)
+    range: jnp.ndarray
+    margin: jnp.ndarray
+    solref: jnp.ndarray
+    solimp: jnp.ndarray
+    invweight: jnp.ndarray
+
+    def rows(self, state: State, timestep):
+        q = state.q[np.asarray(self.q_starts)[:, None] + np.arange(4)]
+        w, v = q[:, 0], q[:, 1:]
+        size = safe_norm(v, axis=1)
+        angle = 2 * jnp.arctan2(size, jnp.abs(w))
+        axis = jnp.where(w < 0, -1.0, 1.0)[:, None] * v / jnp.where(size > 0, size, 1.0)[:, None]
+        violation = self.range - angle - self.margin
+        active = violation < 0
+        n = len(self.q_starts)
+        J = jnp.zeros((n, state.topology.nu), q.dtype).at[np.arange(n)[:, None],
+                                                          np.asarray(self.u_starts)[:, None] + np.arange(3)].set(
+            -axis * active[:, None])
+        k, b, d = reference_parameters(self.solref, self.solimp, violation, timestep)
+        return J, -b * (J @ state.u) - k * d * violation * active, regularizer(d, self.invweight)
+
+
 def _point_rows(state: State, bodies, anchors):
     """(J (3n, nu), r (3n,), the rows' rate of J u at udot = 0 (3n,)): the rows
     holding anchor 1 of each body pair on anchor 2."""
@@ -393,7 +425,11 @@ class SoftConstraints(Module):
     ``limit_u`` (nl, nu), with ``limit_margin``, ``limit_solref``,
     ``limit_solimp``, ``limit_invweight``. Friction loss: rows ``loss_u``
     (nf, nu), ``loss`` (N or N m), ``loss_solref``, ``loss_solimp``,
-    ``loss_invweight``. Equalities: ``connects``, ``welds``, ``couplings``
+    ``loss_invweight``; the rows of a ball's or free joint's rotational dofs
+    (MuJoCo's, about the body's axes) turn with it: ``loss_turning`` (static)
+    holds for each (row, body, k, its joint's first u) and the row is then
+    row k of R_MF on the joint's three angular u. Ball joints' limits:
+    ``ball_limits``. Equalities: ``connects``, ``welds``, ``couplings``
     (None: none). ``timestep`` (s) the file's, which floors the time
     constants; ``impratio``; ``mean_inertia`` scales the solver's
     ``tolerance``; ``iterations`` bounds its Newton steps."""
@@ -426,6 +462,8 @@ class SoftConstraints(Module):
     connects: Connects | None = None
     welds: Welds | None = None
     couplings: Couplings | None = None
+    ball_limits: BallLimits | None = None
+    loss_turning: tuple = eqx.field(static=True, default=())
     iterations: int = eqx.field(static=True, default=100)
     tolerance: float = eqx.field(static=True, default=1e-8)
 
@@ -475,12 +513,17 @@ class SoftConstraints(Module):
         zero = jnp.zeros_like(self.loss)
         _, b, d = reference_parameters(self.loss_solref, self.loss_solimp, zero, self.timestep)
         R = regularizer(d, self.loss_invweight)
-        return self.loss_u, -b * (self.loss_u @ state.u), R
+        J = self.loss_u
+        if self.loss_turning:  # a ball's or free joint's rotational dof: row k of R_MF on the joint's angular u
+            row, body, k, column = (np.asarray(c) for c in zip(*self.loss_turning))
+            J = J.at[row[:, None], column[:, None] + np.arange(3)].set(
+                state.position.X_FM.R[body, :, k])
+        return J, -b * (J @ state.u), R
 
     def rows(self, state: State) -> Rows:
         """The constraint rows at a State realized to Velocity: the
         equalities' (connects, welds, couplings), friction loss, limits,
-        then the contacts' (four pyramid edges per frictional point, in
+        ball joints' limits, then the contacts' (four pyramid edges per frictional point, in
         ``frictional``'s order, then a row per frictionless one)."""
         return self._rows(state)[0]
 
@@ -490,7 +533,8 @@ class SoftConstraints(Module):
         equalities = [family.rows(state, self.timestep) for family in (self.connects, self.welds, self.couplings)
                       if family is not None]
         ne = sum(J.shape[0] for J, _, _ in equalities)
-        groups = [*equalities, self._loss_rows(state), self._limit_rows(state), contact_rows]
+        balls = [] if self.ball_limits is None else [self.ball_limits.rows(state, self.timestep)]
+        groups = [*equalities, self._loss_rows(state), self._limit_rows(state), *balls, contact_rows]
         J, aref, R = (jnp.concatenate(parts) for parts in zip(*groups))
         nf = self.loss.shape[0]
         inf = jnp.full(J.shape[0] - ne - nf, jnp.inf, R.dtype)

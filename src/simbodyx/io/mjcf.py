@@ -123,8 +123,9 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
     ``tendon`` (fixed tendons) to CoordinateCoupler.
 
-    ``physics="mujoco"`` models the file's contacts, joint and fixed-tendon
-    limits and hinge and slide friction loss as MuJoCo does, as soft
+    ``physics="mujoco"`` models the file's contacts, joint (hinge, slide
+    and ball) and fixed-tendon limits and every dof's friction loss as
+    MuJoCo does, as soft
     constraints the Model's Acceleration stage solves
     (``simbodyx.soft_constraints``; ``model.soft_constraints``), so any
     integrator steps them, and ``robot.stepper`` is MuJoCo's integrator of

@@ -1,7 +1,7 @@
 """A compiled MuJoCo model's constraints as ``SoftConstraints``
 (``simbodyx.soft_constraints``) and its integrator as a ``MuJoCoStepper``:
-``load_mjcf(..., physics="mujoco")``'s contacts, limits and friction loss,
-with the file's own numbers.
+``load_mjcf(..., physics="mujoco")``'s contacts, limits, friction loss and
+equality constraints, with the file's own numbers.
 
 Contacts: each colliding geom pair a kernel handles becomes a candidate
 pair of contact surfaces (one surface per geom, as ``ContactGeoms`` maps
@@ -9,9 +9,11 @@ it), with MuJoCo's mixing of the two geoms' parameters
 (``mj_contactParam``: the higher priority's, else condim and friction the
 larger, solref and solimp mixed by solmix, a direct solref the smaller)
 or an explicit ``<pair>``'s own, margin and gap each the sum of the
-geoms'. Limits: each limited hinge or slide, and each limited fixed
-tendon (a sum of coef q over hinges and slides). Friction loss: each
-hinge's or slide's. Damping: every dof's, in u's order (a free joint's
+geoms'. Limits: each limited hinge, slide and ball (its rotation's
+angle), and each limited fixed tendon (a sum of coef q over hinges and
+slides). Friction loss: each dof's. Equalities: each active connect,
+weld, joint and fixed-tendon coupling, anchors and frames moved into the
+bodies that carry MuJoCo's. Damping: every dof's, in u's order (a free joint's
 rotation first), for the Euler integrators' implicit damping.
 """
 
@@ -26,7 +28,7 @@ from simbodyx.contact.geometry import ContactSurface
 from simbodyx.io.mjcf_fit import _pose
 from simbodyx.io.robot import transform
 from simbodyx.integrate import MuJoCoStepper
-from simbodyx.soft_constraints import MIN_VALUE, Connects, Couplings, SoftConstraints, Welds
+from simbodyx.soft_constraints import MIN_VALUE, BallLimits, Connects, Couplings, SoftConstraints, Welds
 from simbodyx.spatial import Transform
 
 
@@ -199,12 +201,14 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
 
     # limits of hinges, slides and fixed tendons
     limited = []  # (q coefficients, u coefficients, range, margin, solref, solimp, invweight)
+    balls = []  # (first q, first u, largest angle, margin, solref, solimp, invweight)
     if not disabled & mujoco.mjtDisableBit.mjDSBL_LIMIT:
         for j in range(m.njnt):
             if not m.jnt_limited[j]:
                 continue
-            if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
-                left_out.append(f"the limit of ball joint {joint_names[j]}")
+            if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_BALL):
+                balls.append((int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j]), max(m.jnt_range[j]), m.jnt_margin[j],
+                              m.jnt_solref[j], m.jnt_solimp[j], m.dof_invweight0[m.jnt_dofadr[j]]))
                 continue
             limited.append(({int(m.jnt_qposadr[j]): 1.0}, {int(m.jnt_dofadr[j]): 1.0}, m.jnt_range[j],
                             m.jnt_margin[j], m.jnt_solref[j], m.jnt_solimp[j], m.dof_invweight0[m.jnt_dofadr[j]]))
@@ -220,22 +224,31 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
     for i, (qw, uw, *_) in enumerate(limited):
         limit_q[i, list(qw)], limit_u[i, list(uw)] = list(qw.values()), list(uw.values())
 
-    # friction loss of hinges and slides
-    lossy = []
+    # friction loss of each dof: a hinge's or slide's on its u; a free joint's translations on u[3:6] (its F
+    # is Ground's frame); a ball's or free joint's rotations, about the body's axes, turning with the joint
+    lossy, turning = [], []  # (dof, its u or None), (row, body, axis, the joint's first u)
     if not disabled & mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS:
         for j in range(m.njnt):
-            dofs = range(m.jnt_dofadr[j], m.jnt_dofadr[j] + {0: 6, 1: 3}.get(int(m.jnt_type[j]), 1))
-            if not any(m.dof_frictionloss[d] > 0 for d in dofs):
-                continue
-            if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
-                left_out.append(f"the friction loss of joint {joint_names[j]}")
-                continue
-            lossy.append(int(m.jnt_dofadr[j]))
+            kind, first = int(m.jnt_type[j]), int(m.jnt_dofadr[j])
+            translations = 3 if kind == int(mujoco.mjtJoint.mjJNT_FREE) else 0
+            for k in range({0: 6, 1: 3}.get(kind, 1)):
+                if m.dof_frictionloss[first + k] <= 0:
+                    continue
+                if kind in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+                    lossy.append((first, first))
+                elif k < translations:
+                    lossy.append((first + k, first + 3 + k))
+                else:
+                    turning.append((len(lossy), placed[body_names[m.jnt_bodyid[j]]][0].index, k - translations, first))
+                    lossy.append((first + k, None))
         for t in range(m.ntendon):
             if m.tendon_frictionloss[t] > 0:
                 left_out.append(f"the friction loss of tendon {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t)}")
     loss_u = np.zeros((len(lossy), m.nv))
-    loss_u[np.arange(len(lossy)), lossy] = 1.0
+    for row, (_, column) in enumerate(lossy):
+        if column is not None:
+            loss_u[row, column] = 1.0
+    lossy = [dof for dof, _ in lossy]
 
     damping = np.asarray(m.dof_damping, float).copy()
     for j in range(m.njnt):  # a free joint's dofs in u's order: rotation, then translation
@@ -265,7 +278,12 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
         loss_invweight=array(m.dof_invweight0[lossy], (-1,)),
         timestep=array(0.0 if disabled & mujoco.mjtDisableBit.mjDSBL_REFSAFE else m.opt.timestep, ()),
         impratio=array(m.opt.impratio, ()), mean_inertia=array(m.stat.meaninertia, ()),
-        connects=connects, welds=welds, couplings=couplings,
+        connects=connects, welds=welds, couplings=couplings, loss_turning=tuple(turning),
+        ball_limits=None if not balls else BallLimits(
+            q_starts=tuple(b[0] for b in balls), u_starts=tuple(b[1] for b in balls),
+            range=array([b[2] for b in balls], (-1,)), margin=array([b[3] for b in balls], (-1,)),
+            solref=array([b[4] for b in balls], (-1, 2)), solimp=array([b[5] for b in balls], (-1, 5)),
+            invweight=array([b[6] for b in balls], (-1,))),
         iterations=int(m.opt.iterations), tolerance=float(m.opt.tolerance))
     rk4 = int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4)
     stepper = MuJoCoStepper(damping=None if rk4 or not damping.any() else array(damping, (-1,)),
