@@ -588,3 +588,14 @@ def test_mjcf_actuators_drive_the_joints_as_mujocos():
         np.testing.assert_allclose(ours[k], d.qacc, rtol=1e-9, atol=1e-9)
     with pytest.raises(ValueError, match=r"expected 3 controls \(one per modelled actuator: m, p, v\)"):
         robot.set_controls(state, [1.0, 2.0])
+
+
+@pytest.mark.parametrize("physics", ["mujoco", "simbody"])
+def test_mjcf_gravity_switched_off_by_its_flag_is_off(physics):
+    """A file whose <flag gravity="disable"/> keeps opt.gravity's numbers
+    has no gravity: a hinge at rest off the vertical stays at rest."""
+    xml = """<mujoco><option><flag gravity="disable"/></option><worldbody><body>
+             <joint axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/></body></worldbody></mujoco>"""
+    system, _, _, _ = sx.io.load_mjcf(xml, physics=physics)
+    model, state = system.realize_topology()
+    assert float(jnp.abs(model.realize(state, sx.Stage.Acceleration).acceleration.udot).max()) == 0.0

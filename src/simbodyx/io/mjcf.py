@@ -169,7 +169,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     system = MultibodySystem()
     matter = SimbodyMatterSubsystem(system)
     forces = GeneralForceSubsystem(system)
-    if np.any(m.opt.gravity != 0):
+    if np.any(m.opt.gravity != 0) and not int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
         Force.UniformGravity(forces, matter, [float(g) for g in m.opt.gravity])
 
     placed = {body_names[0]: (matter.Ground(), np.eye(4))}  # MuJoCo body -> (MobilizedBody, X_B,body)

@@ -150,11 +150,8 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
     ``ContactGeoms``, ``placed`` each MuJoCo body's (MobilizedBody, X_B),
     ``name(kind, i)`` an object's name."""
     geom_name = [name(mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
-    joint_names = [name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
     disabled = int(m.opt.disableflags)
     left_out = []
-    if int(m.opt.cone) != int(mujoco.mjtCone.mjCONE_PYRAMIDAL):
-        left_out.append("the elliptic friction cone (contacts use MuJoCo's pyramidal one)")
     dtype = jnp.zeros(0).dtype
 
     # contacts: one surface per geom in a covered pair
@@ -174,6 +171,8 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
             condim, friction = int(m.pair_dim[p]), float(m.pair_friction[p][0])
             solref, solimp = np.asarray(m.pair_solref[p], float), np.asarray(m.pair_solimp[p], float)
             margin = float(m.pair_margin[p] - m.pair_gap[p])
+            if m.pair_friction[p][1] != m.pair_friction[p][0] or np.any(m.pair_solreffriction[p]):
+                left_out.append(f"the anisotropic friction or solreffriction of pair {geom_name[g1]}-{geom_name[g2]}")
         else:
             condim, friction, solref, solimp = _pair_parameters(m, g1, g2)
             margin = float(m.geom_margin[g1] + m.geom_margin[g2] - m.geom_gap[g1] - m.geom_gap[g2])
@@ -279,6 +278,7 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
         timestep=array(0.0 if disabled & mujoco.mjtDisableBit.mjDSBL_REFSAFE else m.opt.timestep, ()),
         impratio=array(m.opt.impratio, ()), mean_inertia=array(m.stat.meaninertia, ()),
         connects=connects, welds=welds, couplings=couplings, loss_turning=tuple(turning),
+        elliptic=int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC),
         ball_limits=None if not balls else BallLimits(
             q_starts=tuple(b[0] for b in balls), u_starts=tuple(b[1] for b in balls),
             range=array([b[2] for b in balls], (-1,)), margin=array([b[3] for b in balls], (-1,)),
