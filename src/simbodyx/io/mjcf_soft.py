@@ -33,11 +33,15 @@ from simbodyx.spatial import Transform
 
 
 def _pair_parameters(m, g1, g2):
-    """(condim, sliding friction, solref, solimp) of a dynamic pair, as
-    MuJoCo's mj_contactParam mixes them."""
+    """(condim, friction (5,): sliding twice, torsional, rolling twice,
+    solref, solimp) of a dynamic pair, as MuJoCo's mj_contactParam mixes
+    them."""
+    def spread(f):  # a geom's (sliding, torsional, rolling) as a contact's five
+        return np.asarray([f[0], f[0], f[1], f[2], f[2]], float)
+
     if m.geom_priority[g1] != m.geom_priority[g2]:
         g = g1 if m.geom_priority[g1] > m.geom_priority[g2] else g2
-        return int(m.geom_condim[g]), float(m.geom_friction[g][0]), m.geom_solref[g], m.geom_solimp[g]
+        return int(m.geom_condim[g]), spread(m.geom_friction[g]), m.geom_solref[g], m.geom_solimp[g]
     s1, s2 = float(m.geom_solmix[g1]), float(m.geom_solmix[g2])
     if s1 >= MIN_VALUE and s2 >= MIN_VALUE:
         mix = s1 / (s1 + s2)
@@ -47,7 +51,7 @@ def _pair_parameters(m, g1, g2):
     solref = mix * r1 + (1 - mix) * r2 if r1[0] > 0 and r2[0] > 0 else np.minimum(r1, r2)
     solimp = mix * np.asarray(m.geom_solimp[g1], float) + (1 - mix) * np.asarray(m.geom_solimp[g2], float)
     return (max(int(m.geom_condim[g1]), int(m.geom_condim[g2])),
-            max(float(m.geom_friction[g1][0]), float(m.geom_friction[g2][0])), solref, solimp)
+            spread(np.maximum(m.geom_friction[g1], m.geom_friction[g2])), solref, solimp)
 
 
 def _is_fixed(mujoco, m, t) -> bool:
@@ -168,19 +172,17 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
     for g1, g2 in geometry.covered:
         p = explicit.get(frozenset((g1, g2)))
         if p is not None:
-            condim, friction = int(m.pair_dim[p]), float(m.pair_friction[p][0])
+            condim, friction = int(m.pair_dim[p]), np.asarray(m.pair_friction[p], float)
             solref, solimp = np.asarray(m.pair_solref[p], float), np.asarray(m.pair_solimp[p], float)
             margin = float(m.pair_margin[p] - m.pair_gap[p])
-            if m.pair_friction[p][1] != m.pair_friction[p][0] or np.any(m.pair_solreffriction[p]):
-                left_out.append(f"the anisotropic friction or solreffriction of pair {geom_name[g1]}-{geom_name[g2]}")
+            if np.any(m.pair_solreffriction[p]) and int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC):
+                left_out.append(f"the solreffriction of pair {geom_name[g1]}-{geom_name[g2]}")
         else:
             condim, friction, solref, solimp = _pair_parameters(m, g1, g2)
             margin = float(m.geom_margin[g1] + m.geom_margin[g2] - m.geom_gap[g1] - m.geom_gap[g2])
-        if condim > 3:
-            left_out.append(f"torsional and rolling friction of {geom_name[g1]}-{geom_name[g2]} (condim {condim})")
         invweight = float(m.body_invweight0[m.geom_bodyid[g1]][0] + m.body_invweight0[m.geom_bodyid[g2]][0])
-        parameters[frozenset((index[g1], index[g2]))] = (condim > 1, friction if condim > 1 else 0.0,
-                                                         solref, solimp, margin, invweight)
+        parameters[frozenset((index[g1], index[g2]))] = (condim, friction * (condim > 1), solref, solimp, margin,
+                                                         invweight)
     wanted = set(parameters)
     excluded = frozenset((i, j) for i in range(len(surfaces)) for j in range(i + 1, len(surfaces))
                          if frozenset((i, j)) not in wanted)
@@ -196,7 +198,7 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
                      for (i, j), k in zip(zip(first, second), kinds))
     else:
         rows, bodies, axes = [], ((), ()), ()
-    frictional, friction, solref, solimp, margin, invweight = (list(c) for c in zip(*rows)) if rows else [[]] * 6
+    dims, friction, solref, solimp, margin, invweight = (list(c) for c in zip(*rows)) if rows else [[]] * 6
 
     # limits of hinges, slides and fixed tendons
     limited = []  # (q coefficients, u coefficients, range, margin, solref, solimp, invweight)
@@ -263,9 +265,9 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
     connects, welds, couplings, unmodelled = _equalities(mujoco, m, placed, body_names, name, array)
     left_out += unmodelled
     constraints = SoftConstraints(
-        surfaces=tuple(surfaces), groups=groups, contact_bodies=bodies, frictional=tuple(frictional),
+        surfaces=tuple(surfaces), groups=groups, contact_bodies=bodies, dims=tuple(dims),
         contact_axes=axes,
-        friction=array(friction, (-1,)), contact_solref=array(solref, (-1, 2)),
+        friction=array(friction, (-1, 5)), contact_solref=array(solref, (-1, 2)),
         contact_solimp=array(solimp, (-1, 5)), contact_margin=array(margin, (-1,)),
         contact_invweight=array(invweight, (-1,)),
         limit_q=array(limit_q, limit_q.shape), limit_u=array(limit_u, limit_u.shape),

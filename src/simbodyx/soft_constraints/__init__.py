@@ -27,11 +27,14 @@ too, clipped to its frictionloss. A contact of condim 3 has four rows, the
 edges J_n +- mu J_t1 and J_n +- mu J_t2 of MuJoCo's pyramid (tangents as
 MuJoCo's ``mju_makeFrame`` builds them, a plane-capsule point's seeded by
 the capsule's axis; R = 2 mu^2 (1 + mu^2) R_n / impratio, R_n a
-frictionless row's); of condim 1, its normal row. With MuJoCo's elliptic
-cone (``elliptic``, a file's cone="elliptic") a condim 3 contact is one
-cone of three rows, normal and tangents (:class:`Cones`: no cost inside
+frictionless row's); of condim 4 and 6, also the edges J_n +- mu_k J_k of
+its torsional (turning about the normal) and rolling (about the tangents)
+rows; of condim 1, its normal row. With MuJoCo's elliptic
+cone (``elliptic``, a file's cone="elliptic") a frictional contact is one
+cone of its condim's rows, normal, tangents, torsion and rolling
+(:class:`Cones`: no cost inside
 the cone, the cone surface's where the contact slides, every row's where
-it pulls; the tangents' R = R_n / impratio and aref = -b J u). A contact exists where the surfaces are within
+it pulls; the others' R = R_n mu_1^2 / (impratio mu_k^2) and aref = -b J u). A contact exists where the surfaces are within
 the pair's margin less its gap, and its rows act only there. An equality's
 rows act always, with either sign, their impedance from the length of
 the equality's whole violation (three rows of a connect, six of a weld),
@@ -52,8 +55,7 @@ time: a step in which a contact begins is differentiated with that
 moment held, as an impulsive stepper's step is without localized impacts.
 
 Not modelled (``load_mjcf`` says which of a file's elements it left out):
-condim 4 and 6 (torsional and rolling friction), a pair's anisotropic
-friction and solreffriction, equalities that start inactive
+a pair's solreffriction, equalities that start inactive
 or hold spatial tendons or flexes, spatial tendons, tendons' friction
 loss, adhesion.
 A Model with soft constraints has no Simbody constraints or Motions

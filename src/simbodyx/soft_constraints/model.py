@@ -61,10 +61,11 @@ class SoftConstraints(Module):
 
     Contacts: the candidate point of ``surfaces`` (``groups``) on bodies
     ``contact_bodies`` (two static tuples, one entry per point), each with
-    its pair's ``friction`` (sliding), ``contact_solref`` (n, 2),
+    its pair's ``friction`` (n, 5: sliding twice, torsional, rolling twice,
+    as MuJoCo's contact.friction), ``contact_solref`` (n, 2),
     ``contact_solimp`` (n, 5), ``contact_margin`` (m, margin less gap),
-    ``contact_invweight`` (both bodies' translational inverse weight) and
-    ``frictional`` (static: condim 3, else 1) and ``contact_axes``
+    ``contact_invweight`` (both bodies' translational inverse weight),
+    ``dims`` (static: its condim, 1, 3, 4 or 6) and ``contact_axes``
     (static: the capsule surface whose axis seeds the tangents of a
     capsule-plane point, as MuJoCo's, else -1). Limits: length
     ``limit_q @ q`` (rad or m) within ``limit_range`` (nl, 2), Jacobian
@@ -83,7 +84,7 @@ class SoftConstraints(Module):
     surfaces: tuple
     groups: tuple = eqx.field(static=True)
     contact_bodies: tuple = eqx.field(static=True)
-    frictional: tuple = eqx.field(static=True)
+    dims: tuple = eqx.field(static=True)
     contact_axes: tuple = eqx.field(static=True)
     friction: jnp.ndarray
     contact_solref: jnp.ndarray
@@ -116,10 +117,13 @@ class SoftConstraints(Module):
 
     # -- rows ----------------------------------------------------------------------------------
     def _contact_rows(self, state: State):
+        """((J, aref, R) of the pyramid edges, by dimension, then the
+        frictionless points' rows; the elliptic cones, one term per
+        dimension; the contact points with their tangents and surface pairs)."""
         position, u = state.position, state.u
         c, first, second, _ = detect(self.surfaces, self.groups, position.X_GB)
         J_rel = (point_jacobians(state, self.contact_bodies[1], c.location)
-                 - point_jacobians(state, self.contact_bodies[0], c.location))[..., 3:]
+                 - point_jacobians(state, self.contact_bodies[0], c.location))  # (n, nu, 6): [w; v] of 2 in 1
         axes = np.asarray(self.contact_axes, np.int32)
         seed = jnp.zeros_like(c.normal)
         if np.any(axes >= 0):  # a capsule on a plane: its axis, as MuJoCo's
@@ -128,33 +132,40 @@ class SoftConstraints(Module):
             R_GS = jnp.einsum("nij,njk->nik", position.X_GB.R[np.array([x.body for x in capsules])], R_BS)
             seed = seed.at[np.flatnonzero(axes >= 0)].set(R_GS[:, :, 2])
         t1, t2 = contact_frames(c.normal, seed)
-        J_n, J_1, J_2 = (jnp.einsum("nuk,nk->nu", J_rel, axis) for axis in (c.normal, t1, t2))
+        frame = jnp.stack([c.normal, t1, t2], axis=1)  # (n, 3, 3): rows n, t1, t2
+        # (n, 6, nu): sliding along n, t1, t2, then turning about them (torsion, rolling)
+        J_frame = jnp.concatenate([jnp.einsum("nij,nuj->niu", frame, J_rel[..., 3:]),
+                                   jnp.einsum("nij,nuj->niu", frame, J_rel[..., :3])], axis=1)
         violation = -c.depth - self.contact_margin  # MuJoCo's dist less its margin, < 0 where it acts
         active = (violation < 0)[:, None]
+        J_frame = J_frame * active[:, :, None]
         k, b, d = reference_parameters(self.contact_solref, self.contact_solimp, violation, self.timestep)
         R_n = regularizer(d, self.contact_invweight)
-        mu = self.friction[:, None]
         kdr = jnp.where(active[:, 0], k * d * violation, 0.0)
-        F, N = (np.flatnonzero(np.asarray(self.frictional, bool) == f) for f in (True, False))
+        dims = np.asarray(self.dims)
         contacts = (c, t1, t2, first, second)
-        if self.elliptic:  # the frictional points as cones: rows n, t1, t2; the tangents' aref -b J u
-            J_c = jnp.stack([J_n, J_1, J_2], axis=1)[F] * active[F, None]
-            aref_c = -b[F, None] * jnp.einsum("ckn,n->ck", J_c, u) - jnp.stack(
-                [kdr[F], jnp.zeros_like(kdr[F]), jnp.zeros_like(kdr[F])], axis=1)
-            R_0 = R_n[F]
-            D = 1 / jnp.stack([R_0, R_0 / self.impratio, R_0 / self.impratio], axis=1)
-            f = self.friction[F]
-            cones = Cones(J_c, aref_c, D, f / jnp.sqrt(self.impratio), jnp.stack([f, f], axis=1))
-            J = J_n[N] * active[N]
-            return (J, -b[N] * (J @ u) - kdr[N], R_n[N]), cones, contacts
-        edges = jnp.stack([J_n + mu * J_1, J_n - mu * J_1, J_n + mu * J_2, J_n - mu * J_2], axis=1)
-        R_edge = regularizer(d, 2 * self.friction ** 2 * (1 + self.friction ** 2) / self.impratio
-                             * self.contact_invweight)
-        J = jnp.concatenate([(edges[F] * active[F, None]).reshape(-1, J_n.shape[1]), J_n[N] * active[N]])
-        R = jnp.concatenate([jnp.repeat(R_edge[F], 4), R_n[N]])
-        aref = -jnp.concatenate([jnp.repeat(b[F], 4), b[N]]) * (J @ u) - jnp.concatenate([jnp.repeat(kdr[F], 4),
-                                                                                             kdr[N]])
-        return (J, aref, R), None, contacts
+        parts, cones = [], []
+        for dim in sorted(set(dims.tolist()) - {1}):
+            P = np.flatnonzero(dims == dim)
+            f = self.friction[P, :dim - 1]
+            if self.elliptic:  # one cone: rows n, then the frictions'; those with aref -b J u and R_1 mu_1^2 / mu_j^2
+                J_c = J_frame[P, :dim]
+                aref_c = -b[P, None] * jnp.einsum("ckn,n->ck", J_c, u) - jnp.zeros(dim, kdr.dtype).at[0].set(1.0) * kdr[P, None]
+                R_1 = R_n[P] / self.impratio
+                R = jnp.concatenate([R_n[P, None], R_1[:, None] * f[:, :1] ** 2 / f ** 2], axis=1)
+                cones.append(Cones(J_c, aref_c, 1 / R, f[:, 0] / jnp.sqrt(self.impratio), f))
+                continue
+            # pyramid edges J_n +- f_k J_k, k = 1 ... dim - 1, all of one R
+            J_k, f_k = J_frame[P, 1:dim], f[:, :, None]
+            edges = jnp.stack([J_frame[P, :1] + f_k * J_k, J_frame[P, :1] - f_k * J_k], axis=2)  # (m, dim-1, 2, nu)
+            J = edges.reshape(P.size * 2 * (dim - 1), -1)
+            R = regularizer(d[P], 2 * f[:, 0] ** 2 * (1 + f[:, 0] ** 2) / self.impratio * self.contact_invweight[P])
+            width = 2 * (dim - 1)
+            parts.append((J, -jnp.repeat(b[P], width) * (J @ u) - jnp.repeat(kdr[P], width), jnp.repeat(R, width)))
+        N = np.flatnonzero(dims == 1)
+        J = J_frame[N, 0]
+        parts.append((J, -b[N] * (J @ u) - kdr[N], R_n[N]))
+        return tuple(jnp.concatenate(column) for column in zip(*parts)), tuple(cones), contacts
 
     def _limit_rows(self, state: State):
         length = self.limit_q @ state.q
@@ -181,9 +192,10 @@ class SoftConstraints(Module):
         """The constraint's terms at a State realized to Velocity: its
         :class:`Rows` (the equalities' (connects, welds, couplings),
         friction loss, limits, ball joints' limits, then the contacts':
-        four pyramid edges per frictional point, in ``frictional``'s order,
-        then a row per frictionless one), and with elliptic cones
-        (``elliptic``) the frictional points as :class:`Cones`."""
+        the pyramid edges of the frictional points, by their dimension
+        and in their order, two per friction, then a row per frictionless
+        point), and with elliptic cones (``elliptic``) the frictional
+        points as :class:`Cones`, one term per dimension."""
         return self._terms(state)[0]
 
     def _terms(self, state: State):
@@ -201,7 +213,7 @@ class SoftConstraints(Module):
         reach = R[ne:ne + nf] * self.loss
         rows = Rows(J, aref, R, jnp.concatenate([-both, -reach, -inf]),
                     jnp.concatenate([both, reach, jnp.zeros_like(inf)]))
-        return (rows,) if cones is None else (rows, cones), contacts
+        return (rows, *cones), contacts
 
     # -- dynamics ------------------------------------------------------------------------------
     def accelerations(self, state: State, udot0):
@@ -213,49 +225,46 @@ class SoftConstraints(Module):
         return solve(M, udot0, self.terms(state), self.tolerance, self.iterations, scale)
 
     def _solved(self, model, state: State):
-        """(the terms at a State, their forces at its constrained
-        accelerations (per term), the contact points with their tangents
-        and surface pairs)."""
+        """(the terms at a State, each term's forces at its constrained
+        accelerations, the contact points with their tangents and surface
+        pairs)."""
         s = model.realize(state, Stage.Acceleration)
         terms, contacts = self._terms(s)
-        udot = s.acceleration.udot
-        rows = terms[0]
-        forces = [rows.forces(rows.J @ udot - rows.aref)] + [cones.forces(cones.residual(udot)) for cones in terms[1:]]
-        return terms, forces, contacts
+        return terms, [term.forces_at(s.acceleration.udot) for term in terms], contacts
 
     def constraint_forces(self, model, state: State):
         """(nu,) the generalized forces of the constraints at a State,
         J' f (N or N m per mobility; M (udot - udot0) at the solution)."""
         terms, forces, _ = self._solved(model, state)
-        total = terms[0].J.T @ forces[0]
-        if len(terms) > 1:
-            total = total + jnp.einsum("ckn,ck->n", terms[1].J, forces[1])
-        return total
+        return sum(term.transposed(f) for term, f in zip(terms, forces))
 
     def contact_forces(self, model, state: State) -> ContactForces:
         """Every candidate contact point's location, normal (from surface 1
         into 2), depth (m, the overlap; MuJoCo's contact acts from its
-        pair's margin apart) and force (N, on surface 2, in G: a frictional
-        point's pyramid edge forces f_e give the normal force sum f_e and
-        the tangential mu (f_1 - f_2) t1 + mu (f_3 - f_4) t2; an elliptic
-        cone's, f_n n + f_1 t1 + f_2 t2), at the constrained accelerations
-        of a State, as MuJoCo's ``mj_contactForce``; zero where a point is
+        pair's margin apart) and force (N, on surface 2, in G: a pyramid's
+        edge forces f_e give the normal force sum f_e and the tangential
+        mu_1 (f_1 - f_2) t1 + mu_2 (f_3 - f_4) t2; an elliptic cone's,
+        f_n n + f_1 t1 + f_2 t2; the torques of torsional and rolling
+        friction are not reported), at the constrained accelerations of a
+        State, as MuJoCo's ``mj_contactForce``; zero where a point is
         apart."""
         terms, forces, (c, t1, t2, first, second) = self._solved(model, state)
-        F, N = (np.flatnonzero(np.asarray(self.frictional, bool) == f) for f in (True, False))
-        rows = terms[0]
+        dims = np.asarray(self.dims)
         on_points = jnp.zeros_like(c.location)
-        if self.elliptic:
-            f = forces[0][rows.J.shape[0] - N.size:]
-            cone = forces[1]
-            on_points = on_points.at[F].set(cone[:, :1] * c.normal[F] + cone[:, 1:2] * t1[F] + cone[:, 2:] * t2[F])
-        else:
-            f = forces[0][rows.J.shape[0] - (4 * F.size + N.size):]
-            edges = f[:4 * F.size].reshape(-1, 4)
-            mu = self.friction[F][:, None]
-            on_points = on_points.at[F].set(jnp.sum(edges, axis=1)[:, None] * c.normal[F]
-                                            + mu * (edges[:, 0] - edges[:, 1])[:, None] * t1[F]
-                                            + mu * (edges[:, 2] - edges[:, 3])[:, None] * t2[F])
-            f = f[4 * F.size:]
+        frictional = sorted(set(dims.tolist()) - {1})
+        f = forces[0][terms[0].J.shape[0] - sum(2 * (dim - 1) * int(np.sum(dims == dim)) for dim in frictional
+                                                 if not self.elliptic) - int(np.sum(dims == 1)):]
+        for k, dim in enumerate(frictional):
+            P = np.flatnonzero(dims == dim)
+            if self.elliptic:
+                normal, slides = forces[1 + k][:, 0], forces[1 + k][:, 1:3]
+            else:
+                edges = f[:P.size * 2 * (dim - 1)].reshape(P.size, dim - 1, 2)
+                f = f[P.size * 2 * (dim - 1):]
+                normal = jnp.sum(edges, axis=(1, 2))
+                slides = self.friction[P, :2] * (edges[:, :2, 0] - edges[:, :2, 1])
+            on_points = on_points.at[P].set(normal[:, None] * c.normal[P] + slides[:, :1] * t1[P]
+                                            + slides[:, 1:] * t2[P])
+        N = np.flatnonzero(dims == 1)
         on_points = on_points.at[N].set(f[:, None] * c.normal[N])
         return ContactForces(c.location, c.normal, c.depth, on_points, tuple(first.tolist()), tuple(second.tolist()))

@@ -113,6 +113,14 @@ class Rows(Module):
     def hessian(self, a):
         return (self.J.T * jnp.where(self.quadratic(self.J @ a - self.aref), 1 / self.R, 0.0)) @ self.J
 
+    def forces_at(self, a):
+        """(nr,) the rows' forces at accelerations a."""
+        return self.forces(self.J @ a - self.aref)
+
+    def transposed(self, f):
+        """(nu,) J' f: the generalized forces of row forces f."""
+        return self.J.T @ f
+
     def line(self, a, p):
         """slope(alpha): the first and second derivatives of the cost along p from a."""
         Jp, x0 = self.J @ p, self.J @ a - self.aref
@@ -125,10 +133,11 @@ class Rows(Module):
 
 
 class Cones(Module):
-    """Contacts with MuJoCo's elliptic friction cone, at one State: for each,
-    the rows ``J`` (nc, 3, nu) (normal, then the two tangents), reference
-    accelerations ``aref`` (nc, 3), ``D`` (nc, 3) their 1 / R, the
-    regularized cone's ``mu`` (nc,) and the sliding ``friction`` (nc, 2).
+    """Contacts of one dimension (3, 4 or 6) with MuJoCo's elliptic friction
+    cone, at one State: for each, the rows ``J`` (nc, dim, nu) (normal,
+    the two tangents, then torsion and rolling), reference accelerations
+    ``aref`` (nc, dim), ``D`` (nc, dim) their 1 / R, the regularized cone's
+    ``mu`` (nc,) and the ``friction`` (nc, dim - 1) of each other row.
     At x = J a - aref, with N = mu x_0 and T = |friction x_t|, a contact
     costs nothing where N >= mu T (apart, or sticking inside the cone),
     1/2 sum D x^2 where mu N + T <= 0, and 1/2 D_0 / (mu^2 (1 + mu^2))
@@ -150,6 +159,14 @@ class Cones(Module):
 
     def residual(self, a):
         return jnp.einsum("ckn,n->ck", self.J, a) - self.aref
+
+    def forces_at(self, a):
+        """(nc, dim) the cones' forces at accelerations a."""
+        return self.forces(self.residual(a))
+
+    def transposed(self, f):
+        """(nu,) the generalized forces of cone forces f (nc, dim)."""
+        return jnp.einsum("ckn,ck->n", self.J, f)
 
     def cost_at(self, a):
         return jnp.sum(self.costs(self.residual(a)))
@@ -174,7 +191,7 @@ class Cones(Module):
 
 
 def _cone_cost(x, D, mu, friction):
-    """One elliptic contact's cost at x (3,) (:class:`Cones`)."""
+    """One elliptic contact's cost at x (dim,) (:class:`Cones`)."""
     N, tangential = mu * x[0], friction * x[1:]
     T = safe_norm(tangential)
     sliding = 0.5 * D[0] / (mu ** 2 * (1 + mu ** 2)) * (N - mu * T) ** 2
