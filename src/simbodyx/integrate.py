@@ -125,6 +125,10 @@ def rk4_step(model, state: State, dt) -> State:
     return _next(state, dt, *(a + dt / 6 * b for a, b in zip(y, total)))
 
 
+#: MuJoCoStepper's integrators
+MUJOCO_INTEGRATORS = ("euler", "rk4")
+
+
 class MuJoCoStepper(Module):
     """MuJoCo's integrators, as a time stepper for ``rollout(model, state,
     dt, n, method=stepper)`` or ``stepper.step(model, state, dt)`` in a loop
@@ -163,9 +167,6 @@ class MuJoCoStepper(Module):
             udot = jnp.linalg.solve(M + dt * jnp.diag(self.damping), M @ udot)
         u1 = state.u + dt * udot
         return _next(state, dt, advance_q(state.topology, state.q, u1, dt), u1, state.z + dt * s.acceleration.zdot)
-
-
-MUJOCO_INTEGRATORS = ("euler", "rk4")
 
 
 def _mujoco_rk4(model, state: State, dt) -> State:

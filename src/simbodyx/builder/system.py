@@ -224,10 +224,6 @@ class SimbodyMatterSubsystem:
                             f"got {type(constraints).__name__}")
         self._soft_constraints = constraints
 
-    def get_soft_constraints(self):
-        """The soft constraints set (None: none)."""
-        return self._soft_constraints
-
     # -- conditional constraints -------------------------------------------------------
     def adopt_unilateral_contact(self, contact) -> int:
         """Make ``contact`` (an ``sx.HardStopUpper``, ``sx.PointPlaneContact``, ...)

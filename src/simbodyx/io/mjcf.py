@@ -125,8 +125,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
 
     ``physics="mujoco"`` models the file's contacts, joint (hinge, slide
     and ball) and fixed-tendon limits and every dof's friction loss as
-    MuJoCo does, as soft
-    constraints the Model's Acceleration stage solves
+    MuJoCo does, as soft constraints the Model's Acceleration stage solves
     (``simbodyx.soft_constraints``; ``model.soft_constraints``), so any
     integrator steps them, and ``robot.stepper`` is MuJoCo's integrator of
     the file (``sx.integrate.MuJoCoStepper``), to step at the file's time
