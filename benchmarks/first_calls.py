@@ -77,8 +77,9 @@ def measure(robot: str, options: bool, seconds: float, dt: float, physics: str =
     controls = jnp.zeros((num_steps, model.topology.nu))
     first_grad, grad_compiles = timed(lambda: gradient(controls))
     second_grad, _ = timed(lambda: gradient(controls))
-    return {"robot": robot, "physics": physics, "options": options, "nu": model.topology.nu, "scalar_path": model.uses_scalar_path(),
-            "first_rollout_s": first_rollout, "rollout_compiles": rollout_compiles, "rollout_s": second_rollout,
+    return {"robot": robot, "physics": physics, "options": options, "nu": model.topology.nu,
+            "scalar_path": model.uses_scalar_path(), "first_rollout_s": first_rollout,
+            "rollout_compiles": rollout_compiles, "rollout_s": second_rollout,
             "first_grad_s": first_grad, "grad_compiles": grad_compiles, "grad_s": second_grad}
 
 

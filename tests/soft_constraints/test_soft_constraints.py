@@ -414,11 +414,12 @@ def test_elliptic_cones_are_mujocos():
 #: friction and condim win), under either cone.
 CONDIMS = """<mujoco><option cone="CONE" impratio="3"/><worldbody>
 <geom type="plane" size="2 2 .1" friction="0.8 0.02 0.01"/>
-<body name="c" pos="0 0 0.1"><freejoint/><geom type="box" size=".1 .08 .05" condim="4" friction="0.9 0.05 0.002"/></body>
+<body name="c" pos="0 0 0.1"><freejoint/>
+ <geom type="box" size=".1 .08 .05" condim="4" friction="0.9 0.05 0.002"/></body>
 <body name="s" pos="0.5 0.5 0.1"><freejoint/>
  <geom type="sphere" size=".1" condim="6" priority="1" friction="0.7 0.03 0.02"/></body>
-<body name="a" pos="-0.5 0 0.3"><joint axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.32" size=".03" condim="6"/>
-</body></worldbody></mujoco>"""
+<body name="a" pos="-0.5 0 0.3"><joint axis="0 1 0"/>
+ <geom type="capsule" fromto="0 0 0 0 0 -0.32" size=".03" condim="6"/></body></worldbody></mujoco>"""
 
 
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])

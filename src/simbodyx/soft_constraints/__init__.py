@@ -34,8 +34,9 @@ cone (``elliptic``, a file's cone="elliptic") a frictional contact is one
 cone of its condim's rows, normal, tangents, torsion and rolling
 (:class:`Cones`: no cost inside
 the cone, the cone surface's where the contact slides, every row's where
-it pulls; the others' R = R_n mu_1^2 / (impratio mu_k^2) and aref = -b J u). A contact exists where the surfaces are within
-the pair's margin less its gap, and its rows act only there. An equality's
+it pulls; the others' R = R_n mu_1^2 / (impratio mu_k^2) and aref = -b J u).
+A contact exists where the surfaces are within the pair's margin less its
+gap, and its rows act only there. An equality's
 rows act always, with either sign, their impedance from the length of
 the equality's whole violation (three rows of a connect, six of a weld),
 and a connect's or weld's aref less the part of its violation's second

@@ -14,6 +14,7 @@ from simbodyx.spatial.rotation import matrix_to_quaternion, skew
 from simbodyx.spatial.vectors import cross, safe_norm
 from simbodyx.state import State
 
+
 class Connects(Module):
     """MuJoCo's connect equalities (a ball joint between two bodies): for each,
     the point ``anchors[:, 0]`` fixed on body ``bodies[i][0]`` and
@@ -103,6 +104,7 @@ class Couplings(Module):
         slope = c[:, 1] + x * (2 * c[:, 2] + x * (3 * c[:, 3] + x * 4 * c[:, 4]))
         J = self.u[:, 0] - slope[:, None] * self.u[:, 1]
         return _equality_rows(state, J, r, jnp.zeros_like(r), self, timestep, width=1, invweight=self.invweight)
+
 
 def _point_rows(state: State, bodies, anchors):
     """(J (3n, nu), r (3n,), the rows' rate of J u at udot = 0 (3n,)): the rows

@@ -20,6 +20,7 @@ from simbodyx.spatial.vectors import safe_norm
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
+
 class BallLimits(Module):
     """MuJoCo's limits of ball joints: for each, the angle of the joint's
     rotation (its quaternion q[``q_starts[i]``:+4], rad) at most ``range``
@@ -50,6 +51,7 @@ class BallLimits(Module):
             -axis * active[:, None])
         k, b, d = reference_parameters(self.solref, self.solimp, violation, timestep)
         return J, -b * (J @ state.u) - k * d * violation * active, regularizer(d, self.invweight)
+
 
 class SoftConstraints(Module):
     """MuJoCo's constraint model of one robot (module docstring), held by
@@ -150,7 +152,8 @@ class SoftConstraints(Module):
             f = self.friction[P, :dim - 1]
             if self.elliptic:  # one cone: rows n, then the frictions'; those with aref -b J u and R_1 mu_1^2 / mu_j^2
                 J_c = J_frame[P, :dim]
-                aref_c = -b[P, None] * jnp.einsum("ckn,n->ck", J_c, u) - jnp.zeros(dim, kdr.dtype).at[0].set(1.0) * kdr[P, None]
+                normal = jnp.zeros(dim, kdr.dtype).at[0].set(1.0)  # only the normal row has k d r
+                aref_c = -b[P, None] * jnp.einsum("ckn,n->ck", J_c, u) - normal * kdr[P, None]
                 R_1 = R_n[P] / self.impratio
                 R = jnp.concatenate([R_n[P, None], R_1[:, None] * f[:, :1] ** 2 / f ** 2], axis=1)
                 cones.append(Cones(J_c, aref_c, 1 / R, f[:, 0] / jnp.sqrt(self.impratio), f))
@@ -252,8 +255,8 @@ class SoftConstraints(Module):
         dims = np.asarray(self.dims)
         on_points = jnp.zeros_like(c.location)
         frictional = sorted(set(dims.tolist()) - {1})
-        f = forces[0][terms[0].J.shape[0] - sum(2 * (dim - 1) * int(np.sum(dims == dim)) for dim in frictional
-                                                 if not self.elliptic) - int(np.sum(dims == 1)):]
+        edge_rows = 0 if self.elliptic else sum(2 * (dim - 1) * int(np.sum(dims == dim)) for dim in frictional)
+        f = forces[0][terms[0].J.shape[0] - edge_rows - int(np.sum(dims == 1)):]  # the contacts' rows
         for k, dim in enumerate(frictional):
             P = np.flatnonzero(dims == dim)
             if self.elliptic:

@@ -15,10 +15,12 @@ from simbodyx.algorithms.jacobians import body_jacobians
 from simbodyx.spatial.vectors import cross, safe_norm, shift_velocity
 from simbodyx.state import State
 
+
 #: MuJoCo's bounds on an impedance and its smallest positive number
 MIN_IMPEDANCE, MAX_IMPEDANCE, MIN_VALUE = 0.0001, 0.9999, 1e-15
 #: bracketed Newton iterations of the exact line search (each halves the bracket at worst)
 LINE_SEARCH_ITERATIONS = 50
+
 
 def reference_parameters(solref, solimp, violation, timestep):
     """(k, b, d) of constraint rows: stiffness k (1/s^2) and damping b (1/s)
@@ -76,6 +78,7 @@ def point_jacobians(state: State, bodies, points):
     J_B = J_B * jnp.asarray(bodies > 0, J_B.dtype)[:, None, None]
     r = points - position.X_GB.p[bodies]
     return shift_velocity(J_B, r[:, None, :])
+
 
 class Rows(Module):
     """Constraint rows at one State: ``J`` (nr, nu), reference accelerations

@@ -10,6 +10,7 @@ import jax.scipy.linalg as jsl
 
 from simbodyx.soft_constraints.rows import LINE_SEARCH_ITERATIONS, MIN_VALUE
 
+
 def solve(M, a0, terms: tuple, tolerance, iterations: int, scale):
     """The accelerations a (nu,) minimizing 1/2 (a - a0)' M (a - a0) plus the
     costs of ``terms`` (:class:`Rows`, :class:`Cones`), by Newton's method
