@@ -31,8 +31,10 @@ class Connects(Module):
     invweight: jnp.ndarray
 
     def rows(self, state: State, timestep):
-        J, r, bias = _point_rows(state, self.bodies, self.anchors)
-        return _equality_rows(state, J, r, bias, self, timestep, width=3, invweight=jnp.repeat(self.invweight, 3))
+        J, r, bias = _point_rows(state, self.bodies, self.anchors, _bias_accelerations(state))
+        J = jnp.swapaxes(J[..., 3:], 1, 2).reshape(-1, state.topology.nu)  # three rows per connect
+        return _equality_rows(state, J, r.reshape(-1), bias.reshape(-1), self, timestep, width=3,
+                              invweight=jnp.repeat(self.invweight, 3))
 
 
 class Welds(Module):
@@ -53,7 +55,8 @@ class Welds(Module):
     invweight: jnp.ndarray
 
     def rows(self, state: State, timestep):
-        J_p, r_p, bias_p = _point_rows(state, self.bodies, self.anchors)  # (3n, nu), (3n,), (3n,)
+        A0 = _bias_accelerations(state)
+        J_rel, r_p, bias_p = _point_rows(state, self.bodies, self.anchors, A0)
         X, V = state.position.X_GB, state.velocity.V_GB
         first, second = (np.asarray([pair[k] for pair in self.bodies], np.int32) for k in (0, 1))
         R_1 = jnp.einsum("nij,njk->nik", X.R[first], self.frames[:, 0])
@@ -61,21 +64,20 @@ class Welds(Module):
         e = matrix_to_quaternion(jnp.einsum("nji,njk->nik", R_2, R_1))
         w, v = e[:, :1, None], e[:, 1:]
         # v's rate: 1/2 (w I - [v]x) c, c = R_2' (omega_1 - omega_2)
-        omega = _angular_jacobians(state, first) - _angular_jacobians(state, second)  # (n, nu, 3)
+        omega = J_rel[..., :3]  # (n, nu, 3): omega_1 - omega_2 per unit u
         A = 0.5 * (w * jnp.eye(3, dtype=e.dtype) - skew(v)) @ jnp.swapaxes(R_2, 1, 2)
         scale = self.torquescale[:, None]
         J_r = scale[:, :, None] * jnp.einsum("nij,nuj->niu", A, omega)
         # the rate's part free of udot: 1/2 (w I - [v]x) R_2' (alpha_1 - alpha_2 - omega_2 x (omega_1 -
         # omega_2)) - |c|^2 v / 4, alpha the angular accelerations at udot = 0
-        A0 = _bias_accelerations(state)
         difference = V[first, :3] - V[second, :3]
         c = jnp.einsum("nji,nj->ni", R_2, difference)
         bias_r = scale * (jnp.einsum("nij,nj->ni", A, A0[first, :3] - A0[second, :3]
                                      - cross(V[second, :3], difference)) - 0.25 * jnp.sum(c * c, axis=1)[:, None] * v)
         n, nu = len(self.bodies), state.topology.nu
-        J = jnp.concatenate([J_p.reshape(n, 3, nu), J_r], axis=1).reshape(6 * n, nu)
-        r = jnp.concatenate([r_p.reshape(n, 3), scale * v], axis=1).reshape(6 * n)
-        bias = jnp.concatenate([bias_p.reshape(n, 3), bias_r], axis=1).reshape(6 * n)
+        J = jnp.concatenate([jnp.swapaxes(J_rel[..., 3:], 1, 2), J_r], axis=1).reshape(6 * n, nu)
+        r = jnp.concatenate([r_p, scale * v], axis=1).reshape(6 * n)
+        bias = jnp.concatenate([bias_p, bias_r], axis=1).reshape(6 * n)
         invweight = jnp.repeat(self.invweight, 3, axis=1).reshape(6 * n)
         return _equality_rows(state, J, r, bias, self, timestep, width=6, invweight=invweight)
 
@@ -106,11 +108,12 @@ class Couplings(Module):
         return _equality_rows(state, J, r, jnp.zeros_like(r), self, timestep, width=1, invweight=self.invweight)
 
 
-def _point_rows(state: State, bodies, anchors):
-    """(J (3n, nu), r (3n,), the rows' rate of J u at udot = 0 (3n,)): the rows
-    holding anchor 1 of each body pair on anchor 2."""
+def _point_rows(state: State, bodies, anchors, A0):
+    """(J (n, nu, 6): [w; v] of anchor 1 relative to anchor 2 per unit u, in
+    G; r (n, 3): p_1 - p_2 (m, in G); bias (n, 3): the rate of J_v u at
+    udot = 0) of each body pair holding anchor 1 on anchor 2, with ``A0``
+    the bodies' accelerations at udot = 0 (:func:`_bias_accelerations`)."""
     X, V = state.position.X_GB, state.velocity.V_GB
-    A0 = _bias_accelerations(state)
     first, second = (np.asarray([pair[k] for pair in bodies], np.int32) for k in (0, 1))
     points, biases = [], []
     for side, which in ((first, 0), (second, 1)):
@@ -118,20 +121,14 @@ def _point_rows(state: State, bodies, anchors):
         w = V[side, :3]
         points.append(X.p[side] + r)
         biases.append(A0[side, 3:] + cross(A0[side, :3], r) + cross(w, cross(w, r)))
-    J = (point_jacobians(state, first, points[0]) - point_jacobians(state, second, points[1]))[..., 3:]  # (n, nu, 3)
-    return (jnp.swapaxes(J, 1, 2).reshape(-1, state.topology.nu), (points[0] - points[1]).reshape(-1),
-            (biases[0] - biases[1]).reshape(-1))
+    J = point_jacobians(state, first, points[0]) - point_jacobians(state, second, points[1])
+    return J, points[0] - points[1], biases[0] - biases[1]
 
 
 def _bias_accelerations(state: State):
     """(nb, 6) A_GB at udot = 0 (the velocity-product part), in G."""
     return body_accelerations(state.topology, state.position, jnp.zeros_like(state.u),
                               state.velocity.mobilizer_coriolis)
-
-
-def _angular_jacobians(state: State, bodies):
-    """(n, nu, 3): each body's angular velocity in G per unit u; zero on Ground."""
-    return point_jacobians(state, bodies, state.position.X_GB.p[np.asarray(bodies, np.int32)])[..., :3]
 
 
 def _equality_rows(state: State, J, r, bias, family, timestep, *, width: int, invweight):

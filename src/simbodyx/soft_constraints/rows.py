@@ -110,11 +110,10 @@ class Rows(Module):
     def cost_at(self, a):
         return self.cost(self.J @ a - self.aref)
 
-    def gradient(self, a):
-        return -self.J.T @ self.forces(self.J @ a - self.aref)
-
-    def hessian(self, a):
-        return (self.J.T * jnp.where(self.quadratic(self.J @ a - self.aref), 1 / self.R, 0.0)) @ self.J
+    def derivatives(self, a):
+        """(gradient (nu,), Hessian (nu, nu)) of the rows' cost at accelerations a."""
+        x = self.J @ a - self.aref
+        return -self.transposed(self.forces(x)), (self.J.T * jnp.where(self.quadratic(x), 1 / self.R, 0.0)) @ self.J
 
     def forces_at(self, a):
         """(nr,) the rows' forces at accelerations a."""
@@ -153,11 +152,11 @@ class Cones(Module):
     friction: jnp.ndarray
 
     def costs(self, x):
-        """(nc,) each contact's cost at x (nc, 3)."""
+        """(nc,) each contact's cost at x (nc, dim)."""
         return jax.vmap(_cone_cost)(x, self.D, self.mu, self.friction)
 
     def forces(self, x):
-        """(nc, 3) each contact's forces (normal, tangents) at x: minus the cost's gradient."""
+        """(nc, dim) each contact's forces (normal, then the frictions') at x: minus the cost's gradient."""
         return -jax.vmap(jax.grad(_cone_cost))(x, self.D, self.mu, self.friction)
 
     def residual(self, a):
@@ -174,23 +173,30 @@ class Cones(Module):
     def cost_at(self, a):
         return jnp.sum(self.costs(self.residual(a)))
 
-    def gradient(self, a):
-        return -jnp.einsum("ckn,ck->n", self.J, self.forces(self.residual(a)))
-
-    def hessian(self, a):
-        H = jax.vmap(jax.hessian(_cone_cost))(self.residual(a), self.D, self.mu, self.friction)
-        return jnp.einsum("ckn,ckl,clm->nm", self.J, H, self.J)
+    def derivatives(self, a):
+        """(gradient (nu,), Hessian (nu, nu)) of the cones' cost at accelerations a."""
+        g, H = self._slopes(self.residual(a))
+        return self.transposed(g), jnp.einsum("ckn,ckl,clm->nm", self.J, H, self.J)
 
     def line(self, a, p):
         """slope(alpha): the first and second derivatives of the cost along p from a."""
         Jp, x0 = jnp.einsum("ckn,n->ck", self.J, p), self.residual(a)
 
         def slope(alpha):
-            x = x0 + alpha * Jp
-            H = jax.vmap(jax.hessian(_cone_cost))(x, self.D, self.mu, self.friction)
-            return -jnp.sum(self.forces(x) * Jp), jnp.einsum("ck,ckl,cl->", Jp, H, Jp)
+            g, H = self._slopes(x0 + alpha * Jp)
+            return jnp.sum(g * Jp), jnp.einsum("ck,ckl,cl->", Jp, H, Jp)
 
         return slope
+
+    def _slopes(self, x):
+        """(gradients (nc, dim), Hessians (nc, dim, dim)) of each contact's cost at x, in one pass."""
+        gradient = jax.grad(_cone_cost)
+
+        def both(x, D, mu, friction):
+            H, g = jax.jacfwd(lambda y: (gradient(y, D, mu, friction),) * 2, has_aux=True)(x)
+            return g, H
+
+        return jax.vmap(both)(x, self.D, self.mu, self.friction)
 
 
 def _cone_cost(x, D, mu, friction):

@@ -29,8 +29,9 @@ def _cost(M, a0, terms, a):
 
 def _newton_step(M, a0, terms, a):
     """(Newton's step p from a, the cost's gradient g at a)."""
-    g = M @ (a - a0) + sum(term.gradient(a) for term in terms)
-    H = M + sum(term.hessian(a) for term in terms)
+    parts = [term.derivatives(a) for term in terms]
+    g = M @ (a - a0) + sum(part[0] for part in parts)
+    H = M + sum(part[1] for part in parts)
     return -jsl.cho_solve(jsl.cho_factor(H), g), g
 
 
