@@ -40,7 +40,7 @@ from simbodyx.io.mjcf_fit import (
     _pose,
     _stop,
 )
-from simbodyx.io.mjcf_soft import soft_constraints
+from simbodyx.io.mjcf_soft import as_coordinates, equality_frames, soft_constraints
 from simbodyx.io.robot import Geometry, Robot, aligning, combined_mass_properties, pose, rotation_about, transform
 from simbodyx.spatial import MassProperties, Transform
 
@@ -351,36 +351,22 @@ def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
     pose), a ``tendon`` equality of fixed tendons the same of their lengths
     (sums of coef q over their joints). The rest are listed as unmapped."""
     couplers, unmapped = {}, []
-
-    def frame(obj, by_body, X_OF):  # (MobilizedBody, X_BF): the frame at X_OF on a body, or a site's
-        if by_body:
-            body, X = placed[body_names[obj]]
-            return body, X @ X_OF
-        body, X = placed[body_names[m.site_bodyid[obj]]]
-        return body, X @ _pose(mujoco, m.site_pos[obj], m.site_quat[obj])
-
     for e in range(m.neq):
         label = name(mujoco.mjtObj.mjOBJ_EQUALITY, e)
         kind, data = mujoco.mjtEq(m.eq_type[e]), np.asarray(m.eq_data[e], float)
         first, second = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
-        by_body = int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_BODY)
         if not m.eq_active0[e]:
             unmapped.append(f"{label} (inactive)")
-        elif kind == mujoco.mjtEq.mjEQ_CONNECT:
-            (body1, X1), (body2, X2) = (frame(first, by_body, pose(p=data[:3])),
-                                        frame(second, by_body, pose(p=data[3:6])))
-            couplers[label] = Constraint.Ball(body1, X1[:3, 3], body2, X2[:3, 3], name=label)
-        elif kind == mujoco.mjtEq.mjEQ_WELD:
-            relpose = _pose(mujoco, data[3:6], data[6:10] / np.linalg.norm(data[6:10])) if by_body else np.eye(4)
-            (body1, X1), (body2, X2) = frame(first, by_body, relpose), frame(second, by_body, pose(p=data[:3]))
-            if data[10] == 0:  # no torque: the frames' origins only
+        elif kind in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD):
+            (body1, X1), (body2, X2) = equality_frames(mujoco, m, placed, body_names, e)
+            if kind == mujoco.mjtEq.mjEQ_CONNECT or data[10] == 0:  # a weld without torque: the origins only
                 couplers[label] = Constraint.Ball(body1, X1[:3, 3], body2, X2[:3, 3], name=label)
             else:
                 couplers[label] = Constraint.Weld(body1, transform(X1), body2, transform(X2), name=label)
         elif kind in (mujoco.mjtEq.mjEQ_JOINT, mujoco.mjtEq.mjEQ_TENDON) and all(
-                _as_coordinates(mujoco, m, kind, j) is not None for j in (first, second) if j >= 0):
-            (w1, l1_0), c = _as_coordinates(mujoco, m, kind, first), data[:5]
-            w2, l2_0 = _as_coordinates(mujoco, m, kind, second) if second >= 0 else ({}, 0.0)
+                as_coordinates(mujoco, m, kind, j) is not None for j in (first, second) if j >= 0):
+            (w1, l1_0), c = as_coordinates(mujoco, m, kind, first), data[:5]
+            w2, l2_0 = as_coordinates(mujoco, m, kind, second) if second >= 0 else ({}, 0.0)
             used = sorted(set(w1) | set(w2))  # MuJoCo joint ids
             a1, a2 = (np.array([w.get(j, 0.0) for j in used]) for w in (w1, w2))
             if second < 0 or not np.any(c[2:]):  # linear: its numbers stay Model leaves
@@ -394,22 +380,6 @@ def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
         else:
             unmapped.append(f"{label} ({kind.name.removeprefix('mjEQ_').lower()})")
     return couplers, unmapped
-
-
-def _as_coordinates(mujoco, m, kind, obj):
-    """A hinge's or slide's q, or a fixed tendon's length, as ({joint id:
-    weight}, value at qpos0); None for other joints and spatial tendons."""
-    if kind == mujoco.mjtEq.mjEQ_JOINT:
-        if TYPE_NAMES[int(m.jnt_type[obj])] not in ("hinge", "slide"):
-            return None
-        return {obj: 1.0}, float(m.qpos0[m.jnt_qposadr[obj]])
-    wraps = range(m.tendon_adr[obj], m.tendon_adr[obj] + m.tendon_num[obj])
-    if any(m.wrap_type[w] != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
-        return None
-    weights = {}
-    for w in wraps:  # MuJoCo's compiler allows only hinges and slides here
-        weights[int(m.wrap_objid[w])] = weights.get(int(m.wrap_objid[w]), 0.0) + float(m.wrap_prm[w])
-    return weights, float(m.tendon_length0[obj])
 
 
 def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,

@@ -13,7 +13,8 @@ geoms'. Limits: each limited hinge, slide and ball (its rotation's
 angle), and each limited fixed tendon (a sum of coef q over hinges and
 slides). Friction loss: each dof's. Equalities: each active connect,
 weld, joint and fixed-tendon coupling, anchors and frames moved into the
-bodies that carry MuJoCo's. Damping: every dof's, in u's order (a free joint's
+bodies that carry MuJoCo's (``equality_frames`` and ``as_coordinates``
+read MuJoCo's equalities for both of ``load_mjcf``'s physics). Damping: every dof's, in u's order (a free joint's
 rotation first), for the Euler integrators' implicit damping.
 """
 
@@ -26,7 +27,7 @@ import numpy as np
 from simbodyx.contact.detection import candidate_pairs, detect
 from simbodyx.contact.geometry import ContactSurface
 from simbodyx.io.mjcf_fit import _pose
-from simbodyx.io.robot import transform
+from simbodyx.io.robot import pose, transform
 from simbodyx.integrate import MuJoCoStepper
 from simbodyx.soft_constraints import MIN_VALUE, BallLimits, Connects, Couplings, SoftConstraints, Welds
 from simbodyx.spatial import Transform
@@ -54,20 +55,49 @@ def _pair_parameters(m, g1, g2):
             spread(np.maximum(m.geom_friction[g1], m.geom_friction[g2])), solref, solimp)
 
 
-def _is_fixed(mujoco, m, t) -> bool:
-    """Whether tendon ``t`` is fixed (a sum over joints)."""
-    wraps = range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t])
-    return all(int(m.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT) for w in wraps)
+def as_coordinates(mujoco, m, kind, obj):
+    """A hinge's or slide's q, or a fixed tendon's length (MuJoCo's equality
+    ``kind``, a ``mjtEq``), as ({joint id: weight}, value at qpos0); None for
+    other joints and spatial tendons."""
+    if kind == mujoco.mjtEq.mjEQ_JOINT:
+        if int(m.jnt_type[obj]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            return None
+        return {obj: 1.0}, float(m.qpos0[m.jnt_qposadr[obj]])
+    wraps = range(m.tendon_adr[obj], m.tendon_adr[obj] + m.tendon_num[obj])
+    if any(m.wrap_type[w] != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
+        return None
+    weights = {}
+    for w in wraps:  # MuJoCo's compiler allows only hinges and slides here
+        weights[int(m.wrap_objid[w])] = weights.get(int(m.wrap_objid[w]), 0.0) + float(m.wrap_prm[w])
+    return weights, float(m.tendon_length0[obj])
 
 
-def _fixed_tendon(m, t) -> tuple:
-    """({q index: coefficient}, {u index: coefficient}) of fixed tendon ``t``'s length."""
-    q_weights, u_weights = {}, {}
-    for w in range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t]):
-        j = int(m.wrap_objid[w])
-        q_weights[int(m.jnt_qposadr[j])] = q_weights.get(int(m.jnt_qposadr[j]), 0.0) + float(m.wrap_prm[w])
-        u_weights[int(m.jnt_dofadr[j])] = u_weights.get(int(m.jnt_dofadr[j]), 0.0) + float(m.wrap_prm[w])
-    return q_weights, u_weights
+def equality_frames(mujoco, m, placed, body_names, e) -> tuple:
+    """((MobilizedBody, X_BF), (MobilizedBody, X_BF)): the two frames (4x4,
+    in the bodies that carry them, ``placed``) MuJoCo's connect or weld
+    equality ``e`` makes coincide (a connect: their origins). Between
+    bodies: a connect's two anchors; a weld's body-1 frame at ``relpose``
+    and body-2 frame at its anchor, unrotated. Between sites, the sites'."""
+    data, by_body = np.asarray(m.eq_data[e], float), int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_BODY)
+
+    def frame(obj, X_OF):
+        if by_body:
+            body, X = placed[body_names[obj]]
+            return body, X @ X_OF
+        body, X = placed[body_names[m.site_bodyid[obj]]]
+        return body, X @ _pose(mujoco, m.site_pos[obj], m.site_quat[obj])
+
+    first, second = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+    if int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_CONNECT):
+        return frame(first, pose(p=data[:3])), frame(second, pose(p=data[3:6]))
+    relpose = _pose(mujoco, data[3:6], data[6:10] / np.linalg.norm(data[6:10])) if by_body else np.eye(4)
+    return frame(first, relpose), frame(second, pose(p=data[:3]))
+
+
+def _on_q_and_u(m, weights) -> tuple:
+    """({q index: weight}, {u index: weight}) of {hinge or slide id: weight}."""
+    return ({int(m.jnt_qposadr[j]): w for j, w in weights.items()},
+            {int(m.jnt_dofadr[j]): w for j, w in weights.items()})
 
 
 def _equalities(mujoco, m, placed, body_names, name, array) -> tuple:
@@ -78,56 +108,37 @@ def _equalities(mujoco, m, placed, body_names, name, array) -> tuple:
     connects, welds, couplings, left_out = [], [], [], []
     if int(m.opt.disableflags) & mujoco.mjtDisableBit.mjDSBL_EQUALITY:
         return None, None, None, left_out
-
-    def on_body(b, point, R=np.eye(3)):  # (body index, point and orientation in its frame) of MuJoCo body b
-        handle, X = placed[body_names[b]]
-        return handle.index, X[:3, :3] @ point + X[:3, 3], X[:3, :3] @ R
-
-    def quaternion(q):
-        return _pose(mujoco, np.zeros(3), q)[:3, :3]
-
     for i in range(m.neq):
-        kind, data, label = int(m.eq_type[i]), np.asarray(m.eq_data[i], float), name(mujoco.mjtObj.mjOBJ_EQUALITY, i)
+        kind, data, label = kinds(m.eq_type[i]), np.asarray(m.eq_data[i], float), name(mujoco.mjtObj.mjOBJ_EQUALITY, i)
         if not m.eq_active0[i]:
             left_out.append(f"equality {label} (inactive at the start)")
             continue
         numbers = (m.eq_solref[i], m.eq_solimp[i])
-        if kind in (int(kinds.mjEQ_CONNECT), int(kinds.mjEQ_WELD)):
-            o1, o2 = int(m.eq_obj1id[i]), int(m.eq_obj2id[i])
-            if int(m.eq_objtype[i]) == int(mujoco.mjtObj.mjOBJ_SITE):
-                b1, b2 = int(m.site_bodyid[o1]), int(m.site_bodyid[o2])
-                sides = [on_body(b1, m.site_pos[o1], quaternion(m.site_quat[o1])),
-                         on_body(b2, m.site_pos[o2], quaternion(m.site_quat[o2]))]
-            elif kind == int(kinds.mjEQ_CONNECT):
-                b1, b2 = o1, o2
-                sides = [on_body(b1, data[0:3]), on_body(b2, data[3:6])]
-            else:
-                b1, b2 = o1, o2
-                sides = [on_body(b1, data[3:6], quaternion(data[6:10])), on_body(b2, data[0:3])]
+        if kind in (kinds.mjEQ_CONNECT, kinds.mjEQ_WELD):
+            (body1, X1), (body2, X2) = equality_frames(mujoco, m, placed, body_names, i)
+            by_site = int(m.eq_objtype[i]) == int(mujoco.mjtObj.mjOBJ_SITE)
+            b1, b2 = (int(m.site_bodyid[o]) if by_site else int(o) for o in (m.eq_obj1id[i], m.eq_obj2id[i]))
             invweight = np.asarray(m.body_invweight0[b1], float) + np.asarray(m.body_invweight0[b2], float)
-            bodies = (sides[0][0], sides[1][0])
-            anchors = np.stack([sides[0][1], sides[1][1]])
-            if kind == int(kinds.mjEQ_CONNECT):
+            bodies, anchors = (body1.index, body2.index), np.stack([X1[:3, 3], X2[:3, 3]])
+            if kind == kinds.mjEQ_CONNECT:
                 connects.append((bodies, anchors, *numbers, invweight[0]))
             else:
-                welds.append((bodies, anchors, np.stack([sides[0][2], sides[1][2]]), data[10], *numbers, invweight))
-        elif kind in (int(kinds.mjEQ_JOINT), int(kinds.mjEQ_TENDON)):
+                welds.append((bodies, anchors, np.stack([X1[:3, :3], X2[:3, :3]]), data[10], *numbers, invweight))
+        elif kind in (kinds.mjEQ_JOINT, kinds.mjEQ_TENDON):
             objects = [int(o) for o in (m.eq_obj1id[i], m.eq_obj2id[i]) if o >= 0]
-            q, u, ref, invweight = np.zeros((2, m.nq)), np.zeros((2, m.nv)), np.zeros(2), 0.0
-            if kind == int(kinds.mjEQ_TENDON) and not all(_is_fixed(mujoco, m, t) for t in objects):
+            lengths = [as_coordinates(mujoco, m, kind, o) for o in objects]
+            if any(length is None for length in lengths):
                 left_out.append(f"equality {label} (on a spatial tendon)")
                 continue
-            for k, o in enumerate(objects):
-                if kind == int(kinds.mjEQ_JOINT):
-                    q[k, m.jnt_qposadr[o]], u[k, m.jnt_dofadr[o]] = 1.0, 1.0
-                    ref[k], invweight = m.qpos0[m.jnt_qposadr[o]], invweight + m.dof_invweight0[m.jnt_dofadr[o]]
-                else:
-                    q_weights, u_weights = _fixed_tendon(m, o)
-                    q[k, list(q_weights)], u[k, list(u_weights)] = list(q_weights.values()), list(u_weights.values())
-                    ref[k], invweight = m.tendon_length0[o], invweight + m.tendon_invweight0[o]
+            q, u, ref, invweight = np.zeros((2, m.nq)), np.zeros((2, m.nv)), np.zeros(2), 0.0
+            for k, (o, (weights, ref[k])) in enumerate(zip(objects, lengths)):
+                q_weights, u_weights = _on_q_and_u(m, weights)
+                q[k, list(q_weights)], u[k, list(u_weights)] = list(q_weights.values()), list(u_weights.values())
+                invweight += (m.dof_invweight0[m.jnt_dofadr[o]] if kind == kinds.mjEQ_JOINT
+                              else m.tendon_invweight0[o])
             couplings.append((q, u, ref, data[:5], *numbers, invweight))
         else:
-            left_out.append(f"equality {label} ({kinds(kind).name.removeprefix('mjEQ_').lower()})")
+            left_out.append(f"equality {label} ({kind.name.removeprefix('mjEQ_').lower()})")
 
     def stacked(rows, k, shape):
         return array([r[k] for r in rows], shape)
@@ -216,10 +227,11 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
         for t in range(m.ntendon):
             if not m.tendon_limited[t]:
                 continue
-            if not _is_fixed(mujoco, m, t):
+            length = as_coordinates(mujoco, m, mujoco.mjtEq.mjEQ_TENDON, t)
+            if length is None:
                 left_out.append(f"the limit of spatial tendon {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t)}")
                 continue
-            limited.append((*_fixed_tendon(m, t), m.tendon_range[t], m.tendon_margin[t], m.tendon_solref_lim[t],
+            limited.append((*_on_q_and_u(m, length[0]), m.tendon_range[t], m.tendon_margin[t], m.tendon_solref_lim[t],
                             m.tendon_solimp_lim[t], m.tendon_invweight0[t]))
     limit_q, limit_u = np.zeros((len(limited), m.nq)), np.zeros((len(limited), m.nv))
     for i, (qw, uw, *_) in enumerate(limited):
