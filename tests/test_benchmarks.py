@@ -241,13 +241,14 @@ def test_compile_times_run_each_target_cold_then_warm():
 
 def test_robot_rows_compare_each_engine_with_its_converged_answer():
     """benchmarks/robots.py on the Hopper at tiny settings (2 starts, 20 ms,
-    the file's step, no MJX): simbodyx's converged answer is MuJoCo's, its
+    the file's pose to 12 ms, the file's step, no MJX): simbodyx's converged answer is MuJoCo's, its
     error at the file's step is MuJoCo C's, nothing goes non-finite, and
     the table prints."""
     import argparse
 
     robots = _benchmark("robots")
-    args = argparse.Namespace(batch=2, accuracy_starts=2, seconds=0.02, long=0.02, factors=[1], mjx=False)
+    args = argparse.Namespace(batch=2, accuracy_starts=2, seconds=0.02, long=0.02, factors=[1], mjx=False,
+                              pose_every=0.002)
     result = robots.benchmark("hopper", args)
     assert result["converged_vs_mujoco"]["max"] < 1e-8
     row = result["rows"][0]
