@@ -198,6 +198,23 @@ def test_private_jax_imports_are_guarded_and_only_in_xla():
     assert found and all(where.startswith("_xla/") and guarded for where, _, guarded in found), found
 
 
+def test_custom_primitives_are_only_in_xla():
+    """A JAX primitive of simbodyx's own (with its hand-written derivative,
+    transpose and batching rules) lives in ``simbodyx._xla``; the rest of
+    the package calls it by its mathematical name and imports none of
+    JAX's interpreter modules."""
+    found = []
+    for path in SOURCE.rglob("*.py"):
+        where = path.relative_to(SOURCE).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                found += [(where, name) for name in names if name.startswith(("jax.interpreters", "jax.extend"))]
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Primitive":
+                found.append((where, "Primitive"))
+    assert found and all(where.startswith("_xla/") for where, _ in found), found
+
+
 def _objects(node, seen=None):
     """Every object reachable from ``node`` through dataclass fields (static
     ones included), tuples, lists and dicts."""

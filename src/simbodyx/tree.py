@@ -40,12 +40,10 @@ from functools import cached_property
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
-from jax.extend.core import Primitive
-from jax.interpreters import ad, batching, mlir
 
 from simbodyx._xla import releases
 from simbodyx._xla.concatenation import concatenate
+from simbodyx._xla.primitives import rows_of, stacked
 
 #: Segments with at most this many levels are unrolled rather than scanned.
 UNROLL_MAX_LEVELS = 8
@@ -435,51 +433,12 @@ def _take(tree, index):
 
 def _unstacked(tree, length: int):
     """The ``length`` rows (axis 0) of every leaf, as a list of pytrees: one
-    equation per leaf (:data:`rows_of_p`); a pytree without leaves is its
+    equation per leaf (:func:`simbodyx._xla.primitives.rows_of`); a pytree without leaves is its
     own every row."""
     leaves, structure = jax.tree.flatten(tree)
     if not leaves:
         return [tree] * length
-    return [jax.tree.unflatten(structure, row) for row in zip(*(rows_of_p.bind(a) for a in leaves))]
-
-
-def _rows_of(a):
-    """``a``'s rows along axis 0, each without that axis: :data:`rows_of_p`'s program."""
-    return [lax.index_in_dim(a, i, 0, keepdims=False) for i in range(a.shape[0])]
-
-
-def _rows_stacked(*rows):
-    """Rows stacked along a new axis 0: :data:`stacked_p`'s program."""
-    return lax.concatenate([lax.expand_dims(r, (0,)) for r in rows], 0)
-
-
-def _rows_of_batch(args, dims):
-    a = jnp.moveaxis(args[0], dims[0], 1)  # rows first, the batch next: each row batched in front
-    return rows_of_p.bind(a), [0] * a.shape[0]
-
-
-def _stacked_batch(args, dims):
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
-    return stacked_p.bind(*(batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))), 1
-
-
-#: A leaf's rows, and rows stacked into a leaf, as one primitive each (linear,
-#: each the other's transpose), lowered to the slices and the concatenation
-#: they stand for: the unrolled levels of a sweep trace one equation per
-#: leaf instead of two per row (the scalar path inlines them).
-rows_of_p = Primitive("rows_of")
-rows_of_p.multiple_results = True
-rows_of_p.def_impl(_rows_of)
-rows_of_p.def_abstract_eval(lambda a: [a.update(shape=a.shape[1:])] * a.shape[0])
-mlir.register_lowering(rows_of_p, mlir.lower_fun(_rows_of, multiple_results=True))
-ad.deflinear2(rows_of_p, lambda cts, a: [stacked_p.bind(*map(ad.instantiate_zeros, cts))])
-batching.primitive_batchers[rows_of_p] = _rows_of_batch
-stacked_p = Primitive("stacked")
-stacked_p.def_impl(_rows_stacked)
-stacked_p.def_abstract_eval(lambda *rows: rows[0].update(shape=(len(rows),) + rows[0].shape))
-mlir.register_lowering(stacked_p, mlir.lower_fun(_rows_stacked, multiple_results=False))
-ad.deflinear2(stacked_p, lambda ct, *rows: rows_of_p.bind(ad.instantiate_zeros(ct)))
-batching.primitive_batchers[stacked_p] = _stacked_batch
+    return [jax.tree.unflatten(structure, row) for row in zip(*(rows_of(a) for a in leaves))]
 
 
 def _rows(tree, axes):
@@ -488,8 +447,8 @@ def _rows(tree, axes):
 
 
 def _stack(rows):
-    """Each leaf's rows stacked: one equation per leaf (:data:`stacked_p`) where they share a type."""
-    return jax.tree.map(lambda *r: stacked_p.bind(*r) if len({jax.typeof(x) for x in r}) == 1 else jnp.stack(r),
+    """Each leaf's rows stacked: one equation per leaf (:func:`simbodyx._xla.primitives.stacked`) where they share a type."""
+    return jax.tree.map(lambda *r: stacked(*r) if len({jax.typeof(x) for x in r}) == 1 else jnp.stack(r),
                         *rows)
 
 

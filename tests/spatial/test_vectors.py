@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import primitive_names
 
+from simbodyx._xla.primitives import SMALL_SUM_ADDS_MAX_BATCH
 from simbodyx._xla.scalarize import scalarize
 from simbodyx.spatial.rotation import skew
-from simbodyx.spatial.vectors import (SMALL_SUM_ADDS_MAX_BATCH, cross, force_cross, mat_mul, mat_vec, motion_cross,
-                                      skew_times, small_sum, times_skew)
+from simbodyx.spatial.vectors import cross, force_cross, mat_mul, mat_vec, motion_cross, skew_times, small_sum, times_skew
 
 PRODUCTS = {
     "a b": (lambda a, b: mat_mul(a, b), "...ij,...jk->...ik"),

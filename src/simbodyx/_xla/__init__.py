@@ -50,6 +50,14 @@ What each works around, where, and when it can go:
   ``CHOICE`` decides once per Model structure, before any scalar program
   is traced, and logs why. Goes when XLA
   runs a small array program near its arithmetic's cost.
+- ``primitives``: JAX traces each ``jax.numpy`` operation as its own
+  equation, again under every ``vmap``, ``jvp`` and transpose, and XLA's
+  CPU runtime pays per reduction; cross products, small sums, 3x3
+  matrices from their entries and a leaf's rows are one primitive each,
+  with their derivative, transpose and batching rules, lowered to the
+  entries' arithmetic (the rest of simbodyx calls ``cross``,
+  ``small_sum``, ``matrix3``, ``rows_of`` and ``stacked``). Goes when
+  tracing a ``jax.numpy`` expression costs about one equation.
 - ``module``: equinox's ``Module.__getattribute__`` checks every attribute
   for a bound method, which each jitted call pays while flattening its
   Model and State; ``Module`` skips the check for plain attributes. Goes

@@ -5,7 +5,7 @@ every call of it, so one state's forward dynamics with its products' sums
 as reductions costs several times JAX's dispatch floor, and with the sums
 as adds it runs near it. In a loop body the runtime pays that once, and
 the adds' kernels, run one after another many times, are the slower ones.
-:func:`simbodyx.spatial.vectors.small_sum` asks :func:`traced_in_loop_body`
+:func:`simbodyx._xla.primitives.small_sum` asks :func:`traced_in_loop_body`
 which to emit (benchmarks/README.md, "Why the code is as it is").
 
 simbodyx's jitted functions cache their traced programs, so one traced

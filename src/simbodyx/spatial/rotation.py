@@ -12,105 +12,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend.core import Primitive
-from jax.interpreters import ad, batching, mlir
 
 from simbodyx._xla.module import Module
+from simbodyx._xla.primitives import matrix3
 from simbodyx.spatial.vectors import (
     array_module,
     cross,
     device_array,
     mat_mul,
     mat_vec,
-    one_traced_type,
     safe_norm,
     skew_times,
     small_sum,
 )
-
-
-def matrix3(entries):
-    """A (..., 3, 3) matrix from its nine entries in row order: arrays of
-    shape (...), or Python numbers for entries fixed whatever the input
-    (the zeros and ones of an elementary rotation). Traced, it is one
-    equation (:data:`matrix3_p`) under every transformation, with the fixed
-    entries among its parameters: a model's program is rich in rotation
-    matrices, and nine entries stacked with ``jax.numpy`` traced 16
-    equations, each again under every ``vmap``, ``jvp`` and transpose, and
-    a broadcast for each fixed entry under ``vmap``."""
-    free = [e for e in entries if type(e) not in (int, float)]
-    if array_module(*entries) is np:
-        dtype = np.result_type(*map(np.asarray, free))
-        return _matrix3_entries(*np.broadcast_arrays(*(np.asarray(e, dtype) for e in entries)), xp=np)
-    fixed = tuple((k, float(e)) for k, e in enumerate(entries) if type(e) in (int, float))
-    if not one_traced_type(*free):
-        dtype = jnp.result_type(*free)
-        free = jnp.broadcast_arrays(*(jnp.asarray(e, dtype) for e in free))
-    return matrix3_p.bind(*free, fixed=fixed)
-
-
-def _matrix3_entries(*entries, xp=jnp):
-    """The matrix of nine entries of one shape, stacked as three rows of
-    three: XLA's CPU compiler fuses the producers of a concatenation of at
-    most eight pieces into it (a stack of nine would leave each entry a
-    kernel of its own)."""
-    rows = [xp.stack(entries[i:i + 3], axis=-1) for i in (0, 3, 6)]
-    return xp.stack(rows, axis=-2)
-
-
-def _with_fixed(free, fixed, full):
-    """The nine entries: the ``free`` ones in order, ``full(value)`` at the fixed places."""
-    values, free = dict(fixed), iter(free)
-    return [full(values[k]) if k in values else next(free) for k in range(9)]
-
-
-def _matrix3_impl(*free, fixed):
-    return _matrix3_entries(*_with_fixed(free, fixed, lambda v: lax.full_like(free[0], v)))
-
-
-def _matrix3_jvp(primals, tangents, *, fixed):
-    """The matrix of the entries' tangents, zero at the fixed places and
-    wherever an entry's tangent is zero."""
-    out = matrix3_p.bind(*primals, fixed=fixed)
-    zero = {k for k, v in fixed} | {k for k, t in zip(_free_places(fixed), tangents) if type(t) is ad.Zero}
-    if len(zero) == 9:
-        return out, ad.Zero.from_primal_value(out)
-    nonzero = [t for t in tangents if type(t) is not ad.Zero]
-    return out, matrix3_p.bind(*nonzero, fixed=tuple((k, 0.0) for k in sorted(zero)))
-
-
-def _free_places(fixed):
-    places = {k for k, _ in fixed}
-    return [k for k in range(9) if k not in places]
-
-
-def _matrix3_transpose(ct, *free, fixed):
-    """Each linear entry's cotangent: its place in the matrix's (the tangent
-    form, whose fixed entries are zeros, is the only linear one)."""
-    assert all(v == 0 for _, v in fixed), "matrix3 with nonzero fixed entries is affine, not linear"
-    if type(ct) is ad.Zero:
-        return [ad.Zero(e.aval) if ad.is_undefined_primal(e) else None for e in free]
-    return [lax.index_in_dim(lax.index_in_dim(ct, k // 3, -2, keepdims=False), k % 3, -1, keepdims=False)
-            if ad.is_undefined_primal(e) else None for k, e in zip(_free_places(fixed), free)]
-
-
-def _matrix3_batch(args, dims, *, fixed):
-    """Batch axes in front, unbatched entries broadcast along the batch."""
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
-    return matrix3_p.bind(*(batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)), fixed=fixed), 0
-
-
-#: :func:`matrix3` as a primitive, lowered to :func:`_matrix3_entries`; the
-#: operands are the free entries (one shape and dtype), ``fixed`` holds
-#: (place, number) for the others.
-matrix3_p = Primitive("matrix3")
-matrix3_p.def_impl(_matrix3_impl)
-matrix3_p.def_abstract_eval(lambda *free, fixed: jax.core.ShapedArray(
-    free[0].shape + (3, 3), free[0].dtype, weak_type=all(e.weak_type for e in free)))
-mlir.register_lowering(matrix3_p, mlir.lower_fun(_matrix3_impl, multiple_results=False))
-ad.primitive_jvps[matrix3_p] = _matrix3_jvp
-ad.primitive_transposes[matrix3_p] = _matrix3_transpose
-batching.primitive_batchers[matrix3_p] = _matrix3_batch
 
 
 def rot_x(angle):

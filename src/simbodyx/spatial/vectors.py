@@ -11,11 +11,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend.core import Primitive
-from jax.interpreters import ad, batching, mlir
 
 from simbodyx._xla.concatenation import concatenate
-from simbodyx._xla.trace_context import traced_in_loop_body
+from simbodyx._xla.primitives import cross, small_sum
 
 
 def array_module(*values):
@@ -75,124 +73,11 @@ def _alike(a, b, b_matrix_dims):
             and ta.shape[:-2] == tb.shape[:tb.ndim - b_matrix_dims])
 
 
-def one_traced_type(*operands):
-    """Whether the operands are all traced and of one type (shape, dtype,
-    weak type): the common case, bound to a primitive as they are, without
-    ``jax.numpy``'s promotion and broadcasting, which cost more to trace
-    than the primitive."""
-    return all(isinstance(x, jax.core.Tracer) for x in operands) and len(set(map(jax.typeof, operands))) == 1
-
-
-def small_sum(p, axis):
-    """The sum of ``p`` over a short ``axis`` (a 3x3 or 6x6 product's inner
-    index): adds of its entries in a program of one state that runs once
-    per call, a reduction in a loop body (:mod:`simbodyx._xla.trace_context`) or
-    once ``jax.vmap`` batches it; linear, so its reverse pass is a broadcast.
-
-    XLA's CPU runtime pays for each reduction on every call of a program,
-    where adds cost nothing extra; in a loop body it pays that once, and the
-    adds' long chains run slower. Across a batch the reductions vectorize
-    and the adds, fused into long chains, recompute. Slices of the entries
-    would transpose to full-size pads. (Measurements: benchmarks/README.md,
-    "Why the code is as it is".)"""
-    return small_sum_p.bind(p, axis=axis % p.ndim - p.ndim, reduction=traced_in_loop_body())
-
-
-def _small_sum(p, *, axis, reduction):
-    if reduction:
-        return jnp.sum(p, axis=axis)
-    at = axis % p.ndim
-    if p.shape[at] == 0:
-        return jnp.zeros(p.shape[:at] + p.shape[at + 1:], p.dtype)
-    return _halves_added(p, at).reshape(p.shape[:at] + p.shape[at + 1:])
-
-
-def _halves_added(p, at):
-    """p's entries along ``at`` added pairwise, halves first (9 operations
-    for 6 entries, against 17 for slices added in a row), kept as a width-1 axis."""
-    n = p.shape[at]
-    if n == 1:
-        return p
-    half = n // 2
-    total = _halves_added(lax.slice_in_dim(p, 0, half, axis=at) + lax.slice_in_dim(p, half, 2 * half, axis=at), at)
-    return total + lax.slice_in_dim(p, 2 * half, n, axis=at) if n % 2 else total
-
-
-def _small_sum_shape(p, *, axis, reduction):
-    return jax.core.ShapedArray(p.shape[:axis % p.ndim] + p.shape[axis % p.ndim + 1:], p.dtype, weak_type=p.weak_type)
-
-
-def _small_sum_transpose(ct, p, *, axis, reduction):
-    return [jnp.broadcast_to(jnp.expand_dims(ct, axis), p.aval.shape)]
-
-
-def _small_sum_batch(args, dims, *, axis, reduction):
-    (p,), (dim,) = args, dims
-    reduction = reduction or p.shape[dim] > SMALL_SUM_ADDS_MAX_BATCH
-    return small_sum_p.bind(jnp.moveaxis(p, dim, 0), axis=axis, reduction=reduction), 0
-
-
-#: Batches of up to this many keep :func:`small_sum`'s adds (where the
-#: reductions start to win: benchmarks/README.md, "Why the code is as it is").
-SMALL_SUM_ADDS_MAX_BATCH = 8
-
-#: :func:`small_sum` as a primitive: ``axis`` counted from the end (a batch
-#: axis in front leaves it valid), ``reduction`` chosen where it is traced
-#: and by the batching rule.
-small_sum_p = Primitive("small_sum")
-small_sum_p.def_impl(_small_sum)
-small_sum_p.def_abstract_eval(_small_sum_shape)
-mlir.register_lowering(small_sum_p, mlir.lower_fun(_small_sum, multiple_results=False))
-ad.deflinear2(small_sum_p, _small_sum_transpose)
-batching.primitive_batchers[small_sum_p] = _small_sum_batch
-
-
-def _slice(a, k, axis):
-    """Entry ``k`` along ``axis``, kept as a width-1 axis (an integer index
-    would lower to a gather), taken with ``lax`` directly: numpy-style
-    indexing costs far more to trace."""
-    return lax.index_in_dim(a, k, axis % a.ndim, keepdims=True)
-
-
 def safe_norm(x, axis=-1, keepdims=False):
     """Euclidean norm whose gradient is zero (not NaN) at x = 0."""
     sq = jnp.sum(x * x, axis=axis, keepdims=keepdims)
     nonzero = sq > 0
     return jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, sq, 1.0)), 0.0)
-
-
-def cross(a, b):
-    """a x b along the last axis (operands broadcast against each other).
-    One primitive in a traced program (its derivative and its transposes
-    are cross products again), lowered to the entries' products, which XLA
-    fuses: 16 operations fewer to trace per product."""
-    if one_traced_type(a, b):
-        return cross_p.bind(a, b)
-    dtype = jnp.result_type(a, b)
-    a, b = jnp.broadcast_arrays(jnp.asarray(a, dtype), jnp.asarray(b, dtype))
-    return cross_p.bind(a, b)
-
-
-def _cross_entries(a, b):
-    """a x b written entry by entry: :func:`cross`'s program (same shapes)."""
-    a0, a1, a2 = (_slice(a, k, -1) for k in range(3))
-    b0, b1, b2 = (_slice(b, k, -1) for k in range(3))
-    return jnp.concatenate([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-
-
-def _cross_batch(args, dims):
-    """Batch axes in front, an unbatched operand broadcast along the batch."""
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
-    return cross_p.bind(*(batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))), 0
-
-
-#: :func:`cross` as a primitive (bilinear: (a x b).c = a.(b x c) = b.(c x a)).
-cross_p = Primitive("cross")
-cross_p.def_impl(_cross_entries)
-cross_p.def_abstract_eval(lambda a, b: jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type and b.weak_type))
-mlir.register_lowering(cross_p, mlir.lower_fun(_cross_entries, multiple_results=False))
-ad.defbilinear(cross_p, lambda ct, a, b: cross(b, ct), lambda ct, a, b: cross(ct, a))
-batching.primitive_batchers[cross_p] = _cross_batch
 
 
 def times_skew(M, r):
