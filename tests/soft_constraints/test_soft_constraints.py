@@ -443,17 +443,17 @@ def test_torsional_and_rolling_friction_are_mujocos(cone):
 
 
 def test_a_gradient_descent_through_contact_converges_at_the_files_time_step():
-    """Torques on the Hopper's thigh, leg and foot, held over 0.2 s of 2 ms
+    """Torques on the Hopper's thigh, leg and foot, held over 0.1 s of 2 ms
     steps (the file's), chosen by gradient descent (Adam) to raise its
-    torso 5 cm while its foot stays on the floor: the squared miss falls
-    below 1% of its start in 60 iterations."""
+    torso 3 cm while its foot stays on the floor: the squared miss falls
+    below 1% of its start in 30 iterations."""
     import optax
 
     model, state, matter, handles, m, bodies = loaded("hopper")
     settled, _ = sx.integrate.rollout(model, state, handles.timestep, 1000, method=handles.stepper, energy=False)
     rootz = int(np.flatnonzero(np.asarray(m.jnt_type) == mujoco.mjtJoint.mjJNT_SLIDE)[1])
-    target = float(settled.q[rootz]) + 0.05
-    steps = 100
+    target = float(settled.q[rootz]) + 0.03
+    steps = 50
 
     def miss(torques):
         controls = jnp.zeros((steps, settled.u.shape[0])).at[:, 3:].set(torques)
@@ -466,7 +466,7 @@ def test_a_gradient_descent_through_contact_converges_at_the_files_time_step():
     torques = jnp.zeros(3)
     opt_state = optimizer.init(torques)
     first, _ = value_and_grad(torques)
-    for _ in range(60):
+    for _ in range(30):
         value, grad = value_and_grad(torques)
         assert np.all(np.isfinite(np.asarray(grad)))
         updates, opt_state = optimizer.update(grad, opt_state)
