@@ -141,6 +141,34 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
     assert "load_urdf" in (tmp_path / "api" / "io" / "index.html").read_text()
 
 
+#: The entry points a user meets first, whose docstrings are in Google's
+#: style (mkdocs.yml's docstring_style), so the reference shows their
+#: parameters, returns and raises as tables.
+ENTRY_POINTS = ("io.mjcf.load_mjcf", "io.urdf.load_urdf", "integrate.rollout", "integrate.MuJoCoStepper",
+                "simulation.simulate", "optimize.minimize")
+
+
+def test_the_entry_points_document_every_parameter_in_googles_style():
+    """Each entry point's docstring, parsed as mkdocstrings parses it
+    (griffe, Google style), has a section per parameter (a class: per
+    field) naming exactly its signature's, and a returns (a class: raises)
+    section."""
+    import griffe
+
+    package = griffe.load("simbodyx", search_paths=[str(ROOT / "src")])
+    for name in ENTRY_POINTS:
+        obj = package[name]
+        sections = {s.kind.value: s.value for s in obj.docstring.parse("google", warn_missing_types=False)}
+        if obj.is_class:
+            fields = [a for a in obj.attributes if not a.startswith("_")]
+            assert [a.name for a in sections["attributes"]] == fields, name
+            assert "raises" in sections, name
+        else:
+            signature = [p.name for p in obj.parameters]
+            assert [p.name.lstrip("*") for p in sections["parameters"]] == signature, name
+            assert sections["returns"] and "raises" in sections, name
+
+
 def test_ci_tests_the_oldest_supported_jax():
     oldest = re.search(r'"jax>=([\d.]+)', (ROOT / "pyproject.toml").read_text())[1]
     assert f"OLDEST_JAX={oldest} " in (ROOT / ".ci" / "run").read_text()

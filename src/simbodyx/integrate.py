@@ -130,23 +130,31 @@ MUJOCO_INTEGRATORS = ("euler", "rk4")
 
 
 class MuJoCoStepper(Module):
-    """MuJoCo's integrators, as a time stepper for ``rollout(model, state,
-    dt, n, method=stepper)`` or ``stepper.step(model, state, dt)`` in a loop
-    of your own; ``sx.io.load_mjcf`` gives the file's (``robot.stepper``).
-    With the Model's soft constraints (``simbodyx.soft_constraints``) it
-    steps an MJCF robot as MuJoCo C does, step for step.
+    """MuJoCo's integrators as a time stepper.
 
-    ``integrator`` "euler": MuJoCo's semi-implicit Euler with the joints'
-    ``damping`` (nu,) (N s/m or N m s per mobility) taken implicitly,
-    (M + h B) a_h = M a, u1 = u + h a_h, q1 = q advanced by h u1 (MuJoCo's
-    "implicit" and "implicitfast" step the same way here; MuJoCo also takes
-    actuators' velocity derivatives implicitly there). "rk4": MuJoCo's
-    fourth-order Runge-Kutta, the stages' velocities and accelerations
-    combined linearly. q is advanced as MuJoCo advances it (``advance_q``:
-    quaternions turned exactly). One difference remains: RK4 combines its
-    stages' angular velocities in u's frames, where MuJoCo combines a free
-    or ball joint's in the body's own, a difference of order h^3 per step
-    for a spinning body."""
+    Use it as ``rollout(model, state, dt, n, method=stepper)`` or
+    ``stepper.step(model, state, dt)`` in a loop of your own;
+    ``sx.io.load_mjcf`` gives the file's (``robot.stepper``). With the
+    Model's soft constraints (``simbodyx.soft_constraints``) it steps an
+    MJCF robot as MuJoCo C does, step for step. q is advanced as MuJoCo
+    advances it (``advance_q``: quaternions turned exactly). One difference
+    remains: RK4 combines its stages' angular velocities in u's frames,
+    where MuJoCo combines a free or ball joint's in the body's own, a
+    difference of order h^3 per step for a spinning body.
+
+    Attributes:
+        damping: (nu,) the joints' damping (N s/m or N m s per mobility),
+            which "euler" takes implicitly; None: none.
+        integrator: "euler": MuJoCo's semi-implicit Euler, (M + h B) a_h =
+            M a, u1 = u + h a_h, q1 = q advanced by h u1 (MuJoCo's
+            "implicit" and "implicitfast" step the same way here; MuJoCo
+            also takes actuators' velocity derivatives implicitly there).
+            "rk4": MuJoCo's fourth-order Runge-Kutta, the stages'
+            velocities and accelerations combined linearly.
+
+    Raises:
+        ValueError: An unknown ``integrator``.
+    """
 
     damping: jnp.ndarray | None = None
     integrator: str = eqx.field(static=True, default="euler")
@@ -304,53 +312,65 @@ def _schedule(values, columns: int, num_steps, hold: str, what: str, width: str,
 def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method="rk4", *,
             controls=None, actuator_controls=None, hold: str = "zero", checkpoint: bool | int = True,
             energy: bool = True):
-    """Run ``num_steps`` fixed steps of ``method`` ("euler", "semi_explicit_euler"
-    or "rk4", or a time stepper such as ``sx.SemiExplicitEulerTimeStepper()``,
-    whose ``step(model, state, dt)`` takes one); return (final State,
-    Trajectory with num_steps // save_every + 1 rows).
+    """Run fixed steps of one method from a State, saving a sample every few steps.
 
-    ``controls`` (num_steps, nu): mobility forces (N or N m per mobility)
-    added to the Model's forces. ``actuator_controls`` (num_steps,
-    n_actuators): the controls of the Model's actuators (:func:`actuators`,
-    for a loaded robot ``robot.actuators``, whose law turns them into
-    forces), in place of those the State holds. ``hold`` says how either
-    acts within a step: "zero" (the default, as MuJoCo's ctrl) holds each
-    row over its step; "linear" takes num_steps + 1 rows, the values at the
-    steps' ends, and varies linearly between them, so RK4's stages see the
-    value at their time. ``num_steps`` defaults to the number of steps they
-    give. ``jax.grad`` with respect to either is exact for the discrete map.
-
-    ``checkpoint`` sets what reverse mode keeps (``jax.checkpoint``). True
-    (the default): one (q, u) per step, each step's internals recomputed
-    (memory grows with the horizon at nq + nu numbers per step, for one
-    extra forward pass), except what a time stepper's impulse solves found,
-    which is kept so that reverse mode does not run their iterations again
-    (per constraint row and solve, PGS one number, PLUS one per sliding
-    interval). An int k: segments of k steps (a multiple of ``save_every``
-    dividing ``num_steps``); reverse mode keeps each segment's starting
-    (q, u) and, while it differentiates one segment, one (q, u) per step of
-    it, so with k near sqrt(num_steps) memory grows with the square root of
-    the horizon, for a second extra forward pass. False: every intermediate
-    of every step is kept.
-    ``energy=False`` leaves ``Trajectory.energy`` None (no energy evaluation).
-    The energies are one batched evaluation over the saved samples after the
-    loop, which keeps the loop's program as small as without them; a time
-    stepper, which may change the State's other variables as it steps,
-    has them evaluated inside the loop, at each sample.
-
-    Called eagerly with one of the three methods, a trajectory that leaves
-    the finite numbers is reported in a warning that names the step a
+    ``jax.grad`` through it is exact for the discrete map. Called eagerly
+    (outside ``jit``, ``vmap`` and ``grad``), the rollout is one compiled
+    program, which later calls with the same settings and shapes reuse
+    (``dt``, the State's and the controls' numbers may differ); a Model on
+    the scalar path is compiled in as constants, as ``sx.simulate`` does
+    (:class:`FoldedModel`), so other numbers compile their own. That
+    program is compiled with ``sx.xla_setup.loop_compiler_options()``, so
+    that on jaxlib 0.6 too its loop runs as one function; inside a
+    ``jax.jit`` of your own, pass them to that ``jit`` on jaxlib 0.6.
+    Called eagerly with a method named by a string, a trajectory that
+    leaves the finite numbers is reported in a warning naming the step a
     stable run needs there (:func:`stable_step`).
 
-    Called eagerly (outside ``jit``, ``vmap`` and ``grad``), the rollout is
-    one compiled program, which later calls with the same settings and
-    shapes reuse (``dt``, the State's and the controls' numbers may
-    differ); a Model on the scalar path is compiled in as constants, as
-    ``sx.simulate`` does (:class:`FoldedModel`), so other numbers compile
-    their own. That program is compiled with
-    ``sx.xla_setup.loop_compiler_options()``, so that on jaxlib 0.6 too its
-    loop runs as one function (later releases do that by default); inside
-    a ``jax.jit`` of your own, pass them to that ``jit`` on jaxlib 0.6.
+    Args:
+        model: The Model.
+        state: The starting State (any stage).
+        dt: The step (s).
+        num_steps: How many steps; defaults to the number the controls give.
+        save_every: Save every this many steps (a divisor of ``num_steps``).
+        method: "euler", "semi_explicit_euler" or "rk4", or a time stepper
+            whose ``step(model, state, dt)`` takes one step
+            (``sx.SemiExplicitEulerTimeStepper()``,
+            :class:`MuJoCoStepper`, a loaded robot's ``robot.stepper``).
+        controls: (num_steps, nu) mobility forces (N or N m per mobility)
+            added to the Model's forces.
+        actuator_controls: (num_steps, n_actuators) controls of the Model's
+            actuators (:func:`actuators`; a loaded robot's
+            ``robot.actuators``, whose laws turn them into forces), in place
+            of those the State holds.
+        hold: How the controls act within a step: "zero" holds each row
+            over its step (as MuJoCo's ctrl); "linear" takes num_steps + 1
+            rows, the values at the steps' ends, and varies linearly between
+            them, so RK4's stages see the value at their time.
+        checkpoint: What reverse mode keeps (``jax.checkpoint``). True: one
+            (q, u) per step, each step's internals recomputed (nq + nu
+            numbers per step, for one extra forward pass), except what a
+            time stepper's impulse solves found (so that reverse mode does
+            not run their iterations again). An int k: segments of k steps
+            (a multiple of ``save_every`` dividing ``num_steps``), each
+            segment's start kept and its steps recomputed while it is
+            differentiated: memory grows with the square root of the
+            horizon for k near sqrt(num_steps), for a second extra forward
+            pass. False: every intermediate of every step is kept.
+        energy: Evaluate the total energy at each sample, batched after the
+            loop (a time stepper, which may change the State's other
+            variables as it steps, evaluates it inside the loop); False
+            leaves ``Trajectory.energy`` None.
+
+    Returns:
+        (final, trajectory): the final State and a :class:`Trajectory` of
+            num_steps // save_every + 1 samples (t, q, u, z, energy), the start
+            first.
+
+    Raises:
+        ValueError: An unknown ``method`` or ``hold``, controls of the wrong
+            shape, ``actuator_controls`` for a Model without actuators, or
+            ``num_steps`` not a non-negative multiple of ``save_every``.
     """
     if isinstance(method, str) and method not in STEPS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(STEPS)} or a time stepper")

@@ -40,24 +40,37 @@ from simbodyx.model import FoldedModel
 
 @check_errors()
 def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
-    """(x, losses (num_steps,)): ``num_steps`` updates of the optax
-    ``optimizer`` on ``loss(x, *args)`` from ``x0`` (any pytree of arrays).
-    ``losses[k]`` is the loss at the k-th iterate, before its update. The
-    value, gradient and ``value_fn`` are passed to the update, as
-    ``optax.lbfgs``'s line search needs; other optimizers ignore them.
+    """Minimize a loss with an optax optimizer, all iterations in one compiled program.
+
+    The value, gradient and ``value_fn`` are passed to the optimizer's
+    update, as ``optax.lbfgs``'s line search needs (other optimizers ignore
+    them). L-BFGS converges in far fewer iterations; its line search
+    evaluates the loss and its gradient again, from the one trace of
+    ``loss`` every call shares (examples/cartpole_swingup.py runs both).
 
     ``loss`` and ``optimizer`` are part of the compiled program's identity:
     build them once and reuse them. A Model that ``loss`` closes over is
     compiled in as constants, which a small model's scalar path folds;
     pass one in ``args`` only to differentiate with respect to it or to
-    vmap over it (its numbers then stay symbolic: the array program). L-BFGS converges in far fewer
-    iterations; its line search evaluates the loss and its gradient again,
-    from the one trace of ``loss`` every call shares
-    (examples/cartpole_swingup.py runs both).
+    vmap over it (its numbers then stay symbolic: the array program).
 
-    ``compiler_options``: XLA's, for the compiled program, such as
-    ``sx.xla_setup.loop_compiler_options()`` (jaxlib 0.6: optimization
-    loops at batch 1 run several times faster).
+    Args:
+        loss: ``loss(x, *args) -> scalar``.
+        x0: The starting point, any pytree of arrays.
+        optimizer: An ``optax.GradientTransformation``
+            (``optax.adam(1e-2)``, ``optax.lbfgs()``).
+        num_steps: How many updates.
+        *args: Further arguments of ``loss``, traced.
+        compiler_options: XLA's options for the compiled program, such as
+            ``sx.xla_setup.loop_compiler_options()`` (jaxlib 0.6:
+            optimization loops at batch 1 run several times faster).
+
+    Returns:
+        (x, losses): the last iterate and the (num_steps,) losses, ``losses[k]``
+            at the k-th iterate, before its update.
+
+    Raises:
+        ValueError: ``num_steps`` is not a positive int.
     """
     _check_count("minimize", "num_steps", num_steps)
     solve = jit_with_options(_minimize, compiler_options, static_argnums=(0, 1, 2))

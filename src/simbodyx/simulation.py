@@ -103,44 +103,62 @@ class _Carry(Module):
 @check_errors()
 def simulate(model, state: State, integrator: Integrator, report_times, *, events=(), controller=None,
              max_event_records: int = 64, throw: bool = True, compiler_options=None, energy: bool = True):
-    """(final State, Trajectory at the report times, IntegratorStats): Simbody's
-    TimeStepper stepping ``state`` to each of ``report_times`` (s, nondecreasing,
-    none before ``state.t``; the last is the final time, reached by a step),
-    running ``events`` (``sx.ScheduledEvent`` / ``sx.TriggeredEvent``, see
-    ``simbodyx.events``) on the way. A ``controller(t, state) -> (nu,)``
-    adds mobility forces at every evaluation of the dynamics (the State
-    realized to Velocity; see ``Force.Controller`` for traced parameters).
+    """Step a State to each report time with error control: Simbody's TimeStepper.
 
     The initial State is projected onto the constraint manifold first. A
-    report time at ``state.t`` reports that projected State; a report time at
-    an event's time reports the State before its handler (the final State is
-    after it). Samples after a failure are NaN and ``stats.status`` says why;
-    ``throw=True`` raises then, naming the status (and, called outside jit,
-    the time reached). ``compiler_options``: XLA's, for the compiled
-    stepping loop; None (the default) is
-    ``sx.xla_setup.loop_compiler_options()``, so that on jaxlib 0.6 too the
-    stepping loop runs as one function, as later releases compile it
-    (there one trajectory several times faster, compiled about twice as
-    long); ``{}`` is XLA's own.
-    ``energy=False`` leaves ``Trajectory.energy`` None: no energy at the
-    reports, which for a contact model is its detection evaluated again.
-    Without events the energies are one batched evaluation over the reports
-    after the stepping loop, whose program stays as small as without them;
-    with events, whose handlers may change the Model, each is evaluated in
-    the loop at its report.
+    report time at ``state.t`` reports that projected State; a report time
+    at an event's time reports the State before its handler (the final
+    State is after it). Samples after a failure are NaN and
+    ``stats.status`` says why.
 
     A Model small enough for the scalar path (``model.uses_scalar_path()``),
     without events, has its concrete numbers compiled into the stepping
-    program as constants, which the scalar path folds: a Model equal in
-    structure and numbers reuses the program, other numbers compile their
-    own. Numbers that are traced
+    program as constants: a Model equal in structure and numbers reuses
+    the program, other numbers compile their own. Numbers that are traced
     (``jax.vmap``, ``jax.jit`` or ``jax.grad`` over them) are the
     program's inputs; to sweep or fit a few parameters, set them into the
     Model inside the transformed function (``mobod.set_mass_properties``,
     ``eqx.tree_at``) and close over the Model, so that only they are
     traced. Differentiating with respect to the whole Model makes every
-    number an input, which compiles and runs several times longer
-    (benchmarks/README.md, "Why the code is as it is").
+    number an input, which compiles and runs several times longer.
+
+    Args:
+        model: The Model.
+        state: The starting State.
+        integrator: One of ``sx.Integrator``'s methods with its accuracy
+            (``sx.Integrator.RungeKuttaMerson(accuracy=1e-6)``, ...).
+        report_times: (n,) s, nondecreasing, none before ``state.t``; the
+            last is the final time, reached by a step.
+        events: ``sx.ScheduledEvent`` and ``sx.TriggeredEvent`` handlers
+            run on the way (``simbodyx.events``).
+        controller: ``controller(t, state) -> (nu,)`` mobility forces added
+            at every evaluation of the dynamics, the State realized to
+            Velocity (``Force.Controller`` for traced parameters).
+        max_event_records: How many event occurrences ``stats`` records.
+        throw: Raise on a failure, naming the status (and, called outside
+            ``jit``, the time reached and the first non-finite variable).
+        compiler_options: XLA's options for the compiled stepping loop.
+            None: ``sx.xla_setup.loop_compiler_options()``, so that on
+            jaxlib 0.6 too the loop runs as one function, as later releases
+            compile it; ``{}``: XLA's own.
+        energy: Evaluate the total energy at the reports; False leaves
+            ``Trajectory.energy`` None (for a contact model the energy is
+            its detection evaluated again).
+
+    Returns:
+        (final, trajectory, stats): the final State, a ``Trajectory`` at the
+            report times, and the :class:`IntegratorStats` (status, steps taken
+            and rejected, event records).
+
+    Raises:
+        TypeError: ``integrator`` is a time stepper (run those with
+            ``sx.integrate.rollout``) or not an ``sx.Integrator``.
+        ValueError: Report times that are empty, not 1-D, not finite, not
+            nondecreasing or before the State's time, or a negative
+            ``max_event_records``.
+        simbodyx.RuntimeCheckError: With ``throw``, the integration failed
+            (a step size fallen to nothing, the step limit, a failed
+            projection, non-finite numbers).
     """
     if hasattr(integrator, "take_step"):  # a time stepper (sx.SemiExplicitEulerTimeStepper)
         raise TypeError(f"simulate: {type(integrator).__name__} takes fixed steps of your choosing, with no error "

@@ -75,68 +75,71 @@ class MjcfJoint:
 def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True,
               armature: bool = True, frictionloss: bool = True, contact: bool = True, limits: bool = True,
               actuators: bool = True, physics: str = "mujoco"):
-    """(system, matter, forces, robot) built from an MJCF file path or XML
-    string through MuJoCo's compiler.
+    """Build a system from an MJCF file through MuJoCo's compiler.
 
-    ``physics`` chooses how the file's contacts, limits, friction loss and
-    equality constraints are modelled: "mujoco" (the default) as MuJoCo's
-    soft constraints, so the robot moves as MuJoCo moves it at the file's
-    own time step (last paragraph); "simbody" as Simbody's force elements
-    and exact constraints (the paragraphs before it).
-
-    Joints map to mobilizers as described in this module's docstring, in
+    Joints map to mobilizers as the module's docstring describes, in
     MuJoCo's order, so simbodyx's u is MuJoCo's qvel joint by joint (up to
     the frames of ball and free velocities: ``simbodyx.interop.mujoco``).
-    MuJoCo's gravity becomes a UniformGravity element; joint damping
-    (``damping``) a MobilityLinearDamper per hinge or slide and per
-    mobility of a ball or free joint (``_isotropic``), joint stiffness
-    (``springs``) a MobilityLinearSpring, joint armature (``armature``) the
-    mobilizer's (``MobilizedBody.set_armature``), joint friction loss
-    (``frictionloss``) a MobilityCoulombFriction per hinge or slide whose
-    transition velocity follows from the joint's solreffriction and
-    solimpfriction (``_friction``); a ball's or free joint's stiffness and
-    friction loss are one Force.Custom with MuJoCo's laws in its dofs'
-    frames (``_ball_passive``), in ``robot.springs`` and ``robot.frictions``. The free joint's default
-    q is the body's pose in the file, a hinge's or slide's its ``ref``.
-    With ``contact``, the geoms MuJoCo would collide become contact surfaces
-    with a Hunt-Crossley force (``robot.contact``), as ``_contact``
-    describes: the contact pairs are MuJoCo's (contype/conaffinity, the
-    parent-child filter, ``<exclude>``, ``<pair>``) and each geom's material
-    follows from its solref, solimp and friction. With ``limits``, a
-    limited hinge or slide gets a MobilityLinearStop (``robot.stops``) whose
-    stiffness and dissipation follow from the joint's solreflimit and
-    solimplimit (``_stop``), and a limited ball the same law on its
-    rotation's angle (``_cone_stop``).
-    With ``actuators``, the actuators on a hinge or slide with MuJoCo's
-    affine law (motor, position, velocity, and general ones with a fixed
-    gain, an affine bias and no activation dynamics) become
-    ``Force.MobilityActuator``s (``robot.actuators``; their controls are
-    State data: ``robot.set_controls``).
-    What Simbody does not model (other actuators, tendons' own forces and limits,
-    equality constraints other than those below,
-    contact pairs without a kernel: a plane or a height field against
-    another) is reported
-    in one warning listing it, with the mesh geoms that touch as the
-    primitives MuJoCo fits to them (a box where a mesh touches only planes,
-    else a capsule); ``robot.joints`` keeps the numbers.
-    The equality constraints Simbody has are mapped, exact where MuJoCo's
-    are soft: ``connect`` to Ball, ``weld`` to Weld, ``joint`` and
-    ``tendon`` (fixed tendons) to CoordinateCoupler.
+    The free joint's default q is the body's pose in the file, a hinge's or
+    slide's its ``ref``. Gravity becomes a UniformGravity element.
 
-    ``physics="mujoco"`` models the file's contacts, joint (hinge, slide
-    and ball) and fixed-tendon limits and every dof's friction loss as
-    MuJoCo does, as soft constraints the Model's Acceleration stage solves
-    (``simbodyx.soft_constraints``; ``model.soft_constraints``), so any
-    integrator steps them, and ``robot.stepper`` is MuJoCo's integrator of
-    the file (``sx.integrate.MuJoCoStepper``), to step at the file's time
-    step ``robot.timestep`` as MuJoCo does:
-    ``sx.integrate.rollout(model, state, robot.timestep, n,
-    method=robot.stepper)``. Then ``contact``, ``limits`` and
-    ``frictionloss`` say whether the constraints have those rows, and no
-    HuntCrossleyForce, stop or Coulomb friction is made; the rest (gravity,
-    damping, springs, armature, actuators) is as above, and the
-    equality constraints are soft rows too (connect, weld, and joint and
-    fixed-tendon couplings, as MuJoCo's; none in ``robot.couplers``).
+    With ``physics="mujoco"`` (the default) the file's contacts, joint
+    (hinge, slide, ball) and fixed-tendon limits, every dof's friction loss
+    and its equality constraints (connect, weld, joint and fixed-tendon
+    couplings) are MuJoCo's soft constraints, which the Model's
+    Acceleration stage solves (``model.soft_constraints``), and
+    ``robot.stepper`` is the file's integrator
+    (:class:`simbodyx.integrate.MuJoCoStepper`): the robot moves as MuJoCo
+    moves it at the file's time step,
+    ``sx.integrate.rollout(model, state, robot.timestep, n, method=robot.stepper)``.
+
+    With ``physics="simbody"`` they are Simbody's elements fitted to the
+    file's settings (``simbodyx.io.mjcf_fit``): a Hunt-Crossley contact
+    force between the geoms MuJoCo would collide (``robot.contact``), a
+    MobilityLinearStop per limited joint (``robot.stops``), a
+    MobilityCoulombFriction per friction loss (``robot.frictions``), and
+    the equalities as exact constraints (``connect``: Ball, ``weld``:
+    Weld, ``joint`` and ``tendon``: CoordinateCoupler, in
+    ``robot.couplers``).
+
+    A mesh geom that touches is the primitive MuJoCo fits to it (a box
+    where it touches only planes, else a capsule). What neither physics
+    models (other actuators, spatial tendons, tendons' own forces, flex,
+    inactive equalities, contact pairs without a kernel) is named in one
+    warning; ``robot.joints`` keeps the file's joint numbers.
+
+    Args:
+        source: An MJCF file's path, or its XML as a string.
+        merge_fixed: Merge a body with no joint into its parent's mass
+            properties; False welds it (a Weld mobilizer).
+        damping: Joint damping as a MobilityLinearDamper per dof
+            (``robot.stepper`` takes it implicitly, as MuJoCo does).
+        springs: Joint stiffness as a MobilityLinearSpring (a ball's or free
+            joint's as one Force.Custom in its dofs' frames, ``robot.springs``).
+        armature: Joint armature as the mobilizer's
+            (``MobilizedBody.set_armature``).
+        frictionloss: Joint friction loss (soft rows, or Coulomb friction
+            with the "simbody" physics).
+        contact: The contacts between geoms (soft rows, or Hunt-Crossley).
+        limits: Joint and tendon limits (soft rows, or stops).
+        actuators: Actuators with MuJoCo's affine law (motor, position,
+            velocity, and general ones with a fixed gain, an affine bias and
+            no activation dynamics) on a hinge or slide, as
+            ``Force.MobilityActuator`` (``robot.actuators``; their controls
+            are State data: ``robot.set_controls``).
+        physics: "mujoco" or "simbody", as above.
+
+    Returns:
+        (system, matter, forces, robot): the MultibodySystem, ready for
+            ``system.realize_topology()``, its SimbodyMatterSubsystem and
+            GeneralForceSubsystem, and a :class:`simbodyx.io.Robot` naming the
+            file's joints, bodies, actuators and elements.
+
+    Raises:
+        ValueError: An unknown ``physics``, or a file MuJoCo's compiler
+            refuses (its message, with the element it names).
+        FileNotFoundError: ``source`` is neither XML nor a file's path.
+        ImportError: MuJoCo is not installed (``pip install simbodyx[mujoco]``).
     """
     if physics not in ("simbody", "mujoco"):
         raise ValueError(f"load_mjcf: physics must be 'simbody' or 'mujoco', got {physics!r}")

@@ -106,36 +106,54 @@ class UrdfContact:
 def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), merge_fixed: bool = True,
               mimic: bool = True, damping: bool = False, friction=None, limits=None,
               contact: UrdfContact | None = None):
-    """(system, matter, forces, robot) built from a URDF file path or XML string.
+    """Build a system from a URDF file.
 
-    Joints map to mobilizers (revolute and continuous: Pin; prismatic:
-    Slider; planar: Planar; floating: Free; fixed: merged into the parent
-    body's mass properties when ``merge_fixed``, as Pinocchio and MuJoCo do,
-    else Weld). The root link floats on a Free mobilizer when
-    ``floating_base``, else it is Ground. ``gravity`` (m/s^2, in Ground; z
-    up as URDF assumes) adds a UniformGravity element, None none. Mimic
-    joints become CoordinateCoupler constraints (``mimic=False``:
-    independent joints, as Pinocchio builds them by default; a fixed
-    joint's mimic tag is ignored); ``damping=True`` adds a
-    MobilityLinearDamper per joint with ``<dynamics damping>``;
-    ``friction=vt`` (m/s or rad/s, > 0) a MobilityCoulombFriction
-    (``robot.frictions``) per joint with ``<dynamics friction>``, smoothed
-    below the transition velocity vt, which URDF does not give. With
-    ``limits=(stiffness, dissipation)`` (N/m or N m/rad, s/m or s/rad) each
-    revolute or prismatic joint's ``<limit lower upper>`` becomes a
-    ``Force.MobilityLinearStop`` (``robot.stops``): URDF gives the range
-    but no stiffness, so these are the caller's. Off by default, limits and
-    friction are kept in ``robot.joints``, not applied. With ``contact`` (a
-    :class:`UrdfContact`), the ``<collision>`` spheres, boxes and cylinders
-    of moving links touch a floor (``robot.contact``, a HuntCrossleyForce
-    whose set holds the floor, surface 0, and the shapes in file order);
-    links do not touch each other (URDF's collision shapes often overlap at
-    the joints), and meshes are left out with a warning naming them. Bodies
-    are added depth first, siblings sorted by joint name: Pinocchio's joint
-    order, so q and u follow Pinocchio's layout joint by joint.
+    Joints map to mobilizers: revolute and continuous to Pin, prismatic to
+    Slider, planar to Planar, floating to Free, fixed to a merge or a Weld.
+    Bodies are added depth first, siblings sorted by joint name:
+    Pinocchio's joint order, so q and u follow Pinocchio's layout joint by
+    joint. Limits and friction the file gives but does not apply are kept
+    in ``robot.joints``.
 
-    The system is ready for ``system.realize_topology()``. Errors name the
-    offending element.
+    Args:
+        source: A URDF file's path, or its XML as a string.
+        floating_base: The root link floats on a Free mobilizer; False: the
+            root link is Ground.
+        gravity: (3,) m/s^2 in Ground (z up, as URDF assumes), a
+            UniformGravity element; None: no gravity.
+        merge_fixed: Merge a fixed joint's child into its parent's mass
+            properties (as Pinocchio and MuJoCo do); False welds it.
+        mimic: Mimic joints as CoordinateCoupler constraints; False:
+            independent joints, as Pinocchio builds them by default (a fixed
+            joint's mimic tag is ignored).
+        damping: A MobilityLinearDamper per joint with ``<dynamics damping>``.
+        friction: vt (m/s or rad/s, > 0): a MobilityCoulombFriction per joint
+            with ``<dynamics friction>`` (``robot.frictions``), smoothed
+            below the transition velocity vt, which URDF does not give; None:
+            none.
+        limits: (stiffness, dissipation) (N/m or N m/rad, s/m or s/rad): each
+            revolute or prismatic joint's ``<limit lower upper>`` as a
+            ``Force.MobilityLinearStop`` (``robot.stops``); URDF gives the
+            range but no stiffness. None: none.
+        contact: A :class:`UrdfContact`: the ``<collision>`` spheres, boxes
+            and cylinders of moving links touch a floor (``robot.contact``, a
+            HuntCrossleyForce whose set holds the floor, surface 0, and the
+            shapes in file order); links do not touch each other (URDF's
+            collision shapes often overlap at the joints), and meshes are
+            left out with a warning naming them. None: no contact.
+
+    Returns:
+        (system, matter, forces, robot): the MultibodySystem, ready for
+            ``system.realize_topology()``, its SimbodyMatterSubsystem and
+            GeneralForceSubsystem, and a :class:`simbodyx.io.Robot` naming the
+            file's joints, links and elements.
+
+    Raises:
+        ValueError: A malformed or oversized file (an unknown parent or
+            joint type, a non-physical inertia, a cycle, a document type
+            declaration), or bad ``limits`` or ``friction``, naming the
+            offending element.
+        FileNotFoundError: ``source`` is neither XML nor a file's path.
     """
     root_element, where = _parse(source)
     links, joints, visuals, collisions = _read(root_element, where)
