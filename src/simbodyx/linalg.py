@@ -5,7 +5,7 @@ At these sizes (a few to a few dozen rows, thousands of matrices) the
 choice of routine matters more than its operation count: on CPU a
 symmetric eigendecomposition per matrix (what ``jnp.linalg.pinv`` does)
 costs several times the Cholesky factorizations of a least-squares solve
-(benchmarks/README.md, "Why the code is as it is").
+(docs/explanation/performance.md).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ over every device of every process.
 JAX's CPU backend is one device by default: a batched call runs its kernels
 one after another and splits each across a shared thread pool. The dynamics
 are hundreds of small kernels, for which that split barely pays
-(benchmarks/README.md, "Why the code is as it is"). With one CPU device per core and the batch's leading axis sharded
+(docs/explanation/performance.md). With one CPU device per core and the batch's leading axis sharded
 over them, ``jax.jit`` compiles the same program for each device's share and
 runs the shares side by side, with no communication (a ``vmap`` needs none).
 And a ``vmap`` over thousands of states makes every intermediate thousands
@@ -47,7 +47,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 #: States per chunk in :func:`batched`: for the suite's chain7 and humanoid
 #: forward dynamics, chunks of 64-256 were within noise of each other and 32
-#: or 512 slower (benchmarks/README.md, "Why the code is as it is").
+#: or 512 slower (docs/explanation/performance.md).
 CHUNK_SIZE = 128
 
 

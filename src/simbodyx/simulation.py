@@ -369,7 +369,7 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
 
     def interval(c: _Carry, target):
         # the loop over the reports runs kernel by kernel, its stepping loop still as one function: the two
-        # nested in one function compiled 1.5-2.6x longer (benchmarks/README.md, "Why the code is as it is")
+        # nested in one function compiled 1.5-2.6x longer (docs/explanation/performance.md)
         c = dataclasses.replace(c, h=kept_out_of_one_function(c.h))
         c = eqxi.while_loop(lambda c: running(c, target), lambda c: body(c, target), c,
                             max_steps=integrator.max_steps, kind=kind)

@@ -287,7 +287,7 @@ def _gather(sources, locations, tail_like=None):
       the stacked sources, whose transpose is a scatter-add. Transposing
       plain slices would pad every piece to full size (quadratic).
 
-    benchmarks/README.md ("Why the code is as it is") has the figures."""
+    docs/explanation/performance.md has the figures."""
     like = sources[0] if tail_like is None else tail_like
     sources, locations, tail, dtype = tuple(sources), tuple(locations), tuple(like.shape[1:]), np.dtype(like.dtype)
     runs = _runs(locations)

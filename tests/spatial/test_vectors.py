@@ -115,8 +115,7 @@ def test_products_and_their_gradients_fuse():
     """The products and their gradients are broadcasts, products and sums
     only: no gather (its derivative is a scatter-add), no batched dot (slow
     on XLA's CPU backend), no slice and no pad (a slice's transpose, which
-    made reverse mode memory-bound; benchmarks/README.md, "Why the code is
-    as it is")."""
+    made reverse mode memory-bound; docs/explanation/performance.md)."""
     a = jnp.ones((4, 6, 6))
     x = jnp.ones((4, 6))
 

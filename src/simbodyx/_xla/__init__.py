@@ -7,7 +7,7 @@ here, each behind a guard (a release check or an ``ImportError``
 fallback) that ``tests/test_xla_setup.py`` exercises. Its public parts:
 ``sx.xla_setup`` (``loop_compiler_options``), ``sx.scalarize``
 (``scalarize``), ``sx.RuntimeCheckError`` and ``sx.check_errors``. The measurements behind each choice are in
-benchmarks/README.md, "Why the code is as it is" and "Across JAX releases".
+docs/explanation/performance.md and benchmarks/README.md, "Across JAX releases".
 
 What each works around, where, and when it can go:
 

@@ -3,7 +3,7 @@
 XLA's CPU compiler fuses no producer into a concatenation of more than
 :data:`MAX_FUSED_PIECES` pieces: each computed piece of a longer one
 becomes a kernel of its own, which a call pays for in XLA's runtime
-(benchmarks/README.md, "Why the code is as it is"). :func:`concatenate`
+(docs/explanation/performance.md). :func:`concatenate`
 builds a longer one from groups of that many instead.
 """
 

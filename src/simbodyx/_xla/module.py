@@ -10,7 +10,7 @@ jitted call about a quarter faster (benchmarks/README.md, "Why the code is
 as it is"). Methods are bound as equinox binds them, as its pytree
 ``BoundMethod``, built without the checks of equinox's constructor, which
 flatten every argument, the whole Model included, at every method looked
-up (benchmarks/README.md, "Why the code is as it is").
+up (docs/explanation/performance.md).
 
 A simbodyx pytree also hashes by its structure and numbers, consistently
 with equinox's equality: equinox hashes a Module's fields, and arrays do

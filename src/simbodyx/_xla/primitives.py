@@ -10,7 +10,7 @@ XLA fuses. The scalar path (:mod:`simbodyx._xla.scalarize`) inlines them.
 
 The rest of simbodyx calls the functions: :func:`cross`, :func:`small_sum`,
 :func:`matrix3`, :func:`rows_of` and :func:`stacked`. The measurements
-behind each are in benchmarks/README.md, "Why the code is as it is".
+behind each are in docs/explanation/performance.md.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _small_sum_batch(args, dims, *, axis, reduction):
 
 
 #: Batches of up to this many keep :func:`small_sum`'s adds (where the
-#: reductions start to win: benchmarks/README.md, "Why the code is as it is").
+#: reductions start to win: docs/explanation/performance.md).
 SMALL_SUM_ADDS_MAX_BATCH = 8
 
 #: :func:`small_sum` as a primitive: ``axis`` counted from the end (a batch

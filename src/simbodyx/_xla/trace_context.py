@@ -6,7 +6,7 @@ as reductions costs several times JAX's dispatch floor, and with the sums
 as adds it runs near it. In a loop body the runtime pays that once, and
 the adds' kernels, run one after another many times, are the slower ones.
 :func:`simbodyx._xla.primitives.small_sum` asks :func:`traced_in_loop_body`
-which to emit (benchmarks/README.md, "Why the code is as it is").
+which to emit (docs/explanation/performance.md).
 
 simbodyx's jitted functions cache their traced programs, so one traced
 outside a loop would be reused inside one: :func:`per_context_jit` keeps a

@@ -207,7 +207,7 @@ def kept_out_of_one_function(x):
     far more than it saves: ``sx.simulate``'s loop over its report times,
     around its stepping loop, and its step on a model with constraints,
     whose projection loops sit inside it (the measurements:
-    benchmarks/README.md, "Why the code is as it is")."""
+    docs/explanation/performance.md)."""
     import jax
     import jax.numpy as jnp
 

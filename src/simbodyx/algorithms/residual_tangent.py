@@ -86,7 +86,7 @@ def _joint_tangents(kind, q, u, udot, q_dot, u_dot, fC_F, params):
 #: The twist form pays off on bushy trees; along unrolled chain segments of
 #: more levels its transposed per-level slices cost more than differentiating
 #: the caches, and JAX cannot transpose it through a scanned segment inside
-#: the derivative rule (benchmarks/README.md, "Why the code is as it is").
+#: the derivative rule (docs/explanation/performance.md).
 MAX_SEGMENT_LEVELS = 2
 
 

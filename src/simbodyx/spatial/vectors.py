@@ -22,7 +22,7 @@ def array_module(*values):
     model's built-in values (defaults, mass properties, frames) with NumPy,
     so that building a model compiles no XLA program for them: each eager
     ``jax.numpy`` operation of a new shape or dtype is a program of its
-    own to compile (benchmarks/README.md, "Why the code is as it is"). Under ``jit``, ``vmap`` and ``grad`` the values are traced, and
+    own to compile (docs/explanation/performance.md). Under ``jit``, ``vmap`` and ``grad`` the values are traced, and
     the same functions build the program with ``jax.numpy``."""
     return jnp if any(isinstance(v, jax.core.Tracer) for v in values) else np
 
