@@ -4,7 +4,7 @@ process, cold (no persistent compilation cache), with and without
 
     python benchmarks/first_calls.py [--robots ant,hopper,...] [--options both|on|off]
                                      [--physics mujoco,simbody] [--seconds 0.3] [--dt 1e-3]
-                                     [--out results.json]
+                                     [--out PATH]
 
 Per robot and physics (``sx.io.load_mjcf``'s ``physics``: "mujoco", its
 default, and "simbody"), from the file's pose: the first eager ``sx.integrate.rollout`` of ``--seconds`` at
@@ -17,7 +17,9 @@ and which path the scalar-path rule took (``model.uses_scalar_path()``).
 The targets: first eager rollout under 5 s, first ``jit(grad)`` under 30 s
 (the Humanoid under 60 s), one compile each.
 
-Prints one markdown table and one JSON line (``--out``: the JSON to a file).
+Prints one markdown table and saves the rows as JSON
+(``benchmarks/results/first_calls.json``, or ``--out``; ``render.py`` puts
+them on the benchmark page).
 """
 
 from __future__ import annotations
@@ -92,6 +94,23 @@ def in_fresh_process(robot: str, options: bool, seconds: float, dt: float, physi
     return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT"))[len("RESULT "):])
 
 
+HEADER = ("| robot | physics | nu | XLA options | path | first rollout (s) | compiles | rollout after (ms) "
+          "| first jit(grad) (s) | compiles | jit(grad) after (ms) |\n"
+          "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
+
+
+def row(r: dict) -> str:
+    return (f"| {r['robot']} | {r['physics']} | {r['nu']} | {'set' if r['options'] else 'not set'} | "
+            f"{'scalar' if r['scalar_path'] else 'array'} | {r['first_rollout_s']:.2f} | "
+            f"{r['rollout_compiles']} | {1e3 * r['rollout_s']:.2f} | {r['first_grad_s']:.2f} | "
+            f"{r['grad_compiles']} | {1e3 * r['grad_s']:.2f} |")
+
+
+def render(rows) -> str:
+    """The benchmark page's table."""
+    return "\n".join([HEADER, *map(row, rows)])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--robots", default=",".join(ROBOTS))
@@ -103,21 +122,15 @@ def main():
     args = parser.parse_args()
     settings = {"both": (True, False), "on": (True,), "off": (False,)}[args.options]
     rows = []
-    print("| robot | physics | nu | XLA options | path | first rollout (s) | compiles | rollout after (ms) "
-          "| first jit(grad) (s) | compiles | jit(grad) after (ms) |")
-    print("|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    print(HEADER)
     for robot in args.robots.split(","):
         for physics in args.physics.split(","):
             for options in settings:
-                r = in_fresh_process(robot, options, args.seconds, args.dt, physics)
-                rows.append(r)
-                print(f"| {robot} | {physics} | {r['nu']} | {'set' if options else 'not set'} | "
-                      f"{'scalar' if r['scalar_path'] else 'array'} | {r['first_rollout_s']:.2f} | "
-                      f"{r['rollout_compiles']} | {1e3 * r['rollout_s']:.2f} | {r['first_grad_s']:.2f} | "
-                      f"{r['grad_compiles']} | {1e3 * r['grad_s']:.2f} |", flush=True)
-    print(json.dumps(rows))
-    if args.out:
-        pathlib.Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+                rows.append(in_fresh_process(robot, options, args.seconds, args.dt, physics))
+                print(row(rows[-1]), flush=True)
+    import record
+
+    record.save("first_calls", rows, args.out)
 
 
 if __name__ == "__main__":

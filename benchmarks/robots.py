@@ -4,7 +4,7 @@ simbodyx (``load_mjcf(physics="mujoco")``: MuJoCo's constraint model,
 stepped by ``robot.stepper`` with the file's integrator), MuJoCo C and MJX.
 
     python benchmarks/robots.py [--robots ant,hopper,...] [--batch 1024] [--accuracy-starts 32]
-                                [--seconds 1] [--long 5] [--factors 1,2,4] [--no-mjx] [--out results.json]
+                                [--seconds 1] [--long 5] [--factors 1,2,4] [--no-mjx] [--out PATH]
                                 [--figures docs/images]
 
 Starts: the file's pose, and ``--batch`` perturbed starts (every joint angle
@@ -27,8 +27,9 @@ largest rise of total energy above its start (J) over ``--long`` seconds
 outside a limit gains what the limit's push gives back). MJX runs at the file's step only, float64
 like the others (the process enables x64), Newton's solver.
 
-Prints one markdown table per robot and writes the numbers as JSON and, with
-``--figures``, one work-precision figure per robot (error against wall
+Prints one markdown table per robot and saves the numbers as JSON
+(``benchmarks/results/robots.json``, or ``--out``; ``render.py`` puts them
+on the benchmark page) and, with ``--figures``, one work-precision figure per robot (error against wall
 time per simulated second, log-log).
 """
 
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import pathlib
 import time
 import warnings
@@ -49,6 +49,7 @@ import jax.numpy as jnp  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
+import record  # noqa: E402
 import simbodyx as sx  # noqa: E402
 
 sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
@@ -281,6 +282,12 @@ def table(result) -> str:
     return "\n".join(lines)
 
 
+def render(results) -> str:
+    """The benchmark page's block: each robot's table and figure."""
+    return "\n\n".join(f"{table(r)}\n\n![work against precision, {r['robot']}]"
+                         f"(../docs/images/work_precision_{r['robot']}.png)" for r in results)
+
+
 def figure(result, folder):
     import matplotlib
     matplotlib.use("Agg")
@@ -328,8 +335,7 @@ def main():
         print(table(result), "\n", flush=True)
         if args.figures:
             figure(result, pathlib.Path(args.figures))
-        if args.out:  # after each robot, so that a long run's finished robots are kept
-            pathlib.Path(args.out).write_text(json.dumps(results, indent=1))
+        record.save("robots", results, args.out)  # after each robot: a long run's finished robots are kept
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ JAX program's planned peak memory."""
 import importlib
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -255,3 +256,15 @@ def test_robot_rows_compare_each_engine_with_its_converged_answer():
     assert abs(row["simbodyx_error"] - row["mujoco_error"]) <= 1e-8 and row["simbodyx_nonfinite"] == 0
     assert result["long_nonfinite"] == 0 and result["energy_rise"] < 1e-9
     assert "| 2 |" in robots.table(result)
+
+
+def test_the_benchmark_page_is_its_json_rendered():
+    """benchmarks/README.md's result blocks are what ``render.py`` makes of
+    benchmarks/results/*.json, each headed by its run's command, date,
+    machine and versions."""
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "render.py"), "--check"], check=True, timeout=300)
+    page = (ROOT / "benchmarks" / "README.md").read_text()
+    blocks = re.findall(r"<!-- results: (\w+) -->\n`python benchmarks/(\w+)\.py[^`]*`, (\d{4}-\d\d-\d\d), ([^;]+); "
+                        r"python [\d.]+, jax [\d.]+", page)
+    assert {b[0] for b in blocks} == {p.stem for p in (ROOT / "benchmarks" / "results").glob("*.json")}
+    assert all(name == script for name, script, *_ in blocks), blocks
