@@ -895,7 +895,7 @@ CALLS = [
     ("io.mjcf.load_mjcf", "pip install mujoco", lambda: without_module("mujoco", sx.io.load_mjcf, "<mujoco/>")),
     ("io.mjcf._compile", "no MJCF file", lambda: sx.io.load_mjcf("no_such_robot.xml")),
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
-    ("io.mjcf.load_mjcf", "physics must be", lambda: sx.io.load_mjcf("<mujoco/>", physics="bullet")),
+    ("io.mjcf.MjcfOptions.__post_init__", "physics must be", lambda: sx.io.load_mjcf("<mujoco/>", physics="bullet")),
     ("integrate.stable_step", "unknown method", lambda: sx.integrate.stable_step(model().model, model().state, "leapfrog")),
     ("integrate.MuJoCoStepper.__check_init__", "unknown integrator",
      lambda: sx.integrate.MuJoCoStepper(integrator="leapfrog")),

@@ -435,6 +435,9 @@ def test_mjcf_joint_kinds_chains_refs_and_merged_bodies():
 
 
 def test_mjcf_reports_what_it_drops_and_bad_sources():
+    """One warning names what is not modelled; the robot records what was
+    asked (``robot.options``); a missing file and MuJoCo's compiler errors
+    are raised with the source named."""
     with pytest.warns(UserWarning, match=r"not modelled by the loaded system: equality constraints equality0 "
                                          r"\(inactive\); armature on a; friction loss on a; "
                                          r"tendon forces or limits on tt$"):
@@ -446,6 +449,8 @@ def test_mjcf_reports_what_it_drops_and_bad_sources():
             <tendon><fixed name="tt" stiffness="1"><joint joint="a" coef="1"/></fixed></tendon></mujoco>""",
             armature=False, frictionloss=False, physics="simbody")[3]
     assert sorted(robot.stops) == ["a", "b"]  # the hinge's range and the ball's cone
+    assert robot.options == sx.io.MjcfOptions(armature=False, frictionloss=False, physics="simbody")
+    assert not robot.options.soft
     with pytest.raises(FileNotFoundError, match="no MJCF file at"):
         sx.io.load_mjcf("/nonexistent/robot.xml")
     with pytest.raises(ValueError, match=r"MuJoCo could not compile .*invalid keyword: 'hinje'\nElement 'joint'"):

@@ -284,7 +284,6 @@ LONG_SIGNATURES = {
     "events.localize": "a bracket: its two times, its two values, the window and the active set",
     "io/mjcf_fit._contact": "the importer's tables, read once",
     "io/mjcf._equalities": "the importer's tables, read once",
-    "io/mjcf._report_dropped": "the importer's tables, read once",
     "optimize._augmented_lagrangian": "the public function's options, forwarded",
     "rigid_contact/time_stepper.SemiExplicitEulerTimeStepper._position_correction": "the step's matrices at one point of it",
 }

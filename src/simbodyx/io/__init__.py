@@ -9,4 +9,4 @@ from simbodyx.io.urdf import (
     example_robot_data as example_robot_data,
     load_urdf as load_urdf,
 )
-from simbodyx.io.mjcf import MjcfJoint as MjcfJoint, load_mjcf as load_mjcf
+from simbodyx.io.mjcf import MjcfJoint as MjcfJoint, MjcfOptions as MjcfOptions, load_mjcf as load_mjcf

@@ -72,6 +72,47 @@ class MjcfJoint:
     spring_ref: float
 
 
+@dataclasses.dataclass(frozen=True)
+class MjcfOptions:
+    """What :func:`load_mjcf` models of a file: its keyword arguments, as
+    one record (``robot.options`` of a loaded robot)."""
+
+    merge_fixed: bool = True
+    damping: bool = True
+    springs: bool = True
+    armature: bool = True
+    frictionloss: bool = True
+    contact: bool = True
+    limits: bool = True
+    actuators: bool = True
+    physics: str = "mujoco"
+
+    def __post_init__(self):
+        if self.physics not in ("simbody", "mujoco"):
+            raise ValueError(f"load_mjcf: physics must be 'simbody' or 'mujoco', got {self.physics!r}")
+
+    @property
+    def soft(self) -> bool:
+        """Whether MuJoCo's soft constraints model the constraints (``physics="mujoco"``)."""
+        return self.physics == "mujoco"
+
+
+@dataclasses.dataclass(frozen=True)
+class _NotModelled:
+    """What the loaded system leaves out, for :func:`_report_dropped`:
+    ``uncovered`` the contact pairs without a kernel (None: contact not
+    asked for), ``fitted`` the mesh geoms that touch as MuJoCo's fitted
+    primitives, ``left_out`` what the soft constraints leave out (None on
+    the Simbody path), ``unactuated`` the actuators and ``unmapped`` the
+    equalities not modelled."""
+
+    uncovered: list | None
+    fitted: list
+    left_out: list | None
+    unactuated: list
+    unmapped: list
+
+
 def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs: bool = True,
               armature: bool = True, frictionloss: bool = True, contact: bool = True, limits: bool = True,
               actuators: bool = True, physics: str = "mujoco"):
@@ -141,9 +182,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         FileNotFoundError: ``source`` is neither XML nor a file's path.
         ImportError: MuJoCo is not installed (``pip install simbodyx[mujoco]``).
     """
-    if physics not in ("simbody", "mujoco"):
-        raise ValueError(f"load_mjcf: physics must be 'simbody' or 'mujoco', got {physics!r}")
-    soft = physics == "mujoco"
+    options = MjcfOptions(merge_fixed, damping, springs, armature, frictionloss, contact, limits, actuators, physics)
+    soft = options.soft
     try:
         import mujoco
     except ImportError:
@@ -270,8 +310,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         hunt_crossley, uncovered, fitted = (_contact(mujoco, m, source, system, forces, placed, body_names, name)
                                             if contact else (None, None, []))
         left_out = None
-    _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated, fitted, left_out)
+    _report_dropped(mujoco, m, joints, options, _NotModelled(uncovered, fitted, left_out, unactuated, unmapped))
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
                       {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
@@ -280,7 +319,7 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     robot = Robot(root=body_names[0], links=links, joints=joints, joint_bodies=moved, visuals=geoms,
                   couplers=couplers, dampers=dampers,
                   springs=spring_elements, stops=stops, frictions=frictions, contact=hunt_crossley,
-                  actuators=actuated, stepper=stepper, timestep=float(m.opt.timestep))
+                  actuators=actuated, stepper=stepper, timestep=float(m.opt.timestep), options=options)
     return system, matter, forces, robot
 
 
@@ -385,44 +424,38 @@ def _equalities(mujoco, m, matter, placed, body_names, joint_names, moved, name)
     return couplers, unmapped
 
 
-def _report_dropped(mujoco, m, joints, damping, springs, armature, frictionloss, limits, unmapped, uncovered,
-                    unactuated, fitted, left_out=None):
-    """One warning naming what the loaded system does not model;
-    ``uncovered``: the contact pairs left out (None: contact not asked for);
-    ``fitted``: the mesh geoms that touch as MuJoCo's fitted primitives;
-    ``left_out``: what ``physics="mujoco"``'s constraints leave out (None on
-    the Simbody path); on the MuJoCo path fixed tendons' limits are
-    modelled."""
-    soft = left_out is not None
+def _report_dropped(mujoco, m, joints, options: MjcfOptions, left: _NotModelled):
+    """One warning naming what the loaded system does not model (on the
+    MuJoCo path fixed tendons' limits are modelled)."""
     dropped = []
-    if fitted:
-        shown = ", ".join(fitted[:6]) + (f" and {len(fitted) - 6} more" if len(fitted) > 6 else "")
+    if left.fitted:
+        shown = ", ".join(left.fitted[:6]) + (f" and {len(left.fitted) - 6} more" if len(left.fitted) > 6 else "")
         dropped.append(f"mesh geoms' shapes (they touch as the primitives MuJoCo fits to them: {shown})")
-    if uncovered is None:
+    if left.uncovered is None:
         pairs = _colliding_pairs(mujoco, m)
         if pairs:
             dropped.append(f"contacts ({len(pairs)} colliding geom pairs)")
-    elif uncovered:
-        shown = ", ".join(uncovered[:6]) + (f" and {len(uncovered) - 6} more" if len(uncovered) > 6 else "")
+    elif left.uncovered:
+        shown = ", ".join(left.uncovered[:6]) + (f" and {len(left.uncovered) - 6} more" if len(left.uncovered) > 6 else "")
         dropped.append(f"contact pairs without a kernel: {shown}")
-    if left_out:
-        shown = ", ".join(left_out[:6]) + (f" and {len(left_out) - 6} more" if len(left_out) > 6 else "")
+    if left.left_out:
+        shown = ", ".join(left.left_out[:6]) + (f" and {len(left.left_out) - 6} more" if len(left.left_out) > 6 else "")
         dropped.append(f"constraints: {shown}")
-    if unactuated:
-        dropped.append(f"actuators {', '.join(unactuated)}")
-    if unmapped:
-        dropped.append(f"equality constraints {', '.join(unmapped)}")
+    if left.unactuated:
+        dropped.append(f"actuators {', '.join(left.unactuated)}")
+    if left.unmapped:
+        dropped.append(f"equality constraints {', '.join(left.unmapped)}")
     by_kind = {
         "joint limits": [j.name for j in joints.values()
-                         if j.range is not None and not limits],
-        "armature": [j.name for j in joints.values() if any(j.armature) and not armature],
+                         if j.range is not None and not options.limits],
+        "armature": [j.name for j in joints.values() if any(j.armature) and not options.armature],
         "friction loss": [j.name for j, d in zip(joints.values(), m.jnt_dofadr) if m.dof_frictionloss[d] > 0
-                          and not frictionloss],
-        "damping": [j.name for j in joints.values() if any(j.damping) and not (damping and _isotropic(j.damping))],
-        "stiffness": [j.name for j in joints.values() if j.stiffness and not springs],
+                          and not options.frictionloss],
+        "damping": [j.name for j in joints.values() if any(j.damping) and not (options.damping and _isotropic(j.damping))],
+        "stiffness": [j.name for j in joints.values() if j.stiffness and not options.springs],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
             mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in range(m.ntendon)
-            if (m.tendon_limited[t] and not soft)
+            if (m.tendon_limited[t] and not options.soft)
             or any(np.any(getattr(m, f"tendon_{what}", np.zeros((m.ntendon, 1)))[t])
                    for what in ("stiffness", "stiffnesspoly", "damping", "dampingpoly", "frictionloss", "armature"))
         ],  # some newer than 3.3

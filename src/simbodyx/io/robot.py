@@ -61,8 +61,9 @@ class Robot(Mapping):
     the file's order (``set_controls``); ``stepper`` the
     ``sx.integrate.MuJoCoStepper`` of an MJCF file loaded with
     ``physics="mujoco"`` (else None; its constraints are the Model's
-    ``model.soft_constraints``) and ``timestep`` the file's time step
-    (s; None for URDF)."""
+    ``model.soft_constraints``), ``timestep`` the file's time step
+    (s; None for URDF) and ``options`` what ``load_mjcf`` was asked to
+    model (``simbodyx.io.MjcfOptions``; None for URDF)."""
 
     root: str
     links: dict
@@ -79,6 +80,7 @@ class Robot(Mapping):
     actuators: dict = dataclasses.field(default_factory=dict)
     stepper: object = None
     timestep: float | None = None
+    options: object = None
 
     def __getitem__(self, name):
         if name in self.links:
