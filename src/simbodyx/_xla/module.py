@@ -6,11 +6,10 @@ equinox's flatten reads each node's ``__dict__`` through
 ``eqx.Module.__getattribute__``, which checks every attribute for a bound
 method to wrap (so that ``eqx.filter_jit(model.realize)`` sees the model's
 arrays). Here plain attributes skip that check, and a Model passes into a
-jitted call about a quarter faster (benchmarks/README.md, "Why the code is
-as it is"). Methods are bound as equinox binds them, as its pytree
-``BoundMethod``, built without the checks of equinox's constructor, which
-flatten every argument, the whole Model included, at every method looked
-up (docs/explanation/performance.md).
+jitted call about a quarter faster (docs/explanation/performance.md).
+Methods are bound as equinox binds them, as its pytree ``BoundMethod``,
+built without the checks of equinox's constructor, which flatten every
+argument, the whole Model included, at every method looked up.
 
 A simbodyx pytree also hashes by its structure and numbers, consistently
 with equinox's equality: equinox hashes a Module's fields, and arrays do

@@ -29,6 +29,5 @@ JAXLIB = release(JAXLIB_VERSION)
 #: occurrence of a row, then materialized) rather than as one scatter-add.
 #: XLA's newer fusion emitters, the only ones from jaxlib 0.11, run the
 #: splits faster on every model; with the older ones chain7's gradient is
-#: faster with the scatter-adds (benchmarks/README.md, "Why the code is as
-#: it is").
+#: faster with the scatter-adds (docs/explanation/performance.md).
 SPLIT_TRANSPOSES = JAXLIB >= (0, 11, 0)

@@ -42,8 +42,7 @@ def mat_mul(a, b, transpose_b=False):
     broadcast product summed over the inner index (:func:`small_sum`). XLA
     fuses the product into the sum, and the reverse pass is a broadcast
     product again, which fuses as well. A batched ``dot`` per 3x3 or 6x6
-    product is far slower on XLA's CPU backend (benchmarks/README.md, "Why
-    the code is as it is")."""
+    product is far slower on XLA's CPU backend (docs/explanation/performance.md)."""
     if transpose_b:
         b = jnp.swapaxes(b, -1, -2)
     if _alike(a, b, 2):
