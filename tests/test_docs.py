@@ -34,6 +34,9 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: What each comment on a printed result claims, checked on the block's
 #: namespace (to the digits the comment shows).
 CLAIMS = {
+    "# (8, 11) (8,)": lambda ns: ns["states"].obs.shape == (8, 11) and ns["states"].reward.shape == (8,),
+    "# gymnasium's reward terms, the x position and velocity": lambda ns: sorted(ns["states"].metrics) == [
+        "reward_ctrl", "reward_forward", "reward_survive", "x_position", "x_velocity"],
     "# inverse dynamics: ~0 here": lambda ns: _close(ns["tau"], 0.0, 1e-4),
     "# perr (3,)": lambda ns: ns["tip"].get_position_errors_as_vector(ns["state"]).shape == (3,)
     and _close(ns["tip"].get_position_errors_as_vector(ns["state"]), 0.0, 1e-4),

@@ -37,6 +37,7 @@ LAYERS = (
     ("integrators", "simulation", "optimize", "parallel"),
     ("builder",),
     ("assembly", "io", "interop", "viz"),
+    ("envs",),
 )
 
 

@@ -25,6 +25,7 @@ jax_compat.instantiate_linear_solve_cotangents()
 from simbodyx import (
     assembly as assembly,
     constraints as constraints,
+    envs as envs,
     events as events,
     integrate as integrate,
     io as io,

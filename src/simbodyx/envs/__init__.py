@@ -1,0 +1,26 @@
+"""Environments for learning: gymnasium's MuJoCo tasks on simbodyx, in
+Brax's ``Env`` interface (pure ``reset(rng)`` and ``step(state, action)``,
+for ``jax.jit`` and ``jax.vmap``)."""
+
+from simbodyx.envs.base import Env as Env, State as State
+from simbodyx.envs.locomotion import (
+    HalfCheetah as HalfCheetah,
+    Hopper as Hopper,
+    Locomotion as Locomotion,
+    Walker2d as Walker2d,
+)
+
+#: The environments by gymnasium's lower-case names.
+ENVIRONMENTS = {"hopper": Hopper, "walker2d": Walker2d, "half_cheetah": HalfCheetah}
+
+
+def make(name: str, **overrides) -> Env:
+    """The environment named ``name`` (a key of :data:`ENVIRONMENTS`), with
+    ``overrides`` of its task's parameters (``ctrl_cost_weight=0.01``, ...).
+
+    Raises:
+        ValueError: An unknown name.
+    """
+    if name not in ENVIRONMENTS:
+        raise ValueError(f"simbodyx.envs.make: unknown environment {name!r}; choose one of {sorted(ENVIRONMENTS)}")
+    return ENVIRONMENTS[name](**overrides)
