@@ -34,6 +34,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: What each comment on a printed result claims, checked on the block's
 #: namespace (to the digits the comment shows).
 CLAIMS = {
+    "# (8, 11)": lambda ns: ns["states"].obs.shape == (8, 11),
     "# (8, 11) (8,)": lambda ns: ns["states"].obs.shape == (8, 11) and ns["states"].reward.shape == (8,),
     "# gymnasium's reward terms, the x position and velocity": lambda ns: sorted(ns["states"].metrics) == [
         "reward_ctrl", "reward_forward", "reward_survive", "x_position", "x_velocity"],

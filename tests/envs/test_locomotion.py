@@ -78,3 +78,27 @@ def test_make_names_the_environments_and_refuses_others():
     assert set(sx.envs.ENVIRONMENTS) == set(GYMNASIUM)
     with pytest.raises(ValueError, match="unknown environment 'ant'"):
         sx.envs.make("ant")
+
+
+def test_randomized_masses_step_each_environment_on_its_own_model():
+    """Two Hoppers in one Randomized batch, their masses and inertias scaled
+    by 1 and 1.5 (a vmap of an edited Model): the first steps exactly as
+    the plain environment, the second differently, both finite."""
+    import equinox as eqx
+
+    env = sx.envs.Hopper(reset_noise_scale=0.0)
+
+    def scaled(factor):
+        params = env.model.params
+        return eqx.tree_at(lambda m: (m.params.mass, m.params.central_inertia), env.model,
+                           (params.mass * factor, params.central_inertia * factor))
+
+    batch = sx.envs.Randomized(env, jax.vmap(scaled)(jnp.asarray([1.0, 1.5])))
+    assert (batch.observation_size, batch.action_size) == (11, 3)
+    states = batch.reset(jax.random.split(jax.random.PRNGKey(0), 2))
+    actions = jnp.asarray([[0.5, -0.5, 0.2]] * 2)
+    states = jax.jit(batch.step)(states, actions)
+    plain = jax.jit(env.step)(env.reset(jax.random.PRNGKey(0)), actions[0])
+    np.testing.assert_allclose(states.obs[0], plain.obs, rtol=0, atol=1e-12)
+    assert np.abs(np.asarray(states.obs[1] - states.obs[0])).max() > 1e-6
+    assert np.all(np.isfinite(np.asarray(states.obs)))

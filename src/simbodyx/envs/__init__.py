@@ -2,7 +2,7 @@
 Brax's ``Env`` interface (pure ``reset(rng)`` and ``step(state, action)``,
 for ``jax.jit`` and ``jax.vmap``)."""
 
-from simbodyx.envs.base import Env as Env, State as State
+from simbodyx.envs.base import Env as Env, Randomized as Randomized, State as State
 from simbodyx.envs.locomotion import (
     HalfCheetah as HalfCheetah,
     Hopper as Hopper,

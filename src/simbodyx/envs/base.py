@@ -10,6 +10,7 @@ take a simbodyx environment as it is.
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
 
 import jax
@@ -68,6 +69,45 @@ class Env(abc.ABC):
     def backend(self) -> str:
         return "simbodyx"
 
+    def with_model(self, model) -> Env:
+        """The same environment on another Model of the same structure (its
+        numbers changed: masses, frictions, actuator gains)."""
+        other = copy.copy(self)
+        other.model = model
+        return other
+
     @property
     def unwrapped(self) -> Env:
         return self
+
+
+class Randomized(Env):
+    """A batch of environments, one Model each: domain randomization.
+
+    ``models`` is a batch of Models of ``env``'s structure (their leaves
+    with a leading axis, as ``jax.vmap`` of a function returning an edited
+    Model makes them); ``reset`` takes one key per environment and
+    ``step`` a batch of states and actions, each environment stepped on
+    its own Model, all in one ``vmap``.
+
+    Args:
+        env: The environment (any with ``with_model``).
+        models: The batch of Models.
+    """
+
+    def __init__(self, env: Env, models):
+        self.env, self.models = env, models
+
+    def reset(self, rng: jax.Array) -> State:
+        return jax.vmap(lambda model, key: self.env.with_model(model).reset(key))(self.models, rng)
+
+    def step(self, state: State, action: jax.Array) -> State:
+        return jax.vmap(lambda model, s, a: self.env.with_model(model).step(s, a))(self.models, state, action)
+
+    @property
+    def observation_size(self) -> int:
+        return self.env.observation_size
+
+    @property
+    def action_size(self) -> int:
+        return self.env.action_size
