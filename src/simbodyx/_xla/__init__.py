@@ -4,7 +4,7 @@ Every module here exists because of how a JAX or XLA release behaves, not
 because of the mechanics; the rest of simbodyx reads as if JAX had none of
 these limits. The only imports of JAX's private modules (``jax._src``) are
 here, each behind a guard (a release check or an ``ImportError``
-fallback) that ``tests/test_xla_setup.py`` exercises. Its public parts:
+fallback) that ``tests/_xla/test_xla_setup.py`` exercises. Its public parts:
 ``sx.xla_setup`` (``loop_compiler_options``), ``sx.scalarize``
 (``scalarize``), ``sx.RuntimeCheckError`` and ``sx.check_errors``. The measurements behind each choice are in
 docs/explanation/performance.md and benchmarks/README.md, "Across JAX releases".

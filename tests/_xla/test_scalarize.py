@@ -20,7 +20,7 @@ from conftest import FD_STEP, FD_TOL, TOL, compiled_kernels, count_primitive, eq
 import simbodyx as sx
 from simbodyx._xla.scalarize import CHOICE, MAX_MOBILITIES, NotScalarizable, scalarize
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
 try:
     import trajopt  # the own-loop swing-up's loop, as a user writes it
 finally:

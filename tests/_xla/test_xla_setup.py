@@ -24,7 +24,7 @@ from simbodyx._xla.releases import release
 from simbodyx._xla.xla_setup import CPU_ISA_CAP, SMALL_LOOP_BYTES, flags_with_cpu_options, loop_options_for, options_for
 
 pytestmark = pytest.mark.smoke
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CAP = f"--xla_cpu_max_isa={CPU_ISA_CAP}"
 NO_YNN = "--xla_cpu_experimental_ynn_fusion_type="
 OLD_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
