@@ -217,12 +217,26 @@ class StepEstimate(NamedTuple):
 
 
 def stable_step(model, state: State, method: str = "rk4") -> StepEstimate:
-    """The largest fixed step (s) with which ``method`` keeps the dynamics,
-    linearized at ``state``, from growing: STABILITY_LIMITS[method] / |lambda|
-    for the eigenvalue lambda of d(qdot, udot)/d(q, u) of largest modulus.
-    Stiff compliant contacts, stops and springs set it (their stiffness over
-    the inertia they move, and their damping); the answer names the bodies
-    whose speeds that mode moves most. A host computation, called eagerly."""
+    """The largest fixed step with which a method keeps the dynamics, linearized at a State, from growing.
+
+    The step is STABILITY_LIMITS[method] / |lambda| for the eigenvalue
+    lambda of d(qdot, udot)/d(q, u) of largest modulus. Stiff compliant
+    contacts, stops and springs set it (their stiffness over the inertia
+    they move, and their damping). A host computation, called eagerly.
+
+    Args:
+        model: The Model.
+        state: The State the dynamics are linearized at.
+        method: "euler", "semi_explicit_euler" or "rk4".
+
+    Returns:
+        A :class:`StepEstimate`: the step (s; inf when nothing grows), the
+        fastest rate |lambda| (1/s), and the bodies whose speeds that mode
+        moves most.
+
+    Raises:
+        ValueError: An unknown ``method``.
+    """
     if method not in STABILITY_LIMITS:
         raise ValueError(f"stable_step: unknown method {method!r}; choose one of {sorted(STABILITY_LIMITS)}")
     nq = state.q.shape[0]

@@ -106,10 +106,21 @@ def _batch_mesh(devices) -> Mesh:
 
 
 def shard_batch(tree, devices=None):
-    """``tree`` (a State, arrays, any pytree of arrays batched along axis 0)
-    placed so that each of ``devices`` (default: ``jax.devices()``) holds an
-    equal, contiguous slice of the batch. Every leaf needs the same leading
-    size, divisible by the number of devices."""
+    """Place a batch so that each device holds an equal, contiguous slice of it.
+
+    Args:
+        tree: A State, arrays, any pytree of arrays batched along axis 0
+            (every leaf of the same leading size, divisible by the number of
+            devices).
+        devices: The devices; None: ``jax.devices()``.
+
+    Returns:
+        The same pytree, sharded along axis 0 over the devices.
+
+    Raises:
+        ValueError: Leaves of different leading sizes, or a batch size not
+            divisible by the number of devices.
+    """
     devices = list(jax.devices() if devices is None else devices)
     batch = _batch_size("shard_batch", tree)
     if batch % len(devices):
@@ -144,14 +155,29 @@ def gather(tree):
 
 
 def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
-    """``jax.vmap(fun, in_axes)`` with axis 0 as the batch axis, computed as
-    each device's share of the batch (``devices``, default ``jax.devices()``)
-    in a loop over chunks of ``chunk_size`` states (None: one ``vmap`` per
-    share). ``in_axes`` is 0 or a tuple of 0 / None per positional argument
-    (None: the argument is shared, not batched). Results are batched along
-    axis 0 (sharded over the devices). The batch is split over the devices
-    only when its size is a multiple of their count; otherwise one device
-    runs it all."""
+    """``jax.vmap(fun, in_axes)`` over axis 0, split over devices and run in chunks.
+
+    Each device computes its share of the batch in a loop over chunks of
+    ``chunk_size`` states, which stay in cache. The batch is split over the
+    devices only when its size is a multiple of their count; otherwise one
+    device runs it all.
+
+    Args:
+        fun: The function of one element of the batch.
+        in_axes: 0, or a tuple of 0 or None per positional argument (None:
+            the argument is shared, not batched).
+        chunk_size: States per chunk; None: one ``vmap`` per device's share.
+        devices: The devices to split over; None: ``jax.devices()``.
+
+    Returns:
+        The batched function: its results are batched along axis 0 (sharded
+        over the devices).
+
+    Raises:
+        ValueError: A ``chunk_size`` that is not a positive int or None;
+            when called, ``in_axes`` not 0 or 0/None per argument, no
+            argument batched, or batched arguments of different sizes.
+    """
     devices = list(jax.devices() if devices is None else devices)
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"batched: chunk_size must be a positive integer or None, got {chunk_size!r}")

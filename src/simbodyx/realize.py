@@ -36,14 +36,26 @@ from simbodyx.state import AccelerationCache, DynamicsCache, ReportCache, State
 
 
 def realize(model, state: State, stage: Stage = Stage.Position) -> State:
-    """A new State realized through ``stage`` (Instance ... Report).
+    """Realize a State through a stage: the caches of every stage up to it.
 
-    Dynamics evaluates the force elements; Acceleration solves the forward
-    dynamics for udot, qdotdot, A_GB and, with constraints, their
-    multipliers (``constraints.dynamics``; without constraints
-    the articulated-body method alone; with soft constraints,
-    ``model.soft_constraints``' convex problem after it); Report adds the report-only
-    quantities (``state.report``: kinetic, potential and total energy).
+    Position computes the body poses; Velocity their velocities; Dynamics
+    evaluates the force elements; Acceleration solves the forward dynamics
+    for udot, qdotdot, A_GB and, with constraints, their multipliers
+    (``constraints.dynamics``; without constraints the articulated-body
+    method alone; with soft constraints, ``model.soft_constraints``' convex
+    problem after it); Report adds the report-only quantities
+    (``state.report``: kinetic, potential and total energy).
+
+    Args:
+        model: The Model.
+        state: The State (its q, u, z, t and discrete variables are read).
+        stage: The last stage realized (``sx.Stage``, Instance to Report).
+
+    Returns:
+        A new State holding the caches through ``stage``.
+
+    Raises:
+        ValueError: The State is not of this Model's structure.
     """
     return _realize(model, state.check_model(model), Stage(stage))
 

@@ -15,8 +15,14 @@ ENVIRONMENTS = {"hopper": Hopper, "walker2d": Walker2d, "half_cheetah": HalfChee
 
 
 def make(name: str, **overrides) -> Env:
-    """The environment named ``name`` (a key of :data:`ENVIRONMENTS`), with
-    ``overrides`` of its task's parameters (``ctrl_cost_weight=0.01``, ...).
+    """An environment by its name.
+
+    Args:
+        name: A key of :data:`ENVIRONMENTS` ("hopper", "walker2d", "half_cheetah").
+        **overrides: The task's parameters to change (``ctrl_cost_weight=0.01``, ...).
+
+    Returns:
+        The environment (:class:`Env`).
 
     Raises:
         ValueError: An unknown name.
