@@ -2,6 +2,9 @@
 
     python benchmarks/checks.py [--models chain7,humanoid] [--batch 1024] [--rounds 2]
 
+Prints the table and saves the rows as JSON (``benchmarks/results/checks.json``;
+``render.py`` puts them on the benchmark page).
+
 Forward dynamics (``realize`` to Acceleration, udot) of one State and of a
 batch, with the checks off and on, timed in alternation (``--rounds``
 rounds, each timing off then on; minima per round), so drift in the
@@ -40,6 +43,18 @@ def checks_rows(sx, models, batch, rounds, repeats=5):
     return rows
 
 
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.1f}"
+
+
+def render(rows) -> str:
+    """The benchmark page's table (us per call)."""
+    lines = ["| model | batch | round | off | on | on/off |", "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['model']} | {r['batch']:,} | {r['round']} | {_number(r['off_us'])} | {_number(r['on_us'])} | "
+              f"{r['on_us'] / r['off_us']:.2f} |" for r in rows]
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default="chain7,humanoid")
@@ -50,11 +65,11 @@ def main():
     import simbodyx as sx
     sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
-    print(f"jax {jax.__version__}, float64, forward dynamics, checks off and on (us per call)")
-    print(f"{'model':10} {'batch':>6} {'round':>6} {'off':>10} {'on':>10} {'on/off':>7}")
-    for r in checks_rows(sx, args.models.split(","), args.batch, args.rounds):
-        print(f"{r['model']:10} {r['batch']:>6} {r['round']:>6} {r['off_us']:>10.1f} {r['on_us']:>10.1f} "
-              f"{r['on_us'] / r['off_us']:>7.2f}")
+    rows = checks_rows(sx, args.models.split(","), args.batch, args.rounds)
+    print(render(rows))
+    import record
+
+    record.save("checks", rows)
 
 
 if __name__ == "__main__":
