@@ -22,7 +22,9 @@ Each: the gradient's relative error (largest entry difference over the
 largest entry) against the reference and against central differences of
 the engine's own loss (step 1e-6), the loss's difference from MuJoCo C's,
 the cold compile and the time per gradient after it (float64, this
-machine).
+machine). Prints the table and saves the rows as JSON
+(``benchmarks/results/ant_gradient.json``; ``render.py`` puts them on the
+benchmark page).
 """
 
 from __future__ import annotations
@@ -93,8 +95,8 @@ def main():
         per = (time.perf_counter() - start) / 3
         c = jnp.asarray(controls)
         own = np.array([(float(forward(c + eps * e)) - float(forward(c - eps * e))) / (2 * eps) for e in np.eye(m.nu)])
-        rows.append((engine, error(grad[1], reference), error(grad[1], own), abs(float(grad[0]) - value), compile_s,
-                     per))
+        rows.append({"engine": engine, "reference_error": error(grad[1], reference), "own_error": error(grad[1], own),
+                     "loss_difference": abs(float(grad[0]) - value), "compile_s": compile_s, "per_gradient_s": per})
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -130,12 +132,19 @@ def main():
 
     print(f"gymnasium Ant, {args.steps} Euler steps of {m.opt.timestep * 1e3:g} ms after 1 s settled; reference: "
           f"MuJoCo C's central differences (step {eps:g})\n")
-    print("| engine | gradient's error (MuJoCo C's differences) | (its own) | loss's difference (m) | compile (s) "
-          "| per gradient (ms) |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for engine, reference_error, own_error, difference, compile_s, per in rows:
-        print(f"| {engine} | {reference_error:.1e} | {own_error:.1e} | {difference:.1e} | {compile_s:.1f} "
-              f"| {1e3 * per:.1f} |")
+    print(render(rows))
+    import record
+
+    record.save("ant_gradient", rows)
+
+
+def render(rows) -> str:
+    """The benchmark page's table."""
+    lines = ["| engine | gradient's error (MuJoCo C's differences) | (its own) | loss's difference (m) | compile (s) "
+             "| per gradient (ms) |", "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['engine']} | {r['reference_error']:.1e} | {r['own_error']:.1e} | {r['loss_difference']:.1e} "
+              f"| {r['compile_s']:.1f} | {1e3 * r['per_gradient_s']:.1f} |" for r in rows]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
