@@ -25,6 +25,10 @@ its bottom corners (mu_s = mu_d = 0.5, no restitution), resting on the
 floor, advanced by ``sx.SemiExplicitEulerTimeStepper`` with each impulse
 solver (PGS, PLUS). It slides to a stop after v0 / (mu g) = 0.10 s, so
 d x / d v0x = v0 / (mu g) in closed form.
+
+Prints the table and saves the rows as JSON
+(``benchmarks/results/contact_gradient.json``; ``render.py`` puts them on
+the benchmark page).
 """
 
 from __future__ import annotations
@@ -163,15 +167,18 @@ def gradient_rows(sx, steps=1000, mujoco=True):
     return rows
 
 
-def print_table(rows):
-    print("| engine | mode | relative error | largest entry (FD) | finite | compile s | ms |")
-    print("|---|---|---|---|---|---|---|")
+def render(rows) -> str:
+    """The benchmark page's table (an engine that cannot differentiate shows its error)."""
+    lines = ["| engine | mode | relative error | largest entry (central differences) | compile s | ms |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            print(f"| {r['engine']} | {r['mode']} | {r['error']} | | | | |")
+            lines.append(f"| {r['engine']} | {r['mode']} | {r['error']} | | | |")
         else:
-            print(f"| {r['engine']} | {r['mode']} | {r['relative_error']:.2g} | {r['largest']:.3g} "
-                  f"({r['largest_fd']:.3g}) | {r['finite']} | {r['compile_s']:.1f} | {r['ms']:.1f} |")
+            finite = "" if r["finite"] else " (not finite)"
+            lines.append(f"| {r['engine']} | {r['mode']} | {r['relative_error']:.1e}{finite} | {r['largest']:.3g} "
+                         f"({r['largest_fd']:.3g}) | {r['compile_s']:.1f} | {r['ms']:,.0f} |")
+    return "\n".join(lines)
 
 
 def main():
@@ -182,7 +189,11 @@ def main():
     sx.xla_setup.set_cpu_options()  # XLA's CPU options for single trajectories, before computing
 
     print(f"jax {jax.__version__}, {args.steps} steps of {DT * 1e3:g} ms")
-    print_table(gradient_rows(sx, args.steps))
+    rows = gradient_rows(sx, args.steps)
+    print(render(rows))
+    import record
+
+    record.save("contact_gradient", rows)
 
 
 if __name__ == "__main__":
