@@ -25,8 +25,8 @@ def test_observation_reward_terms_and_termination_are_gymnasiums(name):
     whether it is healthy and each reward term equal gymnasium's to 1e-12
     (the same formulas on the same numbers)."""
     env, gym = sx.envs.make(name), _gymnasium(name)
-    assert (env.observation_size, env.action_size, env.dt) == (gym.observation_space.shape[0],
-                                                                 gym.action_space.shape[0], gym.dt)
+    sizes = (gym.observation_space.shape[0], gym.action_space.shape[0], gym.dt)
+    assert (env.observation_size, env.action_size, env.dt) == sizes
     rng = np.random.default_rng(0)
     healthy = []
     for k in range(8):
