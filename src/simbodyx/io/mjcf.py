@@ -429,18 +429,15 @@ def _report_dropped(mujoco, m, joints, options: MjcfOptions, left: _NotModelled)
     MuJoCo path fixed tendons' limits are modelled)."""
     dropped = []
     if left.fitted:
-        shown = ", ".join(left.fitted[:6]) + (f" and {len(left.fitted) - 6} more" if len(left.fitted) > 6 else "")
-        dropped.append(f"mesh geoms' shapes (they touch as the primitives MuJoCo fits to them: {shown})")
+        dropped.append(f"mesh geoms' shapes (they touch as the primitives MuJoCo fits to them: {_listed(left.fitted)})")
     if left.uncovered is None:
         pairs = _colliding_pairs(mujoco, m)
         if pairs:
             dropped.append(f"contacts ({len(pairs)} colliding geom pairs)")
     elif left.uncovered:
-        shown = ", ".join(left.uncovered[:6]) + (f" and {len(left.uncovered) - 6} more" if len(left.uncovered) > 6 else "")
-        dropped.append(f"contact pairs without a kernel: {shown}")
+        dropped.append(f"contact pairs without a kernel: {_listed(left.uncovered)}")
     if left.left_out:
-        shown = ", ".join(left.left_out[:6]) + (f" and {len(left.left_out) - 6} more" if len(left.left_out) > 6 else "")
-        dropped.append(f"constraints: {shown}")
+        dropped.append(f"constraints: {_listed(left.left_out)}")
     if left.unactuated:
         dropped.append(f"actuators {', '.join(left.unactuated)}")
     if left.unmapped:
@@ -451,7 +448,8 @@ def _report_dropped(mujoco, m, joints, options: MjcfOptions, left: _NotModelled)
         "armature": [j.name for j in joints.values() if any(j.armature) and not options.armature],
         "friction loss": [j.name for j, d in zip(joints.values(), m.jnt_dofadr) if m.dof_frictionloss[d] > 0
                           and not options.frictionloss],
-        "damping": [j.name for j in joints.values() if any(j.damping) and not (options.damping and _isotropic(j.damping))],
+        "damping": [j.name for j in joints.values()
+                    if any(j.damping) and not (options.damping and _isotropic(j.damping))],
         "stiffness": [j.name for j in joints.values() if j.stiffness and not options.springs],
         "tendon forces or limits": [  # a tendon with none of these acts only through equalities
             mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}" for t in range(m.ntendon)
@@ -463,6 +461,12 @@ def _report_dropped(mujoco, m, joints, options: MjcfOptions, left: _NotModelled)
     for what, names in by_kind.items():
         if names:
             names = sorted(set(names))
-            dropped.append(f"{what} on {', '.join(names[:6])}{f' and {len(names) - 6} more' if len(names) > 6 else ''}")
+            dropped.append(f"{what} on {_listed(names)}")
     if dropped:
         warnings.warn("load_mjcf: not modelled by the loaded system: " + "; ".join(dropped), stacklevel=3)
+
+
+def _listed(names, shown: int = 6) -> str:
+    """The first ``shown`` names, comma-separated, and how many more there are."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
