@@ -897,6 +897,7 @@ CALLS = [
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
     ("io.mjcf.MjcfOptions.__post_init__", "physics must be", lambda: sx.io.load_mjcf("<mujoco/>", physics="bullet")),
     ("envs.make", "unknown environment", lambda: sx.envs.make("ant")),
+    ("envs.base.Randomized.__init__", "has no with_model", lambda: sx.envs.Randomized(object(), None)),
     ("envs.locomotion.gymnasium_asset", "pip install gymnasium",
      lambda: without_module("gymnasium", sx.envs.locomotion.gymnasium_asset, "hopper.xml")),
     ("envs.locomotion.Locomotion.__init__", "other than hinges and slides", lambda: sx.envs.Locomotion("ant.xml", 5)),

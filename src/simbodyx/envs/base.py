@@ -10,7 +10,6 @@ take a simbodyx environment as it is.
 from __future__ import annotations
 
 import abc
-import copy
 import dataclasses
 
 import jax
@@ -69,13 +68,6 @@ class Env(abc.ABC):
     def backend(self) -> str:
         return "simbodyx"
 
-    def with_model(self, model) -> Env:
-        """The same environment on another Model of the same structure (its
-        numbers changed: masses, frictions, actuator gains)."""
-        other = copy.copy(self)
-        other.model = model
-        return other
-
     @property
     def unwrapped(self) -> Env:
         return self
@@ -91,11 +83,18 @@ class Randomized(Env):
     its own Model, all in one ``vmap``.
 
     Args:
-        env: The environment (any with ``with_model``).
+        env: The environment (one with ``with_model(model)``, as
+            :class:`simbodyx.envs.Locomotion` has).
         models: The batch of Models.
+
+    Raises:
+        TypeError: ``env`` has no ``with_model``.
     """
 
     def __init__(self, env: Env, models):
+        if not callable(getattr(env, "with_model", None)):
+            raise TypeError(f"Randomized: {type(env).__name__} has no with_model(model), so it cannot step on "
+                            "other Models")
         self.env, self.models = env, models
 
     def reset(self, rng: jax.Array) -> State:

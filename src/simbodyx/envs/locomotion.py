@@ -11,6 +11,7 @@ and qvel entry for entry.
 
 from __future__ import annotations
 
+import copy
 import pathlib
 
 import jax
@@ -80,6 +81,13 @@ class Locomotion(Env):
         self.healthy_z_range, self.healthy_angle_range = healthy_z_range, healthy_angle_range
         self.healthy_state_range, self.reset_noise_scale = healthy_state_range, reset_noise_scale
         self.velocity_noise, self.velocity_clip = velocity_noise, velocity_clip
+
+    def with_model(self, model) -> Locomotion:
+        """The same task on another Model of the same structure (its numbers
+        changed: masses, frictions, actuator gains)."""
+        other = copy.copy(self)
+        other.model = model
+        return other
 
     @property
     def dt(self) -> float:
