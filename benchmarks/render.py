@@ -19,14 +19,14 @@ import sys
 
 HERE = pathlib.Path(__file__).parent
 PAGE = HERE / "README.md"
+sys.path.insert(0, str(HERE))  # the scripts import each other by name
+
+import record  # noqa: E402
 BLOCK = re.compile(r"(<!-- results: (\w+) -->\n)(.*?)(<!-- end results: \2 -->)", re.S)
 
 
 def block(name: str) -> str:
     """The rendered text of one result block."""
-    sys.path.insert(0, str(HERE))
-    import record
-
     script = importlib.import_module(name)
     data = record.load(name)
     return f"{record.header(data['run'])}\n\n{script.render(data['results']).strip()}\n\n"

@@ -447,7 +447,8 @@ def _rows(tree, axes):
 
 
 def _stack(rows):
-    """Each leaf's rows stacked: one equation per leaf (:func:`simbodyx._xla.primitives.stacked`) where they share a type."""
+    """Each leaf's rows stacked: one equation per leaf
+    (:func:`simbodyx._xla.primitives.stacked`) where they share a type."""
     return jax.tree.map(lambda *r: stacked(*r) if len({jax.typeof(x) for x in r}) == 1 else jnp.stack(r),
                         *rows)
 
