@@ -31,6 +31,13 @@ MASSLESS = sx.Body.Rigid(sx.MassProperties(0.0, [0.0, 0.0, 0.0], sx.Inertia(0.0)
 RUBBER = sx.ContactMaterial(1e6, 0.5, 0.8, 0.5)
 
 
+def _view_of(mjcf):
+    """``sx.envs.MuJoCoView`` of a robot loaded from MJCF text."""
+    system, _, _, robot = sx.io.load_mjcf(mjcf)
+    model, state = system.realize_topology()
+    return sx.envs.MuJoCoView(robot, model, state)
+
+
 def pendulum(kind="Pin", *options):
     """A system being built: ``system``, ``matter``, ``forces``, ``ground`` and
     ``body``, one ``kind`` mobilizer (with ``options``) from Ground under gravity."""
@@ -896,11 +903,15 @@ CALLS = [
     ("io.mjcf._compile", "no MJCF file", lambda: sx.io.load_mjcf("no_such_robot.xml")),
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
     ("io.mjcf.MjcfOptions.__post_init__", "physics must be", lambda: sx.io.load_mjcf("<mujoco/>", physics="bullet")),
-    ("envs.make", "unknown environment", lambda: sx.envs.make("ant")),
+    ("envs.make", "unknown environment", lambda: sx.envs.make("humanoid")),
     ("envs.base.Randomized.__init__", "has no with_model", lambda: sx.envs.Randomized(object(), None)),
-    ("envs.locomotion.gymnasium_asset", "pip install gymnasium",
-     lambda: without_module("gymnasium", sx.envs.locomotion.gymnasium_asset, "hopper.xml")),
+    ("envs.task.gymnasium_asset", "pip install gymnasium",
+     lambda: without_module("gymnasium", sx.envs.task.gymnasium_asset, "hopper.xml")),
     ("envs.locomotion.Locomotion.__init__", "other than hinges and slides", lambda: sx.envs.Locomotion("ant.xml", 5)),
+    ("envs.task.MuJoCoView.__init__", "welded to the world", lambda: _view_of(
+        '<mujoco><worldbody><geom type="plane" size="1 1 0.1"/><body name="shelf" pos="0 0 1">'
+        '<geom type="box" size="0.1 0.1 0.1"/></body><body name="ball" pos="0 0 2"><freejoint/>'
+        '<geom type="sphere" size="0.1"/></body></worldbody></mujoco>')),
     ("integrate.stable_step", "unknown method", lambda: sx.integrate.stable_step(model().model, model().state, "leapfrog")),
     ("integrate.MuJoCoStepper.__check_init__", "unknown integrator",
      lambda: sx.integrate.MuJoCoStepper(integrator="leapfrog")),

@@ -11,29 +11,15 @@ and qvel entry for entry.
 
 from __future__ import annotations
 
-import copy
-import pathlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from simbodyx.envs.base import Env, State
-from simbodyx.integrate import rollout
-from simbodyx.io.mjcf import load_mjcf
+from simbodyx.envs.base import State
+from simbodyx.envs.task import GymnasiumTask
 
 
-def gymnasium_asset(file: str) -> pathlib.Path:
-    """The path of an MJCF file gymnasium ships (its MuJoCo tasks' assets)."""
-    try:
-        import gymnasium
-    except ImportError:
-        raise ImportError("simbodyx.envs reads gymnasium's robot files: pip install gymnasium "
-                          "(or simbodyx[learn])") from None
-    return pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / file
-
-
-class Locomotion(Env):
+class Locomotion(GymnasiumTask):
     """A planar robot rewarded for running forward along x.
 
     reward = forward_reward_weight * x velocity + healthy_reward (while
@@ -69,34 +55,16 @@ class Locomotion(Env):
                  terminate_when_unhealthy=True, healthy_z_range=(-np.inf, np.inf),
                  healthy_angle_range=(-np.inf, np.inf), healthy_state_range=None, reset_noise_scale=5e-3,
                  velocity_noise="uniform", velocity_clip=None):
-        system, matter, _, robot = load_mjcf(gymnasium_asset(file))
-        others = [j.name for j in robot.joints.values() if j.type not in ("hinge", "slide")]
+        super().__init__(file, frame_skip, reset_noise_scale)
+        others = [j.name for j in self.robot.joints.values() if j.type not in ("hinge", "slide")]
         if others:
             raise NotImplementedError(f"{type(self).__name__}: {file} has joints other than hinges and slides "
                                       f"({', '.join(others)}); the planar tasks map q to qpos one to one")
-        self.model, self.initial = system.realize_topology()
-        self.robot, self.frame_skip = robot, frame_skip
         self.forward_reward_weight, self.ctrl_cost_weight = forward_reward_weight, ctrl_cost_weight
         self.healthy_reward, self.terminate_when_unhealthy = healthy_reward, terminate_when_unhealthy
         self.healthy_z_range, self.healthy_angle_range = healthy_z_range, healthy_angle_range
-        self.healthy_state_range, self.reset_noise_scale = healthy_state_range, reset_noise_scale
+        self.healthy_state_range = healthy_state_range
         self.velocity_noise, self.velocity_clip = velocity_noise, velocity_clip
-
-    def with_model(self, model) -> Locomotion:
-        """The same task on another Model of the same structure (its numbers
-        changed: masses, frictions, actuator gains)."""
-        other = copy.copy(self)
-        other.model = model
-        return other
-
-    @property
-    def dt(self) -> float:
-        """The environment's step (s): ``frame_skip`` steps of the file's."""
-        return self.frame_skip * self.robot.timestep
-
-    @property
-    def action_size(self) -> int:
-        return len(self.robot.actuators)
 
     def observation(self, physics) -> jnp.ndarray:
         """q without the root's x, then u (clipped where the task clips it)."""
@@ -140,9 +108,7 @@ class Locomotion(Env):
 
     def step(self, state: State, action: jax.Array) -> State:
         before = state.pipeline_state
-        controls = jnp.broadcast_to(jnp.asarray(action, before.q.dtype), (self.frame_skip, self.action_size))
-        physics, _ = rollout(self.model, before, self.robot.timestep, self.frame_skip, save_every=self.frame_skip,
-                             method=self.robot.stepper, actuator_controls=controls, energy=False)
+        physics = self.advance(before, action)
         x_velocity = (physics.q[0] - before.q[0]) / self.dt
         terms = self.reward_terms(x_velocity, physics, action)
         done = (~self.is_healthy(physics) if self.terminate_when_unhealthy else jnp.zeros((), bool))

@@ -304,12 +304,12 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
         constraints, stepper, left_out = soft_constraints(mujoco, m, geometry, placed, body_names, name)
         matter.set_soft_constraints(constraints)
         hunt_crossley, uncovered = None, geometry.uncovered
-        fitted = [f"{geom_name[g]} as a {geometry.kind[g]}" for g in sorted({g for p in geometry.covered for g in p})
-                  if g in geometry.fits]
+        fitted = [f"{geom_name[g]} as a {geometry.kind[g]}" for g in geometry.surfaces if g in geometry.fits]
+        contact_links = tuple(body_names[m.geom_bodyid[g]] for g in geometry.surfaces)
     else:
         hunt_crossley, uncovered, fitted = (_contact(mujoco, m, source, system, forces, placed, body_names, name)
                                             if contact else (None, None, []))
-        left_out = None
+        left_out, contact_links = None, ()
     _report_dropped(mujoco, m, joints, options, _NotModelled(uncovered, fitted, left_out, unactuated, unmapped))
     geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
                       mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
@@ -319,7 +319,8 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
     robot = Robot(root=body_names[0], links=links, joints=joints, joint_bodies=moved, visuals=geoms,
                   couplers=couplers, dampers=dampers,
                   springs=spring_elements, stops=stops, frictions=frictions, contact=hunt_crossley,
-                  actuators=actuated, stepper=stepper, timestep=float(m.opt.timestep), options=options)
+                  actuators=actuated, stepper=stepper, timestep=float(m.opt.timestep), options=options,
+                  contact_links=contact_links)
     return system, matter, forces, robot
 
 

@@ -295,7 +295,8 @@ class ContactGeoms:
     only planes and height fields, else a capsule; its (size, pos, quat)
     in ``fits``), ``shape_kind(g)`` the ContactGeometry kind (a flat height
     field: the HalfSpace of its base), ``covered`` the pairs a detection
-    kernel handles and ``uncovered`` the others, described."""
+    kernel handles and ``uncovered`` the others, described; ``surfaces``
+    the geoms of the covered pairs, in order (one contact surface each)."""
 
     def __init__(self, mujoco, m, source, pairs, geom_name):
         self.m = m
@@ -316,6 +317,7 @@ class ContactGeoms:
                 self.uncovered.append(f"{geom_name[g1]}-{geom_name[g2]} ({self.kind[g1]}-{self.kind[g2]})")
             else:
                 self.covered.append((g1, g2))
+        self.surfaces = sorted({g for pair in self.covered for g in pair})
 
     def heights(self, g):
         """A height field geom's heights (nrow, ncol; m)."""

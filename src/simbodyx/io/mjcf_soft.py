@@ -170,10 +170,9 @@ def soft_constraints(mujoco, m, geometry, placed, body_names, name) -> tuple:
     dtype = jnp.zeros(0).dtype
 
     # contacts: one surface per geom in a covered pair
-    geoms = sorted({g for pair in geometry.covered for g in pair})
-    index = {g: i for i, g in enumerate(geoms)}
+    index = {g: i for i, g in enumerate(geometry.surfaces)}
     surfaces = []
-    for g in geoms:
+    for g in geometry.surfaces:
         body, X_B = placed[body_names[m.geom_bodyid[g]]]
         shape, X_GS = geometry.shape(g)
         surfaces.append(ContactSurface(body.index, shape, transform(X_B @ geometry.pose(mujoco, g) @ X_GS),

@@ -63,7 +63,9 @@ class Robot(Mapping):
     ``physics="mujoco"`` (else None; its constraints are the Model's
     ``model.soft_constraints``), ``timestep`` the file's time step
     (s; None for URDF) and ``options`` what ``load_mjcf`` was asked to
-    model (``simbodyx.io.MjcfOptions``; None for URDF)."""
+    model (``simbodyx.io.MjcfOptions``; None for URDF); ``contact_links``
+    the link (MuJoCo body) of each of ``model.soft_constraints``' contact
+    surfaces, in their order (empty without soft constraints)."""
 
     root: str
     links: dict
@@ -81,6 +83,7 @@ class Robot(Mapping):
     stepper: object = None
     timestep: float | None = None
     options: object = None
+    contact_links: tuple = ()
 
     def __getitem__(self, name):
         if name in self.links:
