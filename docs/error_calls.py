@@ -903,11 +903,12 @@ CALLS = [
     ("io.mjcf._compile", "no MJCF file", lambda: sx.io.load_mjcf("no_such_robot.xml")),
     ("io.mjcf._compile", "could not compile", lambda: sx.io.load_mjcf("<mujoco><worldbody><body/></mujoco>")),
     ("io.mjcf.MjcfOptions.__post_init__", "physics must be", lambda: sx.io.load_mjcf("<mujoco/>", physics="bullet")),
-    ("envs.make", "unknown environment", lambda: sx.envs.make("humanoid")),
+    ("envs.make", "unknown environment", lambda: sx.envs.make("swimmer")),
     ("envs.base.Randomized.__init__", "has no with_model", lambda: sx.envs.Randomized(object(), None)),
     ("envs.task.gymnasium_asset", "pip install gymnasium",
      lambda: without_module("gymnasium", sx.envs.task.gymnasium_asset, "hopper.xml")),
     ("envs.locomotion.Locomotion.__init__", "other than hinges and slides", lambda: sx.envs.Locomotion("ant.xml", 5)),
+    ("envs.task.MuJoCoView.cinert", "share a simbodyx body", lambda: sx.envs.make("ant").mujoco.cinert(None, None)),
     ("envs.task.MuJoCoView.__init__", "welded to the world", lambda: _view_of(
         '<mujoco><worldbody><geom type="plane" size="1 1 0.1"/><body name="shelf" pos="0 0 1">'
         '<geom type="box" size="0.1 0.1 0.1"/></body><body name="ball" pos="0 0 2"><freejoint/>'

@@ -2,7 +2,6 @@
 Brax's ``Env`` interface (pure ``reset(rng)`` and ``step(state, action)``,
 for ``jax.jit`` and ``jax.vmap``)."""
 
-from simbodyx.envs.ant import Ant as Ant
 from simbodyx.envs.base import Env as Env, Randomized as Randomized, State as State
 from simbodyx.envs.locomotion import (
     HalfCheetah as HalfCheetah,
@@ -10,17 +9,20 @@ from simbodyx.envs.locomotion import (
     Locomotion as Locomotion,
     Walker2d as Walker2d,
 )
+from simbodyx.envs.runners import Ant as Ant, Humanoid as Humanoid, Runner as Runner
 from simbodyx.envs.task import GymnasiumTask as GymnasiumTask, MuJoCoView as MuJoCoView
 
 #: The environments by gymnasium's lower-case names.
-ENVIRONMENTS = {"hopper": Hopper, "walker2d": Walker2d, "half_cheetah": HalfCheetah, "ant": Ant}
+ENVIRONMENTS = {"hopper": Hopper, "walker2d": Walker2d, "half_cheetah": HalfCheetah, "ant": Ant,
+                "humanoid": Humanoid}
 
 
 def make(name: str, **overrides) -> Env:
     """An environment by its name.
 
     Args:
-        name: A key of :data:`ENVIRONMENTS` ("hopper", "walker2d", "half_cheetah", "ant").
+        name: A key of :data:`ENVIRONMENTS` ("hopper", "walker2d",
+            "half_cheetah", "ant", "humanoid").
         **overrides: The task's parameters to change (``ctrl_cost_weight=0.01``, ...).
 
     Returns:

@@ -55,7 +55,7 @@ class Locomotion(GymnasiumTask):
                  terminate_when_unhealthy=True, healthy_z_range=(-np.inf, np.inf),
                  healthy_angle_range=(-np.inf, np.inf), healthy_state_range=None, reset_noise_scale=5e-3,
                  velocity_noise="uniform", velocity_clip=None):
-        super().__init__(file, frame_skip, reset_noise_scale)
+        super().__init__(file, frame_skip, reset_noise_scale, velocity_noise)
         others = [j.name for j in self.robot.joints.values() if j.type not in ("hinge", "slide")]
         if others:
             raise NotImplementedError(f"{type(self).__name__}: {file} has joints other than hinges and slides "
@@ -63,8 +63,7 @@ class Locomotion(GymnasiumTask):
         self.forward_reward_weight, self.ctrl_cost_weight = forward_reward_weight, ctrl_cost_weight
         self.healthy_reward, self.terminate_when_unhealthy = healthy_reward, terminate_when_unhealthy
         self.healthy_z_range, self.healthy_angle_range = healthy_z_range, healthy_angle_range
-        self.healthy_state_range = healthy_state_range
-        self.velocity_noise, self.velocity_clip = velocity_noise, velocity_clip
+        self.healthy_state_range, self.velocity_clip = healthy_state_range, velocity_clip
 
     def observation(self, physics) -> jnp.ndarray:
         """q without the root's x, then u (clipped where the task clips it)."""
@@ -93,17 +92,10 @@ class Locomotion(GymnasiumTask):
         return terms
 
     def reset(self, rng: jax.Array) -> State:
-        q0, scale = self.initial.q, self.reset_noise_scale
-        position_key, velocity_key = jax.random.split(rng)
-        q = q0 + jax.random.uniform(position_key, q0.shape, q0.dtype, -scale, scale)
-        if self.velocity_noise == "normal":
-            u = scale * jax.random.normal(velocity_key, self.initial.u.shape, q0.dtype)
-        else:
-            u = jax.random.uniform(velocity_key, self.initial.u.shape, q0.dtype, -scale, scale)
-        physics = self.initial.with_q(q).with_u(u)
-        zero = jnp.zeros((), q0.dtype)
-        metrics = {name: zero for name in self.reward_terms(zero, physics, jnp.zeros(self.action_size, q0.dtype))}
-        metrics.update(x_position=q[0], x_velocity=zero)
+        physics = self.reset_physics(rng)
+        zero = jnp.zeros((), physics.q.dtype)
+        metrics = {name: zero for name in self.reward_terms(zero, physics, jnp.zeros(self.action_size, zero.dtype))}
+        metrics.update(x_position=physics.q[0], x_velocity=zero)
         return State(physics, self.observation(physics), zero, zero, metrics)
 
     def step(self, state: State, action: jax.Array) -> State:
