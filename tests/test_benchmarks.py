@@ -258,6 +258,15 @@ def test_robot_rows_compare_each_engine_with_its_converged_answer():
     assert "| 2 |" in robots.table(result)
 
 
+def test_environment_rows_step_a_batch_and_count_the_finite():
+    """benchmarks/envs.py on two Hoppers for four steps (two chunks of two):
+    both finite, a throughput, and the row prints."""
+    envs = _benchmark("envs")
+    row = envs.measure("hopper", batch=2, steps=4, chunk=2)
+    assert (row["batch"], row["steps"], row["finite"]) == (2, 4, 2) and row["steps_per_s"] > 0
+    assert "| hopper | 2 | 4 |" in envs.render([row])
+
+
 def test_the_benchmark_page_is_its_json_rendered():
     """benchmarks/README.md's result blocks are what ``render.py`` makes of
     benchmarks/results/*.json, each headed by its run's command, date,
