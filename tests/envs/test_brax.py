@@ -4,7 +4,6 @@ for a few iterations, float64 physics under float32 networks."""
 
 import jax
 import numpy as np
-from brax.training.agents.ppo import train as ppo
 
 import simbodyx as sx
 
@@ -14,6 +13,8 @@ def test_brax_ppo_trains_the_hopper_unchanged():
     (4 environments, 5-step unrolls, three evaluations): every loss and
     episode reward it reports is finite, the losses move between
     evaluations, and the policy it returns acts within (-1, 1)."""
+    from brax.training.agents.ppo import train as ppo  # imported here: Brax's import is slow and noisy
+
     env = sx.envs.make("hopper")
     reports = []
     make_policy, params, _ = ppo.train(

@@ -80,25 +80,38 @@ def test_make_names_the_environments_and_refuses_others():
         sx.envs.make("swimmer")
 
 
-def test_randomized_masses_step_each_environment_on_its_own_model():
-    """Two Hoppers in one Randomized batch, their masses and inertias scaled
-    by 1 and 1.5 (a vmap of an edited Model): the first steps exactly as
-    the plain environment, the second differently, both finite."""
+def _scaled(model, what, factor):
+    """``model`` with its masses and inertias, its contacts' sliding
+    friction or its motors' gains times ``factor``."""
     import equinox as eqx
 
-    env = sx.envs.Hopper(reset_noise_scale=0.0)
-
-    def scaled(factor):
-        params = env.model.params
-        return eqx.tree_at(lambda m: (m.params.mass, m.params.central_inertia), env.model,
+    params = model.params
+    if what == "mass":
+        return eqx.tree_at(lambda m: (m.params.mass, m.params.central_inertia), model,
                            (params.mass * factor, params.central_inertia * factor))
+    if what == "friction":
+        return eqx.tree_at(lambda m: m.params.soft_constraints.friction, model,
+                           params.soft_constraints.friction.at[:, :2].multiply(factor))
+    motors = sx.integrate.actuators(model)
+    return eqx.tree_at(lambda m: [a.gain for a in sx.integrate.actuators(m)], model,
+                       [a.gain * factor for a in motors])
 
-    batch = sx.envs.Randomized(env, jax.vmap(scaled)(jnp.asarray([1.0, 1.5])))
+
+@pytest.mark.parametrize("what", ["mass", "friction", "gain"])
+def test_randomized_models_step_each_environment_on_its_own_model(what):
+    """Two Hoppers in one Randomized batch, their masses and inertias, their
+    contacts' sliding friction or their motors' gains scaled by 1 and by
+    1.5 or 0.2 (a vmap of an edited Model), 25 steps: the first steps
+    exactly as the plain environment, the second differently, both finite."""
+    env = sx.envs.Hopper(reset_noise_scale=0.0)
+    other = 0.2 if what == "friction" else 1.5
+    batch = sx.envs.Randomized(env, jax.vmap(lambda f: _scaled(env.model, what, f))(jnp.asarray([1.0, other])))
     assert (batch.observation_size, batch.action_size) == (11, 3)
     states = batch.reset(jax.random.split(jax.random.PRNGKey(0), 2))
     actions = jnp.asarray([[0.5, -0.5, 0.2]] * 2)
-    states = jax.jit(batch.step)(states, actions)
-    plain = jax.jit(env.step)(env.reset(jax.random.PRNGKey(0)), actions[0])
+    step, plain_step, plain = jax.jit(batch.step), jax.jit(env.step), env.reset(jax.random.PRNGKey(0))
+    for _ in range(25):  # 0.2 s: the foot lands, so friction acts
+        states, plain = step(states, actions), plain_step(plain, actions[0])
     np.testing.assert_allclose(states.obs[0], plain.obs, rtol=0, atol=1e-12)
     assert np.abs(np.asarray(states.obs[1] - states.obs[0])).max() > 1e-6
     assert np.all(np.isfinite(np.asarray(states.obs)))
