@@ -179,6 +179,30 @@ def test_custom_force_is_traced_once_per_model_and_takes_params():
         sx.Force.Custom(forces, lambda model, state, p: None, params={"name": "stiff"})
 
 
+def test_a_functions_one_trace_lives_as_long_as_the_function():
+    """traced_once keeps one trace per function and argument shapes, reused
+    (the global the function read is frozen in it), and drops it when
+    the function is gone (a Force.Custom's function lives as long as the
+    elements, Models and compiled programs that hold it)."""
+    import gc
+
+    from simbodyx.forces.custom import _TRACES, traced_once
+
+    scale = {"value": 2.0}
+
+    def double(x):
+        return scale["value"] * x
+
+    before = len(_TRACES)
+    np.testing.assert_allclose(traced_once(double, (jnp.ones(2),)), [2.0, 2.0])
+    scale["value"] = 3.0
+    np.testing.assert_allclose(traced_once(double, (jnp.ones(2),)), [2.0, 2.0])
+    assert len(_TRACES) == before + 1 and len(_TRACES[double]) == 1
+    del double
+    gc.collect()
+    assert len(_TRACES) == before
+
+
 def test_custom_force_sees_its_first_trace_on_every_path():
     """A Python global read by calc, changed after one eager realize: every
     path (eager realize, calc_forces and derivatives, a new jax.jit of

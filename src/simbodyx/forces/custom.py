@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Callable
 
 import equinox as eqx
@@ -66,8 +67,11 @@ class Custom(ForceElement):
         return jnp.asarray(self._call(self.energy_fn, model, state), state.q.dtype)
 
 
-#: (function, argument structure, argument shapes and dtypes) -> the function's one trace (ClosedJaxpr, out tree).
-_TRACES: dict = {}
+#: function -> {(argument structure, argument shapes and dtypes): its one trace (ClosedJaxpr, out tree)}, held
+#: while the function lives (the Force.Custom that holds it, and the Models that hold that): weakly keyed, so a
+#: dropped Model's traces go with it. A function that takes no weak reference keeps its traces in _KEPT.
+_TRACES = weakref.WeakKeyDictionary()
+_KEPT: dict = {}
 
 
 def traced_once(fn, args):
@@ -76,12 +80,16 @@ def traced_once(fn, args):
     every program that calls it computes the same function, whatever
     ``fn`` reads from outside its arguments."""
     leaves, tree = jax.tree.flatten(args)
-    key = (fn, tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
-    if key not in _TRACES:
+    key = (tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
+    try:
+        traces = _TRACES.setdefault(fn, {})
+    except TypeError:  # not weakly referable (a builtin)
+        traces = _KEPT.setdefault(fn, {})
+    if key not in traces:
         closed, shape = jax.make_jaxpr(lambda *xs: fn(*jax.tree.unflatten(tree, xs)), return_shape=True)(
             *(jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)) for x in leaves))
-        _TRACES[key] = closed, jax.tree.structure(shape)
-    closed, out_tree = _TRACES[key]
+        traces[key] = closed, jax.tree.structure(shape)
+    closed, out_tree = traces[key]
     return jax.tree.unflatten(out_tree, jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
 
 
