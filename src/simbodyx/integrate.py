@@ -23,14 +23,13 @@ from simbodyx._xla.module import Module
 from simbodyx._xla.scalarize import entry_point
 from simbodyx._xla.trace_context import tracing
 from simbodyx._xla.xla_setup import jit_with_options, loop_compiler_options
-from simbodyx.algorithms.coordinates import advance_q, multiply_by_n, normalize_quaternions
+from simbodyx.algorithms.coordinates import (advance_q, angular_velocities_in_m, multiply_by_n,
+                                             normalize_quaternions)
 from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.forces.custom import with_controller
 from simbodyx.forces.discrete import MobilityActuator, with_controls
-from simbodyx.mobilizers.orientation import Ball
 from simbodyx.model import FoldedModel
 from simbodyx.rigid_contact.impulse import ITERATED
-from simbodyx.spatial.rotation import quaternion_to_matrix
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -182,45 +181,34 @@ class MuJoCoStepper(Module):
         return _next(state, dt, advance_q(state.topology, state.q, u1, dt), u1, state.z + dt * s.acceleration.zdot)
 
 
-def _in_m(topology, q, u, back: bool = False):
-    """u with each ball's and free joint's angular velocity (its first
-    three u, w_FM in F) expressed in M, as MuJoCo's qvel holds it; with
-    ``back``, from M to F. The same map takes udot to MuJoCo's qacc."""
-    bodies = [b for b in topology.quaternion_bodies if isinstance(topology.kinds[b], Ball)]
-    if not bodies:
-        return u
-    rows = np.asarray([topology.u_start[b] for b in bodies])[:, None] + np.arange(3)
-    quaternions = q[np.asarray([topology.q_start[b] for b in bodies])[:, None] + np.arange(4)]
-    R_FM = jax.vmap(quaternion_to_matrix)(quaternions)
-    return u.at[rows].set(jnp.einsum("bji,bj->bi" if not back else "bij,bj->bi", R_FM, u[rows]))
-
-
 def _mujoco_rk4(model, state: State, dt) -> State:
     """Classical fourth-order Runge-Kutta as MuJoCo's ``mj_RungeKutta``:
     the stages' velocities and accelerations combined linearly in MuJoCo's
-    frames (``_in_m``), q advanced along the combined velocities
-    (``advance_q``). The four stages are one ``lax.scan`` (the dynamics
-    traced once)."""
+    frames (``angular_velocities_in_m``), q advanced along the combined
+    velocities (``advance_q``). The four stages are one ``lax.scan`` (the
+    dynamics traced once)."""
     topology, q0, z0 = state.topology, state.q, state.z
-    u0 = _in_m(topology, q0, state.u)
+
+    def in_m(q, u, back=False):
+        return angular_velocities_in_m(topology, q, u, back)
+
+    u0 = in_m(q0, state.u)
     times = jnp.asarray([0.0, 0.5, 0.5, 1.0], q0.dtype)
     weights = jnp.asarray([1.0, 2.0, 2.0, 1.0], q0.dtype)
 
     def stage(carry, at):
         k, total = carry  # k: the previous stage's (u, udot, zdot), u and udot in MuJoCo's frames
         h = at[0] * dt
-        q = advance_q(topology, q0, _in_m(topology, q0, k[0], back=True), h)
+        q = advance_q(topology, q0, in_m(q0, k[0], back=True), h)
         u = u0 + h * k[1]
-        udot, zdot = state_rates(model, _with(state, state.t + h, q, _in_m(topology, q, u, back=True),
-                                              z0 + h * k[2]))[1:]
-        k = (u, _in_m(topology, q, udot), zdot)
+        udot, zdot = state_rates(model, _with(state, state.t + h, q, in_m(q, u, back=True), z0 + h * k[2]))[1:]
+        k = (u, in_m(q, udot), zdot)
         return (k, tuple(acc + at[1] * b for acc, b in zip(total, k))), None
 
     zeros = (jnp.zeros_like(state.u), jnp.zeros_like(state.u), jnp.zeros_like(z0))
     (_, (u_sum, udot_sum, zdot_sum)), _ = jax.lax.scan(stage, (zeros, zeros), (times, weights))
-    q1 = normalize_quaternions(topology, advance_q(topology, q0, _in_m(topology, q0, u_sum, back=True), dt / 6))
-    return _with(state, state.t + dt, q1, _in_m(topology, q1, u0 + dt / 6 * udot_sum, back=True),
-                 z0 + dt / 6 * zdot_sum)
+    q1 = normalize_quaternions(topology, advance_q(topology, q0, in_m(q0, u_sum, back=True), dt / 6))
+    return _with(state, state.t + dt, q1, in_m(q1, u0 + dt / 6 * udot_sum, back=True), z0 + dt / 6 * zdot_sum)
 
 
 STEPS = {"euler": euler_step, "semi_explicit_euler": semi_explicit_euler_step, "rk4": rk4_step}

@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx._xla.trace_context import per_context_jit
+from simbodyx.mobilizers.orientation import Ball
+from simbodyx.spatial.rotation import quaternion_to_matrix
 from simbodyx.spatial.vectors import mat_vec, small_sum
 from simbodyx.topology import Topology
 from simbodyx.tree import take_rows
@@ -138,3 +140,17 @@ def advance_q(topology: Topology, q, u, h):
         return _quaternion_product(jnp.concatenate([jnp.cos(angle), half * jnp.sinc(angle / jnp.pi)], axis=1), quat)
 
     return _with_quaternions(topology, q + h * qdot, turned)
+
+
+def angular_velocities_in_m(topology: Topology, q, u, back: bool = False):
+    """u with each ball's and free joint's angular velocity (its first
+    three u, w_FM in F) expressed in M, as MuJoCo's qvel holds it; with
+    ``back``, from M to F. The same map takes udot to MuJoCo's qacc and a
+    generalized force to MuJoCo's."""
+    bodies = [b for b in topology.quaternion_bodies if isinstance(topology.kinds[b], Ball)]
+    if not bodies:
+        return u
+    rows = np.asarray([topology.u_start[b] for b in bodies])[:, None] + np.arange(3)
+    quaternions = q[np.asarray([topology.q_start[b] for b in bodies])[:, None] + np.arange(4)]
+    R_FM = jax.vmap(quaternion_to_matrix)(quaternions)
+    return u.at[rows].set(jnp.einsum("bij,bj->bi" if back else "bji,bj->bi", R_FM, u[rows]))

@@ -13,11 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from simbodyx.algorithms.coordinates import angular_velocities_in_m, normalize_quaternions
 from simbodyx.algorithms.energy import mass_centers_in_ground, system_mass_center
 from simbodyx.envs.base import Env
 from simbodyx.integrate import actuators, rollout
 from simbodyx.io.mjcf import load_mjcf
-from simbodyx.spatial.rotation import quaternion_to_matrix
+from simbodyx.spatial.inertia import point_inertia
 from simbodyx.spatial.vectors import cross
 from simbodyx.stage import Stage
 
@@ -58,23 +59,16 @@ class MuJoCoView:
     """
 
     def __init__(self, robot, model, state):
-        self.rotated = []  # (row of qvel, q index of the quaternion) of each angular velocity MuJoCo takes in M
-        q_index, u_index = [], []
+        q_index, u_index = [], []  # where each entry of qpos and qvel is in q and u
         for name, body in robot.joint_bodies.items():
             kind, q0, u0 = robot.joints[name].type, body.get_first_q_index(state), body.get_first_u_index(state)
             if kind == "free":
                 q_index += [q0 + 4, q0 + 5, q0 + 6, q0, q0 + 1, q0 + 2, q0 + 3]
-                self.rotated.append((len(u_index) + 3, q0))
                 u_index += [u0 + 3, u0 + 4, u0 + 5, u0, u0 + 1, u0 + 2]
-            elif kind == "ball":
-                q_index += [q0, q0 + 1, q0 + 2, q0 + 3]
-                self.rotated.append((len(u_index), q0))
-                u_index += [u0, u0 + 1, u0 + 2]
             else:
-                q_index.append(q0)
-                u_index.append(u0)
+                q_index += range(q0, q0 + (4 if kind == "ball" else 1))
+                u_index += range(u0, u0 + (3 if kind == "ball" else 1))
         self.q_index, self.u_index = np.asarray(q_index), np.asarray(u_index)
-        self.quaternions = [int(np.flatnonzero(self.q_index == q0)[0]) for _, q0 in self.rotated]
 
         links = list(robot.links)
         self.num_bodies = len(links)
@@ -106,20 +100,14 @@ class MuJoCoView:
     def _in_mujoco_order(self, state, x):
         """(nv,) a vector on u (speeds, accelerations or generalized forces)
         in MuJoCo's order and frames."""
-        x = x[self.u_index]
-        for row, q0 in self.rotated:
-            x = x.at[row:row + 3].set(quaternion_to_matrix(state.q[q0:q0 + 4]).T @ x[row:row + 3])
-        return x
+        return angular_velocities_in_m(state.topology, state.q, x)[self.u_index]
 
     def state(self, state, qpos, qvel):
         """``state`` with MuJoCo's (qpos, qvel) (its quaternions normalized)."""
-        qpos, qvel = jnp.asarray(qpos, state.q.dtype), jnp.asarray(qvel, state.u.dtype)
-        for first in self.quaternions:
-            qpos = qpos.at[first:first + 4].divide(jnp.linalg.norm(qpos[first:first + 4]))
-        q = state.q.at[self.q_index].set(qpos)
-        for row, q0 in self.rotated:
-            qvel = qvel.at[row:row + 3].set(quaternion_to_matrix(q[q0:q0 + 4]) @ qvel[row:row + 3])
-        return state.with_q(q).with_u(state.u.at[self.u_index].set(qvel))
+        topology = state.topology
+        q = normalize_quaternions(topology, state.q.at[self.q_index].set(jnp.asarray(qpos, state.q.dtype)))
+        u = state.u.at[self.u_index].set(jnp.asarray(qvel, state.u.dtype))
+        return state.with_q(q).with_u(angular_velocities_in_m(topology, q, u, back=True))
 
     def mass_center(self, model, state) -> jnp.ndarray:
         """(3,) the system's mass center in G (m): MuJoCo's body_mass-weighted xipos."""
@@ -151,9 +139,7 @@ class MuJoCoView:
         mass = instance.mass[bodies]
         offset = mass_centers_in_ground(instance, placed.position)[bodies] - self._root_centers(placed)[bodies]
         R = placed.position.X_GB.R[bodies]
-        inertia = (jnp.einsum("bij,bjk,blk->bil", R, instance.central_inertia[bodies], R)
-                   + mass[:, None, None] * (jnp.sum(offset * offset, -1)[:, None, None] * jnp.eye(3)
-                                            - offset[:, :, None] * offset[:, None, :]))
+        inertia = jnp.einsum("bij,bjk,blk->bil", R, instance.central_inertia[bodies], R) + point_inertia(mass, offset)
         rows, columns = np.array([0, 1, 2, 0, 0, 1]), np.array([0, 1, 2, 1, 2, 2])
         return jnp.concatenate([inertia[:, rows, columns], mass[:, None] * offset, mass[:, None]], axis=-1)
 
