@@ -21,6 +21,7 @@ import numpy as np
 
 from simbodyx.envs.base import State
 from simbodyx.envs.task import GymnasiumTask
+from simbodyx.stage import Stage
 
 
 class Runner(GymnasiumTask):
@@ -65,20 +66,22 @@ class Runner(GymnasiumTask):
 
     def reset(self, rng: jax.Array) -> State:
         physics = self.reset_physics(rng)
-        forces, zero = self.contact_forces(physics), jnp.zeros((), physics.q.dtype)
-        terms = self.reward_terms(zero, physics, jnp.zeros(self.action_size, zero.dtype), forces)
-        metrics = dict({name: zero for name in terms}, **self._positions(physics, jnp.zeros(2, zero.dtype)))
-        return State(physics, self.observation(physics, forces), zero, zero, metrics)
+        moving = self.model.realize(physics, Stage.Velocity)  # one realization for every MuJoCo quantity
+        forces, zero = self.contact_forces(moving), jnp.zeros((), physics.q.dtype)
+        terms = self.reward_terms(zero, moving, jnp.zeros(self.action_size, zero.dtype), forces)
+        metrics = dict({name: zero for name in terms}, **self._positions(moving, jnp.zeros(2, zero.dtype)))
+        return State(physics, self.observation(moving, forces), zero, zero, metrics)
 
     def step(self, state: State, action: jax.Array) -> State:
         before = state.pipeline_state
         physics = self.advance(before, action)
-        xy_velocity = (self.tracked(physics) - self.tracked(before)) / self.dt
-        forces = self.contact_forces(physics)
-        terms = self.reward_terms(xy_velocity[0], physics, action, forces)
-        done = ~self.is_healthy(physics) if self.terminate_when_unhealthy else jnp.zeros((), bool)
-        metrics = dict(state.metrics, **terms, **self._positions(physics, xy_velocity))
-        return state.replace(pipeline_state=physics, obs=self.observation(physics, forces),
+        moving = self.model.realize(physics, Stage.Velocity)  # one realization for every MuJoCo quantity
+        xy_velocity = (self.tracked(moving) - self.tracked(before)) / self.dt
+        forces = self.contact_forces(moving)
+        terms = self.reward_terms(xy_velocity[0], moving, action, forces)
+        done = ~self.is_healthy(moving) if self.terminate_when_unhealthy else jnp.zeros((), bool)
+        metrics = dict(state.metrics, **terms, **self._positions(moving, xy_velocity))
+        return state.replace(pipeline_state=physics, obs=self.observation(moving, forces),
                              reward=sum(terms.values()), done=done.astype(xy_velocity.dtype), metrics=metrics)
 
 

@@ -33,6 +33,11 @@ def gymnasium_asset(file: str) -> pathlib.Path:
     return pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / file
 
 
+def _realized(model, state, stage: Stage):
+    """The State itself if realized through ``stage``, else realized by the Model."""
+    return state if state.stage >= stage else model.realize(state, stage)
+
+
 class MuJoCoView:
     """MuJoCo's quantities of a loaded robot's States, as JAX functions
     (eager, under ``jit``, ``vmap`` and ``grad``).
@@ -45,7 +50,8 @@ class MuJoCoView:
     quantities have one row per MuJoCo body (``robot.links``' order, the
     world's first); its "com-based" ones are taken at the mass center of
     the body's root subtree (the subtree of the world's child that carries
-    it), in G.
+    it), in G. Each takes a State as it is where it is realized far enough
+    (so several quantities of one State share one realization).
 
     Args:
         robot: A robot from ``sx.io.load_mjcf``.
@@ -111,7 +117,7 @@ class MuJoCoView:
 
     def mass_center(self, model, state) -> jnp.ndarray:
         """(3,) the system's mass center in G (m): MuJoCo's body_mass-weighted xipos."""
-        placed = model.realize(state, Stage.Position)
+        placed = _realized(model, state, Stage.Position)
         return system_mass_center(placed.instance, placed.position)
 
     def _root_centers(self, placed):
@@ -134,7 +140,7 @@ class MuJoCoView:
         if self.shared:
             raise NotImplementedError(f"MuJoCoView.cinert: the bodies {', '.join(self.shared)} share a simbodyx "
                                       f"body; load the file with merge_fixed=False")
-        placed = model.realize(state, Stage.Position)
+        placed = _realized(model, state, Stage.Position)
         instance, bodies = placed.instance, self.link_bodies
         mass = instance.mass[bodies]
         offset = mass_centers_in_ground(instance, placed.position)[bodies] - self._root_centers(placed)[bodies]
@@ -147,7 +153,7 @@ class MuJoCoView:
         """(nbody, 6) MuJoCo's cvel at a State: each body's angular velocity
         and the velocity of the point of it at its root subtree's mass
         center, [w; v] in G (rad/s, m/s)."""
-        moving = model.realize(state, Stage.Velocity)
+        moving = _realized(model, state, Stage.Velocity)
         bodies = self.link_bodies
         V = moving.velocity.V_GB[bodies]
         lever = self._root_centers(moving)[bodies] - moving.position.X_GB.p[bodies]
@@ -168,7 +174,7 @@ class MuJoCoView:
         the body's root subtree (the subtree of the world's child that
         carries it), as MuJoCo's ``mj_rnePostConstraint``."""
         contacts = model.soft_constraints.contact_forces(model, state)
-        centers = self._root_centers(model.realize(state, Stage.Position))
+        centers = self._root_centers(_realized(model, state, Stage.Position))
         on_second = jnp.concatenate([cross(contacts.location - centers[self.surface_bodies[list(contacts.surface2)]],
                                            contacts.force), contacts.force], axis=-1)
         on_first = -jnp.concatenate([cross(contacts.location - centers[self.surface_bodies[list(contacts.surface1)]],
