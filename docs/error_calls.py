@@ -11,6 +11,7 @@ checks the error's type and its message against the template.
 """
 
 import importlib.metadata
+import os
 import sys
 from types import SimpleNamespace
 
@@ -53,6 +54,11 @@ def realized(built):
     """The system being ``built`` (:func:`pendulum`) frozen: ``model``, ``state`` and its ``body`` handle."""
     model, state = built.system.realize_topology()
     return SimpleNamespace(model=model, state=state, body=built.body)
+
+
+def _view(built, *args, **options):
+    """``sx.viz.view`` of a frozen system (:func:`model`)."""
+    return sx.viz.view(built.model, built.state, *args, **options)
 
 
 def model(kind="Pin"):
@@ -150,6 +156,19 @@ def without_module(name, call, *args):
             del sys.modules[name]
         else:
             sys.modules[name] = saved
+
+
+def with_environment(variable, value, call, *args):
+    """``call(*args)`` with the environment variable set to ``value``."""
+    saved = os.environ.get(variable)
+    os.environ[variable] = value
+    try:
+        return call(*args)
+    finally:
+        if saved is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = saved
 
 
 def without_distribution(name, call, *args):
@@ -960,6 +979,26 @@ CALLS = [
     ("spatial.inertia.MassProperties.check", "(central inertia)",
      lambda: sx.MassProperties.from_central(1.0, [0, 0, 0], sx.Inertia(1.0, 1.0, 3.0)).check()),
     ("spatial.transform.Transform.__init__", "Transform needs R", lambda: sx.Transform(np.eye(2), np.zeros(3))),
+    ("io.urdf._color", "is not four numbers", lambda: sx.io.load_urdf(
+        '<robot name="r"><link name="a"><visual><geometry><sphere radius="1"/></geometry>'
+        '<material name="m"><color rgba="1 0"/></material></visual></link></robot>')),
+    ("viz.page._trajectory", "q must be", lambda: _view(model(), np.zeros((3, 2)))),
+    ("viz.page._trajectory", "t must be", lambda: _view(model(), np.zeros((2, 1)), t=[0.0])),
+    ("viz.page.view", "layout must be", lambda: _view(model(), layout="row")),
+    ("viz.scene._mesh_file", "not found", lambda: sx.viz.robot_visuals(sx.io.load_urdf(
+        '<robot name="r"><link name="a"><visual><geometry><mesh filename="package://p/a.stl"/></geometry>'
+        '</visual></link></robot>')[3])),
+    ("viz.scene._urdf_visuals", "with trimesh", lambda: without_module("trimesh", sx.viz.robot_visuals, sx.io.load_urdf(
+        '<robot name="r"><link name="a"><visual><geometry><mesh filename="a.stl"/></geometry>'
+        '</visual></link></robot>')[3])),
+    ("viz.browser.chromium", "found none",
+     lambda: with_environment("SIMBODYX_CHROMIUM", "/no/chromium", sx.viz.browser.chromium)),
+    ("viz.browser.opened", "with Playwright", lambda: without_module("playwright.sync_api", sx.viz.image,
+                                                                     _view(model()))),
+    ("viz.browser.video", "write .mp4 or .gif", lambda: sx.viz.video(_view(model()), "a.avi")),
+    ("viz.browser.video", "must be positive", lambda: sx.viz.video(_view(model()), "a.gif", fps=0)),
+    ("viz.browser.video", "with imageio-ffmpeg", lambda: without_module("imageio_ffmpeg", sx.viz.video,
+                                                                        _view(model()), "a.mp4")),
 ]
 
 #: Errors no call here reaches: where, fragment, and why.
@@ -987,4 +1026,6 @@ UNCALLED = [
     ("topology.Topology.group_row", "belongs to no kind group", "an internal consistency check"),
     ("io.mjcf.load_mjcf", "a free joint must be",
      "MuJoCo's compiler rejects such a model first (a free joint below the world body, or beside another joint)"),
+    ("viz.browser.opened", "did not build its scene",
+     "needs a page whose script fails in a browser: tests/viz/test_browser.py opens such a page"),
 ]

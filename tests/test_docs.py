@@ -151,7 +151,8 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
 ENTRY_POINTS = ("io.mjcf.load_mjcf", "io.urdf.load_urdf", "integrate.rollout", "integrate.MuJoCoStepper",
                 "integrate.stable_step", "realize.realize", "simulation.simulate", "optimize.minimize",
                 "parallel.batched", "parallel.shard_batch", "envs.make", "envs.base.State", "envs.base.Randomized",
-                "envs.locomotion.Locomotion", "envs.runners.Ant", "envs.runners.Humanoid", "envs.task.MuJoCoView", "envs.task.GymnasiumTask")
+                "envs.locomotion.Locomotion", "envs.runners.Ant", "envs.runners.Humanoid", "envs.task.MuJoCoView", "envs.task.GymnasiumTask",
+                "viz.page.view", "viz.browser.image", "viz.browser.video")
 
 
 def test_the_entry_points_document_every_parameter_in_googles_style():

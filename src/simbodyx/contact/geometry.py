@@ -120,6 +120,22 @@ class HeightField(Shape):
         self.half_lengths = _positive(half_lengths, (2,), "half_lengths", label)
 
 
+def grid_triangles(heights, half_lengths):
+    """A height grid's surface as triangles, split as :class:`HeightField`'s
+    are: (vertices (nrow * ncol, 3) in S, m; faces (2 (nrow - 1) (ncol - 1),
+    3) counter-clockwise seen from above, vertex indices). numpy, for
+    drawing."""
+    heights = np.asarray(heights, dtype=np.float64)
+    rows, columns = heights.shape
+    x = np.linspace(-half_lengths[0], half_lengths[0], columns)
+    y = np.linspace(-half_lengths[1], half_lengths[1], rows)
+    vertices = np.stack([*np.meshgrid(x, y), heights], axis=-1).reshape(-1, 3)
+    corner = (np.arange(rows - 1)[:, None] * columns + np.arange(columns - 1)[None, :]).ravel()
+    low, right, up, high = corner, corner + 1, corner + columns, corner + columns + 1
+    faces = np.concatenate([np.stack([low, right, high], 1), np.stack([low, high, up], 1)])
+    return vertices, faces
+
+
 class ContactGeometry:
     """Namespace of contact shapes, Simbody's ``ContactGeometry::``."""
 

@@ -28,6 +28,7 @@ import numpy as np
 from simbodyx import functions
 from simbodyx.builder import Body, GeneralForceSubsystem, MobilizedBody, MultibodySystem, SimbodyMatterSubsystem
 from simbodyx.constraints import Constraint
+from simbodyx.contact.geometry import grid_triangles
 from simbodyx.forces import Force
 from simbodyx.io.mjcf_fit import (
     ContactGeoms,
@@ -311,17 +312,37 @@ def load_mjcf(source, *, merge_fixed: bool = True, damping: bool = True, springs
                                             if contact else (None, None, []))
         left_out, contact_links = None, ()
     _report_dropped(mujoco, m, joints, options, _NotModelled(uncovered, fitted, left_out, unactuated, unmapped))
-    geoms = [Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]),
-                      mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower(),
-                      {"size": np.array(m.geom_size[g], float), "name": name(mujoco.mjtObj.mjOBJ_GEOM, g)})
-             for g in range(m.ngeom)]
+    geoms = [_drawn(mujoco, m, g, body_names, name(mujoco.mjtObj.mjOBJ_GEOM, g)) for g in range(m.ngeom)]
     links = {n: (handle, transform(X)) for n, (handle, X) in placed.items()}
     robot = Robot(root=body_names[0], links=links, joints=joints, joint_bodies=moved, visuals=geoms,
                   couplers=couplers, dampers=dampers,
                   springs=spring_elements, stops=stops, frictions=frictions, contact=hunt_crossley,
                   actuators=actuated, stepper=stepper, timestep=float(m.opt.timestep), options=options,
-                  contact_links=contact_links)
+                  contact_links=contact_links,
+                  directory=None if str(source).lstrip().startswith("<") else str(pathlib.Path(source).parent))
     return system, matter, forces, robot
+
+
+def _drawn(mujoco, m, g, body_names, name) -> Geometry:
+    """Geom g as drawn: MuJoCo's colour rule (a material's rgba unless the
+    geom sets its own) and a mesh's or height field's compiled triangles."""
+    kind = mujoco.mjtGeom(m.geom_type[g]).name.removeprefix("mjGEOM_").lower()
+    rgba, material = m.geom_rgba[g], m.geom_matid[g]
+    if material >= 0 and tuple(rgba) == (0.5, 0.5, 0.5, 1.0):
+        rgba = m.mat_rgba[material]
+    mesh, data = None, m.geom_dataid[g]
+    if kind == "mesh":
+        vertices = m.mesh_vert[m.mesh_vertadr[data]:m.mesh_vertadr[data] + m.mesh_vertnum[data]]
+        mesh = (np.array(vertices, float), np.array(m.mesh_face[m.mesh_faceadr[data]:
+                                                                m.mesh_faceadr[data] + m.mesh_facenum[data]]))
+    elif kind == "hfield":
+        rows, columns = m.hfield_nrow[data], m.hfield_ncol[data]
+        sx, sy, top, _ = m.hfield_size[data]
+        heights = m.hfield_data[m.hfield_adr[data]:m.hfield_adr[data] + rows * columns].reshape(rows, columns)
+        mesh = grid_triangles(heights * top, (sx, sy))
+    return Geometry(body_names[m.geom_bodyid[g]], _pose(mujoco, m.geom_pos[g], m.geom_quat[g]), kind,
+                    {"size": np.array(m.geom_size[g], float), "name": name, "group": int(m.geom_group[g])},
+                    tuple(float(c) for c in rgba), mesh)
 
 
 def _compile(mujoco, source):

@@ -22,15 +22,22 @@ RIGID = 1e12
 
 @dataclasses.dataclass(frozen=True)
 class Geometry:
-    """A visual or collision shape, kept for drawing only: its ``link``, its
-    pose in the link (``origin``, (4, 4)), ``kind`` ("box", "cylinder",
-    "sphere", "mesh") and the element's attributes (``size``, ``radius``,
-    ``length``, ``filename`` as written, ``scale``)."""
+    """A visual or collision shape, kept for drawing only (``sx.viz``): its
+    ``link``, its pose in the link (``origin``, (4, 4)), ``kind`` (URDF's
+    "box", "cylinder", "sphere", "mesh"; MJCF's geom types: "plane",
+    "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh")
+    and the element's attributes (URDF: ``size``, ``radius``, ``length``,
+    ``filename`` as written, ``scale``; MJCF: ``size``, ``name``,
+    ``group``); ``rgba`` its colour (None: the file gives none); ``mesh``
+    an MJCF mesh's or height field's compiled triangles, (vertices (n, 3)
+    in the geom's frame, m; faces (k, 3) vertex indices), else None."""
 
     link: str
     origin: np.ndarray
     kind: str
     attributes: dict
+    rgba: tuple | None = None
+    mesh: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
@@ -65,7 +72,9 @@ class Robot(Mapping):
     (s; None for URDF) and ``options`` what ``load_mjcf`` was asked to
     model (``simbodyx.io.MjcfOptions``; None for URDF); ``contact_links``
     the link (MuJoCo body) of each of ``model.soft_constraints``' contact
-    surfaces, in their order (empty without soft constraints)."""
+    surfaces, in their order (empty without soft constraints);
+    ``directory`` the folder of the file read (None for a string), where
+    ``sx.viz`` looks for a URDF's meshes."""
 
     root: str
     links: dict
@@ -84,6 +93,7 @@ class Robot(Mapping):
     timestep: float | None = None
     options: object = None
     contact_links: tuple = ()
+    directory: str | None = None
 
     def __getitem__(self, name):
         if name in self.links:

@@ -233,7 +233,8 @@ def load_urdf(source, *, floating_base: bool = False, gravity=(0.0, 0.0, -9.81),
     links_on_bodies = {link: (body, transform(X_BL)) for link, (body, X_BL) in placed.items()}
     robot = Robot(root=root, links=links_on_bodies, joints=joints, joint_bodies=moved, visuals=visuals,
                   collisions=collisions, couplers=couplers, dampers=dampers, stops=stops, frictions=frictions,
-                  contact=hunt_crossley)
+                  contact=hunt_crossley,
+                  directory=None if where == "URDF string" else str(pathlib.Path(where).resolve().parent))
     return system, matter, forces, robot
 
 
@@ -373,8 +374,26 @@ def _named(element, kind, where):
     return name
 
 
+def _color(material, named, what):
+    """A <material>'s rgba: its own <color>, else the top-level material it names."""
+    if material is None:
+        return None
+    color = material.find("color")
+    if color is None:
+        return named.get(material.get("name"))
+    values = (color.get("rgba") or "").split()
+    try:
+        rgba = tuple(float(v) for v in values)
+    except ValueError:
+        rgba = ()
+    if len(rgba) != 4 or not all(math.isfinite(v) for v in rgba):
+        raise ValueError(f"{what} <color>: rgba={color.get('rgba')!r} is not four numbers")
+    return rgba
+
+
 def _read(robot, where):
     links, joints, visuals, collisions = {}, {}, [], []
+    named = {m.get("name"): _color(m, {}, f"{where}: material {m.get('name')!r}") for m in robot.findall("material")}
     for element in robot.findall("link"):
         name = _named(element, "link", where)
         if name in links:
@@ -400,7 +419,8 @@ def _read(robot, where):
                 for kind in ("box", "cylinder", "sphere", "mesh"):
                     found = geometry.find(kind) if geometry is not None else None
                     if found is not None:
-                        out.append(Geometry(name, _origin(shape, f"{what} <{tag}>"), kind, dict(found.attrib)))
+                        out.append(Geometry(name, _origin(shape, f"{what} <{tag}>"), kind, dict(found.attrib),
+                                            _color(shape.find("material"), named, f"{what} <{tag}>")))
     for element in robot.findall("joint"):
         name = _named(element, "joint", where)
         what = f"{where}: joint {name!r}"

@@ -1,0 +1,196 @@
+"""A trajectory viewer as one self-contained HTML page: three.js (embedded,
+MIT licence, in ``_three/``) draws each body's shapes and plays their
+poses with play/pause, a time slider and a speed choice; the page needs no
+server and fetches nothing, so a saved file opens anywhere and the same
+page shows inline in Jupyter."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import pathlib
+
+import numpy as np
+
+from simbodyx.viz import scene as scenes
+
+_HERE = pathlib.Path(__file__).parent
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+html, body {{ margin: 0; height: 100%; font: 13px system-ui, sans-serif; }}
+#simbodyx-root {{ position: relative; width: 100%; height: 100%; overflow: hidden; }}
+#simbodyx-root canvas {{ display: block; }}
+#simbodyx-bar {{ position: absolute; left: 8px; right: 8px; bottom: 8px; gap: 8px; align-items: center;
+  padding: 4px 8px; background: rgba(255,255,255,0.8); border-radius: 4px; }}
+#simbodyx-bar input {{ flex: 1; }}
+</style></head><body>
+<div id="simbodyx-root"><div id="simbodyx-bar" style="display: none">
+<button type="button">Play</button><input type="range" min="0" max="0" value="0" aria-label="time">
+<span>t = 0</span><select aria-label="speed"><option value="0.25">0.25x</option>
+<option value="0.5">0.5x</option><option value="1" selected>1x</option><option value="2">2x</option></select>
+</div></div>
+<script type="text/plain" id="three-src">{three}</script>
+<script type="text/plain" id="orbit-src">{orbit}</script>
+<script type="application/json" id="simbodyx-scene">{scene}</script>
+<script type="module">{viewer}</script>
+</body></html>
+"""
+
+
+def _vendored(name: str) -> str:
+    source = (_HERE / name).read_text()
+    assert "</script" not in source.lower(), name  # it sits inside a <script> element
+    return source
+
+
+def _b64(array, dtype) -> str:
+    return base64.b64encode(np.ascontiguousarray(array, dtype).tobytes()).decode()
+
+
+def _trajectory(model, state, q, t):
+    """(q (instances, frames, nq), times (frames,)) from what ``view`` takes."""
+    if q is None:
+        q = state.q
+    if hasattr(q, "q") and hasattr(q, "t"):  # a Trajectory, or a batch of them
+        q, t = q.q, (q.t if t is None else t)
+    q = np.asarray(q)
+    nq = model.topology.nq
+    if q.ndim not in (1, 2, 3) or q.shape[-1] != nq:
+        raise ValueError(f"sx.viz.view: q must be (nq,), (frames, nq) or (instances, frames, nq) with nq = {nq}, "
+                         f"got shape {q.shape}")
+    q = q.reshape((1,) * (3 - q.ndim) + q.shape)
+    frames = q.shape[1]
+    if t is None:
+        t = np.arange(frames) * (1 / 30)
+    t = np.asarray(t, float)
+    if t.ndim > 1:  # a batch of Trajectories shares its times
+        t = t.reshape(-1, t.shape[-1])[0]
+    if t.shape != (frames,) or not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0):
+        raise ValueError(f"sx.viz.view: t must be ({frames},) finite and nondecreasing, got shape {t.shape}")
+    return q, t
+
+
+class Viewer:
+    """A 3-D view of a model along a trajectory: ``html()`` the page,
+    ``save(path)`` writes it, and a notebook shows it inline (an iframe).
+    ``payload`` is the scene the page draws (JSON-ready)."""
+
+    def __init__(self, payload: dict, height: int = 480, title: str = "simbodyx"):
+        self.payload, self.height, self.title = payload, height, title
+
+    def html(self) -> str:
+        """The page: one HTML document with three.js and the scene inside."""
+        return _PAGE.format(title=html.escape(self.title), three=_vendored("_three/three.module.min.js"),
+                            orbit=_vendored("_three/OrbitControls.js"),
+                            scene=json.dumps(self.payload).replace("</", "<\\/"), viewer=_vendored("viewer.js"))
+
+    def save(self, path) -> pathlib.Path:
+        """Write the page to ``path`` (.html); returns the path."""
+        path = pathlib.Path(path)
+        path.write_text(self.html())
+        return path
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe srcdoc="{html.escape(self.html(), quote=True)}" style="width: 100%; '
+                f'height: {self.height}px; border: 0"></iframe>')
+
+
+def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, package_dirs=(),
+         layout: str = "grid", spacing: float | None = None, opacity: float | None = None,
+         frames: bool = False, stations=(), skeleton: bool | None = None, autoplay: bool = True,
+         height: int = 480, background: str = "#f4f6f8") -> Viewer:
+    """A 3-D viewer of ``model`` at ``state`` or along a trajectory.
+
+    Args:
+        model: The Model.
+        state: A State of it (its q is drawn when ``q`` is None; its other
+            fields fill in each frame).
+        q: The configurations: (nq,), (frames, nq), (instances, frames, nq)
+            for a batch, or a ``Trajectory`` (batched too), whose t it takes.
+        t: The frames' times (frames,) in s; by default a Trajectory's, else
+            30 frames per second. The page plays them at real time.
+        robot: The ``Robot`` from ``sx.io.load_urdf`` or ``load_mjcf``:
+            its file's shapes, colours and meshes are drawn. Without it, the
+            Model's contact surfaces are.
+        collision: A URDF's <collision> shapes instead of its <visual> ones.
+        package_dirs: Folders holding the packages a URDF's
+            ``package://`` meshes name (the URDF's own folder and its
+            ancestors are searched too).
+        layout: "grid" (each instance of a batch beside the others) or
+            "overlay" (all at the model's own place, see-through).
+        spacing: The grid's pitch (m); by default 1.5 times the largest
+            instance's extent.
+        opacity: The moving shapes' opacity (by default 1, or 0.35 when
+            overlaid).
+        frames: Draw each body's frame (x red, y green, z blue).
+        stations: Points to mark: pairs (MobilizedBody or index, p_BS (3,)
+            in B, m).
+        skeleton: Draw each body as lines joint to joint (the shapes of
+            ``sx.viz.plot``); by default only where a body has no shape.
+        autoplay: Start playing when the page opens.
+        height: The inline view's height in a notebook (pixels).
+        background: The page's background colour (CSS).
+
+    Returns:
+        A Viewer: ``save(path)`` writes the HTML page; a notebook cell
+        ending in it shows it.
+
+    Raises:
+        ValueError: q or t have the wrong shape, or an unknown layout.
+        FileNotFoundError: A URDF mesh is not found.
+    """
+    if layout not in ("grid", "overlay"):
+        raise ValueError(f"sx.viz.view: layout must be 'grid' or 'overlay', got {layout!r}")
+    q, t = _trajectory(model, state, q, t)
+    poses = scenes.body_poses(model, state, q)  # (instances, frames, nb, 7)
+    shapes = (scenes.robot_visuals(robot, collision, package_dirs=package_dirs) if robot is not None
+              else [scenes.surface_visual(s) for s in scenes.contact_surfaces(model)])
+    positions = poses[..., 1:, :3].reshape(-1, 3)
+    extent = float(np.ptp(positions, axis=0).max()) if positions.size else 1.0
+    shape_size = max([max(v.size, default=0.0) for v in shapes if v.kind != "plane"], default=0.0)
+    extent = max(extent + 2 * shape_size, 0.2)
+    drawn = {v.body for v in shapes}
+    if skeleton or (skeleton is None and len(drawn - {0}) < model.topology.num_bodies - 1):
+        shapes += [v for v in scenes.bones(model, 0.02 * extent) if skeleton or v.body not in drawn]
+    up = scenes.up_direction(model)
+    offsets = _offsets(len(q), layout, spacing or 1.5 * extent, up)
+    payload = {
+        "bodies": int(poses.shape[2]), "instances": int(poses.shape[0]), "times": t.tolist(),
+        "names": ["Ground"] + [f"body {b}" for b in range(1, poses.shape[2])],
+        "poses": _b64(poses, np.float32), "offsets": offsets.tolist(), "up": up.tolist(),
+        "opacity": float(opacity if opacity is not None else (0.35 if layout == "overlay" and len(q) > 1 else 1.0)),
+        "shapes": [_shape(v) for v in shapes], "frames": bool(frames), "triad": 0.15 * extent,
+        "stations": [[int(getattr(b, "index", b)), [float(x) for x in p]] for b, p in stations],
+        "marker": 0.02 * extent, "extent": 20 * extent + float(np.abs(offsets).max(initial=0)) * 2,
+        "grid": _grid_pitch(extent), "autoplay": bool(autoplay), "background": background,
+    }
+    return Viewer(payload, height)
+
+
+def _shape(v: scenes.Visual) -> dict:
+    out = {"body": v.body, "kind": v.kind, "size": [float(s) for s in v.size], "rgba": [float(c) for c in v.rgba],
+           "X_BS": np.asarray(v.X_BS, float).ravel().tolist(), "name": v.name}
+    if v.mesh is not None:
+        out["vertices"], out["faces"] = _b64(v.mesh[0], np.float32), _b64(v.mesh[1], np.uint32)
+    return out
+
+
+def _offsets(count: int, layout: str, spacing: float, up) -> np.ndarray:
+    """Each instance's place (m, in Ground): a square grid across ``up``."""
+    if layout == "overlay" or count == 1:
+        return np.zeros((count, 3))
+    a = np.cross(up, [1.0, 0, 0] if abs(up[0]) < 0.9 else [0, 1.0, 0])
+    a /= np.linalg.norm(a)
+    b = np.cross(up, a)
+    side = int(np.ceil(np.sqrt(count)))
+    k = np.arange(count)
+    row, column = k // side - (side - 1) / 2, k % side - (side - 1) / 2
+    return spacing * (column[:, None] * a + row[:, None] * b)
+
+
+def _grid_pitch(extent: float) -> float:
+    """A floor grid's pitch (m): the power of ten at or below the scene's extent."""
+    return float(10.0 ** np.floor(np.log10(extent)))

@@ -1,0 +1,211 @@
+"""What a viewer draws: each body's shapes in its own frame (``Visual``),
+gathered from a loaded robot's file or from the Model's contact surfaces,
+and every body's pose in Ground along a trajectory (``body_poses``). Pure
+numpy at build time, one jitted vmap for the poses."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from simbodyx.contact.geometry import ContactSurface, grid_triangles
+from simbodyx.spatial.rotation import matrix_to_quaternion
+from simbodyx.stage import Stage
+
+#: the colour of a shape whose file or surface gives none (rgba)
+DEFAULT_COLOR = (0.62, 0.66, 0.74, 1.0)
+#: MuJoCo's visible geom groups by default
+MUJOCO_GROUPS = (0, 1, 2)
+
+# a plane's frame P (plane z = 0, normal +z) in a HalfSpace's frame S (plane
+# x = 0, outward normal -x): R_SP's columns are y_S, -z_S, -x_S
+_R_SP_HALFSPACE = np.array([[0.0, 0.0, -1.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+@dataclasses.dataclass(frozen=True)
+class Visual:
+    """One shape fixed to a body, as the viewer draws it.
+
+    ``kind`` and ``size`` (m): "box" (half lengths along S's x, y, z),
+    "sphere" (radius,), "ellipsoid" (semi-axes), "capsule" and "cylinder"
+    (radius, half length along S's z), "plane" (half extents along S's x
+    and y, 0 for unbounded; the plane z = 0 of S, seen from +z), "mesh"
+    (``mesh`` = (vertices (n, 3) in S, m; faces (k, 3))). ``X_BS`` (4, 4)
+    is S's pose in the body's frame B, ``rgba`` its colour.
+    """
+
+    body: int
+    kind: str
+    size: tuple
+    X_BS: np.ndarray
+    rgba: tuple = DEFAULT_COLOR
+    mesh: tuple | None = None
+    name: str = ""
+
+
+def _pose(R=np.eye(3), p=np.zeros(3)):
+    X = np.eye(4)
+    X[:3, :3], X[:3, 3] = R, p
+    return X
+
+
+def surface_visual(surface: ContactSurface) -> Visual:
+    """The Visual of a contact surface (``sx.ContactGeometry``'s shapes)."""
+    shape, X = surface.shape, _pose(np.asarray(surface.X_BS.R), np.asarray(surface.X_BS.p))
+    kind = shape.kind
+    if kind == "HalfSpace":
+        return Visual(surface.body, "plane", (0.0, 0.0), X @ _pose(_R_SP_HALFSPACE), name=surface.name)
+    if kind == "HeightField":
+        mesh = grid_triangles(np.asarray(shape.heights), np.asarray(shape.half_lengths))
+        return Visual(surface.body, "mesh", (), X, mesh=mesh, name=surface.name)
+    size = {"Sphere": lambda: (shape.radius,), "Ellipsoid": lambda: tuple(shape.radii),
+            "Brick": lambda: tuple(shape.half_lengths),
+            "Cylinder": lambda: (shape.radius, shape.half_length),
+            "Capsule": lambda: (shape.radius, shape.half_length)}[kind]()
+    return Visual(surface.body, {"Brick": "box"}.get(kind, kind.lower()), tuple(float(s) for s in size), X,
+                  name=surface.name)
+
+
+def contact_surfaces(model) -> list:
+    """Every ContactSurface the Model holds (its force elements, rigid
+    contacts and soft constraints), each once, in the order found."""
+    found, seen = [], set()
+    for leaf in jax.tree_util.tree_leaves(model, is_leaf=lambda x: isinstance(x, ContactSurface)):
+        if isinstance(leaf, ContactSurface) and (leaf.body, leaf.name, id(leaf.shape)) not in seen:
+            seen.add((leaf.body, leaf.name, id(leaf.shape)))
+            found.append(leaf)
+    return found
+
+
+def _mjcf_visual(body, X_BL, geometry) -> Visual | None:
+    size, kind = geometry.attributes["size"], geometry.kind
+    shape = {"plane": lambda: ("plane", (size[0], size[1])), "sphere": lambda: ("sphere", (size[0],)),
+             "capsule": lambda: ("capsule", (size[0], size[1])), "cylinder": lambda: ("cylinder", (size[0], size[1])),
+             "ellipsoid": lambda: ("ellipsoid", tuple(size)), "box": lambda: ("box", tuple(size)),
+             "mesh": lambda: ("mesh", ()), "hfield": lambda: ("mesh", ())}.get(kind)
+    if shape is None:  # MuJoCo's sdf and flex geoms are not drawn
+        return None
+    kind, size = shape()
+    return Visual(body, kind, tuple(float(s) for s in size), X_BL @ geometry.origin, geometry.rgba or DEFAULT_COLOR,
+                  geometry.mesh, geometry.attributes.get("name", ""))
+
+
+def _mesh_file(filename, directory, package_dirs, where):
+    """A URDF mesh's path: ``package://name/rest`` under a package folder
+    (``package_dirs``, then the URDF's folder and its ancestors), ``file://``
+    as given, else relative to the URDF's folder."""
+    roots = [pathlib.Path(d) for d in package_dirs]
+    if directory is not None:
+        roots += [pathlib.Path(directory), *pathlib.Path(directory).parents]
+    if filename.startswith("package://"):
+        package, _, rest = filename.removeprefix("package://").partition("/")
+        candidates = [root / package / rest for root in roots] + [root / rest for root in roots]
+    elif filename.startswith("file://"):
+        candidates = [pathlib.Path(filename.removeprefix("file://"))]
+    else:
+        candidates = [pathlib.Path(directory or ".") / filename]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"sx.viz: {where}: mesh {filename!r} not found (looked under "
+                            f"{', '.join(str(r) for r in roots) or 'nothing'}; pass package_dirs=)")
+
+
+def _urdf_visuals(body, X_BL, geometry, directory, package_dirs) -> list:
+    a, X = geometry.attributes, X_BL @ geometry.origin
+    rgba = geometry.rgba or DEFAULT_COLOR
+    where = f"link {geometry.link!r}"
+    if geometry.kind == "box":
+        return [Visual(body, "box", tuple(float(s) / 2 for s in a["size"].split()), X, rgba)]
+    if geometry.kind == "sphere":
+        return [Visual(body, "sphere", (float(a["radius"]),), X, rgba)]
+    if geometry.kind == "cylinder":
+        return [Visual(body, "cylinder", (float(a["radius"]), float(a["length"]) / 2), X, rgba)]
+    try:
+        import trimesh
+    except ImportError:
+        raise ImportError("sx.viz draws a URDF's meshes with trimesh: pip install simbodyx[viz]") from None
+    path = _mesh_file(a["filename"], directory, package_dirs, where)
+    scale = np.array([float(s) for s in a.get("scale", "1 1 1").split()])
+    loaded = trimesh.load(str(path))
+    parts = loaded.dump(concatenate=False) if isinstance(loaded, trimesh.Scene) else [loaded]
+    visuals = []
+    for part in parts:
+        color = rgba
+        if geometry.rgba is None:  # the mesh file's own colour
+            visual = part.visual
+            main = visual.material.main_color if hasattr(visual, "material") else visual.main_color
+            color = tuple(float(c) / 255 for c in main)
+        mesh = (np.asarray(part.vertices, float) * scale, np.asarray(part.faces))
+        visuals.append(Visual(body, "mesh", (), X, color, mesh, path.name))
+    return visuals
+
+
+def robot_visuals(robot, collision: bool = False, groups=MUJOCO_GROUPS, package_dirs=()) -> list:
+    """The Visuals of a robot loaded by ``sx.io.load_urdf`` or ``load_mjcf``:
+    a URDF's <visual> shapes (its <collision> ones with ``collision=True``),
+    meshes read with trimesh; an MJCF's geoms in ``groups`` that are not
+    fully transparent, with MuJoCo's colours and compiled meshes."""
+    visuals = []
+    shapes = robot.collisions if collision else robot.visuals
+    for geometry in shapes:
+        body, X_BL = robot.links[geometry.link]
+        X_BL = _pose(np.asarray(X_BL.R), np.asarray(X_BL.p))
+        if robot.options is not None:  # an MJCF file
+            drawn = geometry.attributes.get("group", 0) in groups and (geometry.rgba or (1,) * 4)[3] > 0
+            visual = _mjcf_visual(body.index, X_BL, geometry) if drawn else None
+            visuals += [visual] if visual is not None else []
+        else:
+            visuals += _urdf_visuals(body.index, X_BL, geometry, robot.directory, package_dirs)
+    return visuals
+
+
+def bones(model, radius: float) -> list:
+    """Each body's skeleton as thin cylinders fixed to it: from its origin
+    Bo to its outboard frame M's origin, and from Bo to each child's inboard
+    frame F's origin (the lines ``sx.viz.plot`` draws)."""
+    params, parent = model.params, np.asarray(model.topology.parent)
+    segments = [(b, np.zeros(3), np.asarray(params.X_BM.p[b])) for b in range(1, len(parent))]
+    segments += [(int(parent[b]), np.zeros(3), np.asarray(params.X_PF.p[b])) for b in range(1, len(parent))]
+    visuals = []
+    for body, a, b in segments:
+        length = float(np.linalg.norm(b - a))
+        if length < 1e-9:
+            continue
+        z = (b - a) / length
+        x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
+        x /= np.linalg.norm(x)
+        R = np.stack([x, np.cross(z, x), z], axis=1)
+        visuals.append(Visual(body, "cylinder", (radius, length / 2), _pose(R, (a + b) / 2), name="bone"))
+    return visuals
+
+
+def body_poses(model, state, q) -> np.ndarray:
+    """Every body's pose in Ground at each row of q (..., nq): (..., nb, 7)
+    float32 of [p (m), quaternion as x, y, z, w] (three.js's order)."""
+    q = jnp.asarray(q, state.q.dtype)
+
+    def poses(qk):
+        X = model.realize(state.with_q(qk), Stage.Position).position.X_GB
+        w_first = matrix_to_quaternion(X.R)
+        return jnp.concatenate([X.p, w_first[..., 1:], w_first[..., :1]], axis=-1)
+
+    flat = q.reshape(-1, q.shape[-1])
+    out = jax.jit(jax.vmap(poses))(flat)
+    return np.asarray(out, np.float32).reshape(*q.shape[:-1], *out.shape[1:])
+
+
+def up_direction(model) -> np.ndarray:
+    """The unit vector against the Model's uniform gravity (z when it has none)."""
+    for element in model.force_elements:
+        down = getattr(element, "down", None)
+        if down is None and getattr(element, "gravity", None) is not None:
+            down = np.asarray(element.gravity, float)
+        if down is not None and np.linalg.norm(np.asarray(down, float)) > 0:
+            down = np.asarray(down, float)
+            return -down / np.linalg.norm(down)
+    return np.array([0.0, 0.0, 1.0])
