@@ -56,6 +56,12 @@ def realized(built):
     return SimpleNamespace(model=model, state=state, body=built.body)
 
 
+def model_and_state(kind="Pin"):
+    """(model, state) of :func:`model`."""
+    built = model(kind)
+    return built.model, built.state
+
+
 def _view(built, *args, **options):
     """``sx.viz.view`` of a frozen system (:func:`model`)."""
     return sx.viz.view(built.model, built.state, *args, **options)
@@ -991,6 +997,12 @@ CALLS = [
     ("viz.scene._urdf_visuals", "with trimesh", lambda: without_module("trimesh", sx.viz.robot_visuals, sx.io.load_urdf(
         '<robot name="r"><link name="a"><visual><geometry><mesh filename="a.stl"/></geometry>'
         '</visual></link></robot>')[3])),
+    ("progress.progress_of", "progress must be True, False", lambda: sx.integrate.rollout(
+        *model_and_state(), 1e-3, 10, progress="yes")),
+    ("progress.progress_of", "updates must be a positive int", lambda: sx.integrate.rollout(
+        *model_and_state(), 1e-3, 10, progress=sx.Progress(updates=0))),
+    ("progress.progress_of", "need tqdm", lambda: without_module("tqdm.auto", lambda: sx.integrate.rollout(
+        *model_and_state(), 1e-3, 10, progress=True))),
     ("viz.browser.chromium", "found none",
      lambda: with_environment("SIMBODYX_CHROMIUM", "/no/chromium", sx.viz.browser.chromium)),
     ("viz.browser.opened", "with Playwright", lambda: without_module("playwright.sync_api", sx.viz.image,

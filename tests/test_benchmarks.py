@@ -190,6 +190,14 @@ def test_checks_mode_rows_time_both():
     assert [r["batch"] for r in rows] == [1, 4] and all(r["off_us"] > 0 and r["on_us"] > 0 for r in rows)
 
 
+def test_progress_rows_time_both():
+    """benchmarks/progress.py, tiny: chain7's rollout with the bar off and on."""
+    import simbodyx as sx
+
+    rows = _benchmark("progress").progress_rows(sx, ["chain7"], steps=20, batch=4, rounds=1, repeats=1)
+    assert [r["batch"] for r in rows] == [1, 4] and all(r["off_ms"] > 0 and r["on_ms"] > 0 for r in rows)
+
+
 def test_the_ant_rows_time_simbodyx_and_mujoco_c():
     """benchmarks/contact.py --robots ant at 10-step trajectories, without the
     batched rows (MJX's compile alone takes 20 s): the imported Ant stands

@@ -18,7 +18,7 @@ SOURCE = pathlib.Path(sx.__file__).parent
 #: The layers, lowest first: a module may import from its own layer and the
 #: ones before it. A name stands for a module or a whole subpackage.
 LAYERS = (
-    ("_xla", "enums", "stage", "functions", "linalg", "handles"),
+    ("_xla", "enums", "stage", "functions", "linalg", "handles", "progress"),
     ("spatial",),
     ("contact",),
     ("tree",),

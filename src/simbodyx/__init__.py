@@ -90,6 +90,7 @@ from simbodyx.rigid_contact.impulse import PLUSImpulseSolver as PLUSImpulseSolve
 from simbodyx.motion import Motion as Motion
 from simbodyx.matter import Matter as Matter
 from simbodyx.model import Model as Model
+from simbodyx.progress import Progress as Progress
 from simbodyx.projection import (
     ProjectOptions as ProjectOptions,
     ProjectResults as ProjectResults,

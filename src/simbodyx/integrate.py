@@ -29,6 +29,7 @@ from simbodyx.algorithms.crba import mass_matrix
 from simbodyx.forces.custom import with_controller
 from simbodyx.forces.discrete import MobilityActuator, with_controls
 from simbodyx.model import FoldedModel
+from simbodyx.progress import Progress, progress_of, report
 from simbodyx.rigid_contact.impulse import ITERATED
 from simbodyx.stage import Stage
 from simbodyx.state import State
@@ -337,7 +338,7 @@ def _schedule(values, columns: int, num_steps, hold: str, what: str, width: str,
 @check_errors()
 def rollout(model, state: State, dt, num_steps: int | None = None, save_every: int = 1, method="rk4", *,
             controls=None, actuator_controls=None, hold: str = "zero", checkpoint: bool | int = True,
-            energy: bool = True):
+            energy: bool = True, progress=False):
     """Run fixed steps of one method from a State, saving a sample every few steps.
 
     ``jax.grad`` through it is exact for the discrete map. Called eagerly
@@ -387,6 +388,10 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
             loop (a time stepper, which may change the State's other
             variables as it steps, evaluates it inside the loop); False
             leaves ``Trajectory.energy`` None.
+        progress: Show a progress bar of the steps taken (True, or an
+            ``sx.Progress``), moved from inside the compiled loop by host
+            callbacks about a hundred times a run; False adds nothing to
+            the program. Under ``jax.vmap`` one bar counts the batch.
 
     Returns:
         (final, trajectory): the final State and a :class:`Trajectory` of
@@ -414,7 +419,7 @@ def rollout(model, state: State, dt, num_steps: int | None = None, save_every: i
     if num_steps is None or num_steps < 0 or save_every < 1 or num_steps % save_every:
         raise ValueError(f"num_steps ({num_steps}) must be a non-negative multiple of save_every ({save_every})")
     settings = _Settings(num_steps, save_every, _chunks_per_segment(checkpoint, num_steps // save_every, save_every),
-                         method, checkpoint is not False, energy, hold)
+                         method, checkpoint is not False, energy, hold, progress_of(progress, "rollout", "step"))
     if tracing() is False:  # eager: one cached program, not the scan compiled afresh at every call
         dt = np.asarray(dt, state.q.dtype)  # a host number: no computation dispatched of its own
         program = jit_with_options(_rollout, loop_compiler_options(), static_argnames=("settings",))
@@ -436,6 +441,7 @@ class _Settings(NamedTuple):
     checkpoint: bool
     energy: bool
     hold: str
+    progress: Progress | None
 
 
 def _rollout(model, state: State, dt, schedules, settings: _Settings):
@@ -444,7 +450,7 @@ def _rollout(model, state: State, dt, schedules, settings: _Settings):
     trajectory's loop as one function on jaxlib 0.6 too); ``schedules`` its
     (controls, actuator_controls), each None or checked by ``rollout``."""
     model = FoldedModel.unfold(model)
-    num_steps, save_every, chunks_per_segment, method, checkpoint, energy, hold = settings
+    num_steps, save_every, chunks_per_segment, method, checkpoint, energy, hold, progress = settings
     num_chunks = num_steps // save_every
     method_step = STEPS[method] if isinstance(method, str) else method.step
     state = state.replace(keep=Stage.Model)  # each step's State carries no cache: a time stepper's realizes
@@ -468,8 +474,13 @@ def _rollout(model, state: State, dt, schedules, settings: _Settings):
     def sample(s):
         return s.t, s.q, s.u, total_energy(model, s) if in_loop else None, s.z if s.z.shape[-1] else None
 
+    # a checkpointed segment is run again by reverse mode: its progress is reported outside it
+    segmented = checkpoint and chunks_per_segment < num_chunks
+
     def chunk(s, at):
         s, _ = jax.lax.scan(step, s, at, length=save_every)
+        if progress is not None and not segmented:
+            report(progress, at[2][-1], num_steps)
         with at_step(None if at[2] is None else at[2][-1]):  # the sample is checked as the step's end
             return s, sample(s)
 
@@ -478,8 +489,14 @@ def _rollout(model, state: State, dt, schedules, settings: _Settings):
 
     if checkpoint:
         step = jax.checkpoint(step, policy=jax.checkpoint_policies.save_only_these_names(ITERATED))
-        if chunks_per_segment < num_chunks:
-            segment = jax.checkpoint(segment)
+    if segmented:
+        inner = jax.checkpoint(segment)
+
+        def segment(s, at):
+            s, rows = inner(s, at)
+            if progress is not None:
+                report(progress, at[2][-1, -1], num_steps)
+            return s, rows
     num_segments = num_chunks // chunks_per_segment if num_chunks else 0
 
     def per_step(values, ends: bool):  # (segments, chunks, steps, ...) rows; ``ends``: each step's two ends
@@ -489,7 +506,8 @@ def _rollout(model, state: State, dt, schedules, settings: _Settings):
             values = jnp.stack([values[:-1], values[1:]], axis=1)
         return values.reshape(num_segments, chunks_per_segment, save_every, *values.shape[1:])
 
-    steps = jnp.arange(1, num_steps + 1) if model.checks else None  # where a failed run-time check happened
+    # where a failed run-time check happened, and the progress made
+    steps = jnp.arange(1, num_steps + 1) if model.checks or progress is not None else None
     xs = (*(per_step(values, hold == "linear") for values in schedules), per_step(steps, False))
     final, rows = jax.lax.scan(segment, state, xs, length=num_segments)
     first = sample(state)

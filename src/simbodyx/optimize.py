@@ -36,10 +36,11 @@ from simbodyx._xla.trace_context import tracing
 from simbodyx._xla.xla_setup import jit_with_options
 from simbodyx.integrate import rollout
 from simbodyx.model import FoldedModel
+from simbodyx.progress import progress_of, report
 
 
 @check_errors()
-def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
+def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None, progress=False):
     """Minimize a loss with an optax optimizer, all iterations in one compiled program.
 
     The value, gradient and ``value_fn`` are passed to the optimizer's
@@ -64,6 +65,10 @@ def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
         compiler_options: XLA's options for the compiled program, such as
             ``sx.xla_setup.loop_compiler_options()`` (jaxlib 0.6:
             optimization loops at batch 1 run several times faster).
+        progress: Show a progress bar of the iterations with the latest
+            loss (True, or an ``sx.Progress``), moved from inside the
+            compiled loop by host callbacks; False adds nothing to the
+            program.
 
     Returns:
         (x, losses): the last iterate and the (num_steps,) losses, ``losses[k]``
@@ -73,8 +78,8 @@ def minimize(loss, x0, optimizer, num_steps: int, *args, compiler_options=None):
         ValueError: ``num_steps`` is not a positive int.
     """
     _check_count("minimize", "num_steps", num_steps)
-    solve = jit_with_options(_minimize, compiler_options, static_argnums=(0, 1, 2))
-    return solve(loss, optimizer, num_steps, x0, args)
+    solve = jit_with_options(_minimize, compiler_options, static_argnums=(0, 1, 2, 5))
+    return solve(loss, optimizer, num_steps, x0, args, progress_of(progress, "minimize", "iteration"))
 
 
 def _check_count(caller, name, value):
@@ -82,9 +87,10 @@ def _check_count(caller, name, value):
         raise ValueError(f"{caller}: {name} must be a positive int, got {value!r}")
 
 
-def _descend(value_fn, optimizer, num_steps, x0):
+def _descend(value_fn, optimizer, num_steps, x0, progress=None, first=0, total=None):
     """The optax loop shared by both solvers: (x, losses) after ``num_steps``
-    updates of ``optimizer`` on the ``jax.tree_util.Partial`` ``value_fn``.
+    updates of ``optimizer`` on the ``jax.tree_util.Partial`` ``value_fn``,
+    reported to ``progress`` as iterations ``first + 1 ...`` of ``total``.
     The loss is traced once, as an inner ``jit`` that every call reuses (the
     iteration's gradient and L-BFGS's line search call it three times), on
     ``x0`` without a weak type (``jnp.full(n, 0.1)``'s), which the updated
@@ -92,18 +98,22 @@ def _descend(value_fn, optimizer, num_steps, x0):
     value_fn = jax.tree_util.Partial(jax.jit(value_fn.func), *value_fn.args, **value_fn.keywords)
     x0 = jax.tree.map(lambda a: jnp.asarray(a, a.dtype), x0)
 
-    def iterate(carry, _):
+    def iterate(carry, done):
         x, opt_state = carry
         value, grad = jax.value_and_grad(value_fn)(x)
         updates, opt_state = optimizer.update(grad, opt_state, x, value=value, grad=grad, value_fn=value_fn)
+        if progress is not None:
+            report(progress, first + done, total or num_steps, value)
         return (jax.tree.map(lambda a, b: a + b, x, updates), opt_state), value
 
-    (x, _), losses = jax.lax.scan(iterate, (x0, optimizer.init(x0)), None, length=num_steps)
+    counts = None if progress is None else jnp.arange(1, num_steps + 1)  # off: the loop as without progress
+    (x, _), losses = jax.lax.scan(iterate, (x0, optimizer.init(x0)), counts, length=num_steps)
     return x, losses
 
 
-def _minimize(loss, optimizer, num_steps, x0, args):
-    return _descend(jax.tree_util.Partial(lambda x, args: loss(x, *args), args=args), optimizer, num_steps, x0)
+def _minimize(loss, optimizer, num_steps, x0, args, progress):
+    return _descend(jax.tree_util.Partial(lambda x, args: loss(x, *args), args=args), optimizer, num_steps, x0,
+                    progress)
 
 
 @check_errors()
@@ -178,7 +188,7 @@ class ConstrainedSolution(NamedTuple):
 
 @check_errors()
 def augmented_lagrangian(problem, x0, optimizer, num_steps: int, num_rounds: int, *args, penalty=10.0,
-                         penalty_growth=10.0, max_penalty=1e8, compiler_options=None):
+                         penalty_growth=10.0, max_penalty=1e8, compiler_options=None, progress=False):
     """(x, ConstrainedSolution): minimize f(x) subject to h(x) = 0 and
     g(x) <= 0, where ``problem(x, *args)`` returns ``(f, h, g)`` (h and g
     arrays, or None for none; one function, so a rollout that serves the
@@ -195,7 +205,8 @@ def augmented_lagrangian(problem, x0, optimizer, num_steps: int, num_rounds: int
     violation did not fall below a quarter of the previous round's. The
     whole solve is one compiled program; ``problem`` and ``optimizer`` are
     part of its identity, and ``jax.vmap`` over ``args`` solves a batch of
-    problems. ``compiler_options``: as for :func:`minimize`.
+    problems. ``compiler_options`` and ``progress`` (a bar of all rounds'
+    iterations): as for :func:`minimize`.
     """
     _check_count("augmented_lagrangian", "num_steps", num_steps)
     _check_count("augmented_lagrangian", "num_rounds", num_rounds)
@@ -203,8 +214,9 @@ def augmented_lagrangian(problem, x0, optimizer, num_steps: int, num_rounds: int
     if h is None and g is None:
         raise ValueError("augmented_lagrangian: problem(x) returned neither equalities nor inequalities "
                          "(use minimize for an unconstrained problem)")
-    solve = jit_with_options(_augmented_lagrangian, compiler_options, static_argnums=(0, 1, 2, 3))
-    return solve(problem, optimizer, num_steps, num_rounds, x0, args, penalty, penalty_growth, max_penalty)
+    solve = jit_with_options(_augmented_lagrangian, compiler_options, static_argnums=(0, 1, 2, 3, 9))
+    return solve(problem, optimizer, num_steps, num_rounds, x0, args, penalty, penalty_growth, max_penalty,
+                 progress_of(progress, "augmented_lagrangian", "iteration"))
 
 
 def _violation(h, g):
@@ -213,7 +225,8 @@ def _violation(h, g):
     return jnp.max(jnp.stack(parts))
 
 
-def _augmented_lagrangian(problem, optimizer, num_steps, num_rounds, x0, args, penalty, growth, max_penalty):
+def _augmented_lagrangian(problem, optimizer, num_steps, num_rounds, x0, args, penalty, growth, max_penalty,
+                          progress):
     def augmented(x, lam, mu, rho, args):
         value, h, g = problem(x, *args)
         if h is not None:
@@ -222,10 +235,11 @@ def _augmented_lagrangian(problem, optimizer, num_steps, num_rounds, x0, args, p
             value = value + jnp.sum(jnp.maximum(0.0, mu + rho * g) ** 2 - mu**2) / (2 * rho)
         return value
 
-    def round_(carry, _):
+    def round_(carry, index):
         x, lam, mu, rho, previous = carry
         value_fn = jax.tree_util.Partial(augmented, lam=lam, mu=mu, rho=rho, args=args)
-        x, losses = _descend(value_fn, optimizer, num_steps, x)
+        x, losses = _descend(value_fn, optimizer, num_steps, x, progress,
+                             None if index is None else index * num_steps, num_rounds * num_steps)
         _, h, g = problem(x, *args)
         lam = None if h is None else lam + rho * h
         mu = None if g is None else jnp.maximum(0.0, mu + rho * g)
@@ -238,5 +252,6 @@ def _augmented_lagrangian(problem, optimizer, num_steps, num_rounds, x0, args, p
     mu = None if g is None else jnp.zeros(g.shape, g.dtype)
     rho = jnp.asarray(penalty, jnp.result_type(*jax.tree.leaves(x0), float))  # x's precision
     carry = (x0, lam, mu, rho, jnp.asarray(jnp.inf, rho.dtype))
-    (x, lam, mu, rho, _), (losses, violation) = jax.lax.scan(round_, carry, None, length=num_rounds)
+    rounds = None if progress is None else jnp.arange(num_rounds)
+    (x, lam, mu, rho, _), (losses, violation) = jax.lax.scan(round_, carry, rounds, length=num_rounds)
     return x, ConstrainedSolution(losses, violation, lam, mu, rho)

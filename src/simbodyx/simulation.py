@@ -43,6 +43,7 @@ from simbodyx.forces.custom import with_controller
 from simbodyx.integrate import Trajectory, total_energies, total_energy
 from simbodyx.integrators import Integrator, _Point, _adjust_step, _at, _derivatives
 from simbodyx.model import FoldedModel
+from simbodyx.progress import progress_of, report
 from simbodyx.stage import Stage
 from simbodyx.state import State
 
@@ -102,7 +103,8 @@ class _Carry(Module):
 
 @check_errors()
 def simulate(model, state: State, integrator: Integrator, report_times, *, events=(), controller=None,
-             max_event_records: int = 64, throw: bool = True, compiler_options=None, energy: bool = True):
+             max_event_records: int = 64, throw: bool = True, compiler_options=None, energy: bool = True,
+             progress=False):
     """Step a State to each report time with error control: Simbody's TimeStepper.
 
     The initial State is projected onto the constraint manifold first. A
@@ -144,6 +146,9 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
         energy: Evaluate the total energy at the reports; False leaves
             ``Trajectory.energy`` None (for a contact model the energy is
             its detection evaluated again).
+        progress: Show a progress bar of the report times reached (True,
+            or an ``sx.Progress``), moved from inside the compiled loop by
+            host callbacks; False adds nothing to the program.
 
     Returns:
         (final, trajectory, stats): the final State, a ``Trajectory`` at the
@@ -182,8 +187,9 @@ def simulate(model, state: State, integrator: Integrator, report_times, *, event
             raise ValueError(f"simulate: the first report time {concrete[0]} is before the State's time "
                              f"{float(state.t)}")
     arguments = (model.matter._check(state), integrator, times, events, max_event_records if events else 0, energy)
+    progress = progress_of(progress, "simulate", "report")
     folded = model if events else FoldedModel.of(model)  # events may change the Model: it is passed as it is
-    final, trajectory, stats = _stepping_program(compiler_options)(folded, *arguments)
+    final, trajectory, stats = _stepping_program(compiler_options)(folded, *arguments, progress=progress)
     if throw:
         stats = _raise_on_failure(model, final, stats)
     return final, trajectory, stats
@@ -241,10 +247,10 @@ def _stepping_program(compiler_options: dict | None):
     """The jitted stepping program ``simulate`` calls, :func:`_simulate`,
     built once per options (None: the loop compiler options)."""
     options = loop_compiler_options() if compiler_options is None else compiler_options
-    return jit_with_options(_simulate, options, static_argnames=("integrator", "records", "energy"))
+    return jit_with_options(_simulate, options, static_argnames=("integrator", "records", "energy", "progress"))
 
 
-def _simulate(model, state: State, integrator: Integrator, times, events, records, energy):
+def _simulate(model, state: State, integrator: Integrator, times, events, records, energy, *, progress):
     """The stepping loop; ``model`` a Model or a :class:`FoldedModel`, its
     concrete numbers compiled in (which the scalar path folds)."""
     model = FoldedModel.unfold(model)
@@ -367,7 +373,8 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
                 return attempt(c, target)
             return jax.lax.cond(jnp.any(c.due), handle, lambda c: attempt(c, target), c)
 
-    def interval(c: _Carry, target):
+    def interval(c: _Carry, at):
+        target, reached = at
         # the loop over the reports runs kernel by kernel, its stepping loop still as one function: the two
         # nested in one function compiled 1.5-2.6x longer (docs/explanation/performance.md)
         c = dataclasses.replace(c, h=kept_out_of_one_function(c.h))
@@ -386,9 +393,11 @@ def _simulate(model, state: State, integrator: Integrator, times, events, record
         bad = c.status != IntegratorStatus.Succeeded
         q, u, z = (jnp.where(bad, jnp.nan, jnp.where(at_end, a, y)) for a, y in ((c.adv.q, q), (c.adv.u, u),
                                                                                   (c.adv.z, z)))
+        report(progress, reached, times.shape[0])
         return c, (target, q, u, z, total_energy(model, _at(base, target, q, u, z)) if in_loop else None)
 
-    c, (t, q, u, z, energies) = jax.lax.scan(interval, carry, times)
+    reached = None if progress is None else jnp.arange(1, times.shape[0] + 1)  # off: the loop as without progress
+    c, (t, q, u, z, energies) = jax.lax.scan(interval, carry, (times, reached))
     if energy and not in_loop:  # after the loop, whose program is then as without energies
         energies = total_energies(model, base, t, q, u, z)
     if events:  # the events due at the final time
