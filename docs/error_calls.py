@@ -1003,6 +1003,8 @@ CALLS = [
         *model_and_state(), 1e-3, 10, progress=sx.Progress(updates=0))),
     ("progress.progress_of", "need tqdm", lambda: without_module("tqdm.auto", lambda: sx.integrate.rollout(
         *model_and_state(), 1e-3, 10, progress=True))),
+    ("viz.skeleton._matplotlib", "draws with matplotlib", lambda: without_module(
+        "matplotlib.pyplot", lambda: sx.viz.plot(*model_and_state()))),
     ("viz.browser.chromium", "found none",
      lambda: with_environment("SIMBODYX_CHROMIUM", "/no/chromium", sx.viz.browser.chromium)),
     ("viz.browser.opened", "with Playwright", lambda: without_module("playwright.sync_api", sx.viz.image,

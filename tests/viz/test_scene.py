@@ -55,20 +55,22 @@ def panda():
 
 @pytest.mark.parametrize("robot_name", ["ant", "panda"])
 def test_poses_are_get_body_transform_for_every_body(robot_name, request):
-    """The page's pose of every body at every frame is X_GB (float32: 1e-6)."""
+    """Every body's pose at every frame is X_GB: 1e-12 as computed (float64),
+    1e-6 as the page stores it (float32)."""
     model, state, _, matter = request.getfixturevalue(robot_name)
     rng = np.random.default_rng(0)
     q = np.asarray(state.q) + 0.4 * rng.standard_normal((3, model.topology.nq))
     if robot_name == "ant":  # keep the free joint's quaternion a unit one
         q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
-    viewer = sx.viz.view(model, state, q)
-    poses = _decoded(viewer.payload)[0]
+    computed = sx.viz.body_poses(model, state, q)
+    stored = _decoded(sx.viz.view(model, state, q).payload)[0]
     for k in range(3):
-        s = state.with_q(q[k])
+        s = model.realize(state.with_q(q[k]), sx.Stage.Position)
         for b in range(1, model.topology.num_bodies):
-            X = matter.get_mobilized_body(b).get_body_transform(model.realize(s, sx.Stage.Position))
-            np.testing.assert_allclose(poses[k, b, :3], X.p, atol=1e-6)
-            np.testing.assert_allclose(_quaternion_matrix(poses[k, b, 3:]), X.R, atol=1e-6)
+            X = matter.get_mobilized_body(b).get_body_transform(s)
+            for poses, tolerance in ((computed, 1e-12), (stored, 1e-6)):
+                np.testing.assert_allclose(poses[k, b, :3], X.p, atol=tolerance)
+                np.testing.assert_allclose(_quaternion_matrix(poses[k, b, 3:]), X.R, atol=tolerance)
 
 
 def test_mjcf_geoms_are_where_and_as_mujoco_draws_them(ant):

@@ -186,7 +186,8 @@ def bones(model, radius: float) -> list:
 
 def body_poses(model, state, q) -> np.ndarray:
     """Every body's pose in Ground at each row of q (..., nq): (..., nb, 7)
-    float32 of [p (m), quaternion as x, y, z, w] (three.js's order)."""
+    of [p (m), quaternion as x, y, z, w] (three.js's order), in the
+    State's precision (the page stores them as float32)."""
     q = jnp.asarray(q, state.q.dtype)
 
     def poses(qk):
@@ -196,7 +197,7 @@ def body_poses(model, state, q) -> np.ndarray:
 
     flat = q.reshape(-1, q.shape[-1])
     out = jax.jit(jax.vmap(poses))(flat)
-    return np.asarray(out, np.float32).reshape(*q.shape[:-1], *out.shape[1:])
+    return np.asarray(out).reshape(*q.shape[:-1], *out.shape[1:])
 
 
 def up_direction(model) -> np.ndarray:

@@ -63,12 +63,21 @@ def skeleton_of_trajectory(model, state, q, stations=()) -> Skeleton:
     return jax.jit(jax.vmap(lambda qk: skeleton(model, state.with_q(qk), stations)))(jnp.asarray(q))
 
 
-def _new_axes(ax):
+def _matplotlib(caller: str):
+    """matplotlib, or an ImportError naming the extra that installs it."""
+    try:
+        import matplotlib.animation
+        import matplotlib.pyplot
+    except ImportError:
+        raise ImportError(f"sx.viz.{caller} draws with matplotlib: pip install simbodyx[viz]") from None
+    return matplotlib
+
+
+def _new_axes(ax, caller):
+    matplotlib = _matplotlib(caller)
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt
-
-    return plt.figure(figsize=(5, 5)).add_subplot(projection="3d")
+    return matplotlib.pyplot.figure(figsize=(5, 5)).add_subplot(projection="3d")
 
 
 def _frame_limits(ax, points):
@@ -109,7 +118,7 @@ def plot(model, state, stations=(), ax=None, color="tab:gray"):
     """Draw the mechanism at ``state`` on ``ax`` (a new 3-D Axes when None);
     returns the Axes."""
     frame = Skeleton(*(np.asarray(a) for a in skeleton(model, state, stations)))
-    ax = _new_axes(ax)
+    ax = _new_axes(ax, "plot")
     triad = _frame_limits(ax, frame.segments.reshape(-1, 3))
     _Artists(ax, frame, triad, color)
     return ax
@@ -120,12 +129,11 @@ def animate(model, state, q, stations=(), interval_ms: float = 40.0, ax=None, co
     (n, nq), e.g. a Trajectory's q, one frame per row every ``interval_ms``.
     Show it in a notebook with ``IPython.display.HTML(a.to_jshtml())`` or
     save it with ``a.save("name.gif", writer="pillow")``."""
-    from matplotlib.animation import FuncAnimation
-
     frames = Skeleton(*(np.asarray(a) for a in skeleton_of_trajectory(model, state, q, stations)))
-    ax = _new_axes(ax)
+    ax = _new_axes(ax, "animate")
     triad = _frame_limits(ax, frames.segments.reshape(-1, 3))
     artists = _Artists(ax, Skeleton(*(a[0] for a in frames)), triad, color)
     count = frames.origins.shape[0]
-    return FuncAnimation(ax.figure, lambda k: artists.update(Skeleton(*(a[k] for a in frames))), frames=count,
-                         interval=interval_ms, blit=False)
+    animation = _matplotlib("animate").animation
+    return animation.FuncAnimation(ax.figure, lambda k: artists.update(Skeleton(*(a[k] for a in frames))),
+                                   frames=count, interval=interval_ms, blit=False)
