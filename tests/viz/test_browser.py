@@ -35,7 +35,7 @@ def ant():
     q = np.asarray(state.q) + 0.3 * rng.standard_normal((2, 3, model.topology.nq))
     q[..., 3:7] /= np.linalg.norm(q[..., 3:7], axis=-1, keepdims=True)
     viewer = sx.viz.view(model, state, q, t=[0.0, 0.05, 0.1], robot=robot, frames=True,
-                         stations=[(robot["torso"], [0, 0, 0.3])])
+                         stations=[(robot["torso"], [0, 0, 0.3])], contacts=True)
     return model, state, matter, q, viewer
 
 
@@ -62,10 +62,13 @@ def test_page_builds_every_shape_where_the_model_puts_it(ant):
             });
             return seen;
         }""")
+        arrows = page.evaluate("window.simbodyx.contacts.map((marks) => marks.length)")
         assert not errors, errors
+    assert arrows == [payload["contacts"]["count"]] * 2 and arrows[0] > 0
     moving = [s for s in payload["shapes"] if s["body"] != 0]
     assert kinds == {"plane": 1, "sphere": 2 * sum(s["kind"] == "sphere" for s in moving),
-                     "capsule": 2 * sum(s["kind"] == "capsule" for s in moving), "station": 2}
+                     "capsule": 2 * sum(s["kind"] == "capsule" for s in moving), "station": 2,
+                     "contact": 2 * arrows[0], "arrow": 2 * arrows[0]}
     for i in range(2):
         realized = model.realize(state.with_q(q[i, 2]), sx.Stage.Position)
         for b in range(1, model.topology.num_bodies):

@@ -206,3 +206,33 @@ def test_view_batches_and_refuses_bad_input(ant):
     _, _, _, panda_robot = sx.io.load_urdf(sx.io.example_robot_data(PANDA).read_text())  # no folder to look in
     with pytest.raises(FileNotFoundError, match="link0.dae' not found"):
         scenes.robot_visuals(panda_robot)
+
+
+def test_contact_arrows_carry_the_weight_on_the_moving_body():
+    """A 1 kg ball resting on a Hunt-Crossley floor (gravity -y): one
+    touching point, under the ball, pushing it up with its weight; the page
+    scales it to 0.3 of the scene by default, or by force_scale."""
+    system = sx.MultibodySystem()
+    matter = sx.SimbodyMatterSubsystem(system)
+    forces = sx.GeneralForceSubsystem(system)
+    sx.Force.UniformGravity(forces, matter, [0, -9.81, 0])
+    ball = sx.MobilizedBody.Free(matter.Ground(), sx.Body.Rigid(sx.MassProperties(1.0, [0, 0, 0], sx.Inertia(0.004))))
+    contacts = sx.GeneralContactSubsystem(system)
+    surfaces = contacts.create_contact_set()
+    contacts.add_body(surfaces, ball, sx.ContactGeometry.Sphere(0.1))
+    contacts.add_body(surfaces, matter.Ground(), sx.ContactGeometry.HalfSpace(),
+                      sx.Transform(sx.Rotation.about_z(-np.pi / 2), [0, 0, 0]))
+    hc = sx.HuntCrossleyForce(forces, contacts, surfaces)
+    for surface in (0, 1):
+        hc.set_body_parameters(surface, 2e6, 1.0, 0.8, 0.5, 0.0)
+    model, state = system.realize_topology()
+    start = state.with_q([1, 0, 0, 0, 0, 0.5, 0])
+    _, trajectory = sx.integrate.rollout(model, start, 2.5e-4, 8000, save_every=4000)
+    points, force = scenes.contact_points(model, start, trajectory.q, trajectory.u)
+    assert points.shape == force.shape == (3, 1, 3) and np.all(force[0] == 0)  # dropped from apart
+    np.testing.assert_allclose(force[-1, 0], [0, 9.81, 0], atol=2e-3)
+    np.testing.assert_allclose(points[-1, 0], [trajectory.q[-1, 4], 0, trajectory.q[-1, 6]], atol=2e-3)
+    payload = sx.viz.view(model, start, trajectory, contacts=True, force_scale=0.01).payload
+    arrows = np.frombuffer(base64.b64decode(payload["contacts"]["forces"]), np.float32).reshape(1, 3, 1, 3)
+    np.testing.assert_allclose(arrows[0, -1, 0], [0, 0.0981, 0], atol=1e-4)
+    assert sx.viz.view(model, start, trajectory).payload["contacts"] is None

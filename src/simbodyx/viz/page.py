@@ -51,17 +51,20 @@ def _b64(array, dtype) -> str:
 
 
 def _trajectory(model, state, q, t):
-    """(q (instances, frames, nq), times (frames,)) from what ``view`` takes."""
+    """(q (instances, frames, nq), u (instances, frames, nu) or None: the
+    State's, times (frames,)) from what ``view`` takes."""
     if q is None:
         q = state.q
+    u = None
     if hasattr(q, "q") and hasattr(q, "t"):  # a Trajectory, or a batch of them
-        q, t = q.q, (q.t if t is None else t)
+        q, u, t = q.q, np.asarray(q.u), (q.t if t is None else t)
     q = np.asarray(q)
     nq = model.topology.nq
     if q.ndim not in (1, 2, 3) or q.shape[-1] != nq:
         raise ValueError(f"sx.viz.view: q must be (nq,), (frames, nq) or (instances, frames, nq) with nq = {nq}, "
                          f"got shape {q.shape}")
     q = q.reshape((1,) * (3 - q.ndim) + q.shape)
+    u = None if u is None else u.reshape(q.shape[:2] + u.shape[-1:])
     frames = q.shape[1]
     if t is None:
         t = np.arange(frames) * (1 / 30)
@@ -70,7 +73,7 @@ def _trajectory(model, state, q, t):
         t = t.reshape(-1, t.shape[-1])[0]
     if t.shape != (frames,) or not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0):
         raise ValueError(f"sx.viz.view: t must be ({frames},) finite and nondecreasing, got shape {t.shape}")
-    return q, t
+    return q, u, t
 
 
 class Viewer:
@@ -100,8 +103,9 @@ class Viewer:
 
 def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, package_dirs=(),
          layout: str = "grid", spacing: float | None = None, opacity: float | None = None,
-         frames: bool = False, stations=(), skeleton: bool | None = None, autoplay: bool = True,
-         height: int = 480, background: str = "#f4f6f8") -> Viewer:
+         frames: bool = False, stations=(), skeleton: bool | None = None, contacts: bool = False,
+         force_scale: float | None = None, autoplay: bool = True, height: int = 480,
+         background: str = "#f4f6f8") -> Viewer:
     """A 3-D viewer of ``model`` at ``state`` or along a trajectory.
 
     Args:
@@ -130,6 +134,13 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
             in B, m).
         skeleton: Draw each body as lines joint to joint (the shapes of
             ``sx.viz.plot``); by default only where a body has no shape.
+        contacts: Mark the touching contact points of the Model's contact
+            force elements and soft constraints, with each one's force as
+            an arrow (on the moving body), at each frame's q and u (u: a
+            Trajectory's, else the State's).
+        force_scale: The arrows' length per force (m/N); by default a
+            large force (the 95th percentile of the trajectory's) is drawn
+            0.3 times the scene's size.
         autoplay: Start playing when the page opens.
         height: The inline view's height in a notebook (pixels).
         background: The page's background colour (CSS).
@@ -144,7 +155,7 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
     """
     if layout not in ("grid", "overlay"):
         raise ValueError(f"sx.viz.view: layout must be 'grid' or 'overlay', got {layout!r}")
-    q, t = _trajectory(model, state, q, t)
+    q, u, t = _trajectory(model, state, q, t)
     poses = scenes.body_poses(model, state, q)  # (instances, frames, nb, 7)
     shapes = (scenes.robot_visuals(robot, collision, package_dirs=package_dirs) if robot is not None
               else [scenes.surface_visual(s) for s in scenes.contact_surfaces(model)])
@@ -166,8 +177,22 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
         "stations": [[int(getattr(b, "index", b)), [float(x) for x in p]] for b, p in stations],
         "marker": 0.02 * extent, "extent": 20 * extent + float(np.abs(offsets).max(initial=0)) * 2,
         "grid": _grid_pitch(extent), "autoplay": bool(autoplay), "background": background,
+        "contacts": _contacts(model, state, q, u, force_scale, extent) if contacts else None,
     }
     return Viewer(payload, height)
+
+
+def _contacts(model, state, q, u, force_scale, extent) -> dict:
+    """The page's contact arrows: points (instances, frames, k, 3) and
+    forces scaled to metres (zero where a point is apart: not drawn)."""
+    if u is None:
+        u = np.broadcast_to(np.asarray(state.u), q.shape[:2] + state.u.shape)
+    points, forces = scenes.contact_points(model, state, q, u)
+    sizes = np.linalg.norm(forces, axis=-1)
+    typical = float(np.percentile(sizes[sizes > 0], 95)) if np.any(sizes > 0) else 0.0  # not an impact's spike
+    scale = force_scale if force_scale is not None else (0.3 * extent / typical if typical > 0 else 0.0)
+    return {"count": int(points.shape[2]), "points": _b64(points, np.float32),
+            "forces": _b64(forces * scale, np.float32), "radius": 0.012 * extent}
 
 
 def _shape(v: scenes.Visual) -> dict:

@@ -200,6 +200,31 @@ def body_poses(model, state, q) -> np.ndarray:
     return np.asarray(out).reshape(*q.shape[:-1], *out.shape[1:])
 
 
+def contact_points(model, state, q, u) -> tuple:
+    """Every candidate contact point of the Model's contact force elements
+    (Hunt-Crossley, elastic foundation) and soft constraints at each row of
+    (q (..., nq), u (..., nu)), from each one's ``contact_forces``:
+    (location (..., k, 3) in G, m; force (..., k, 3) in G, N, on the pair's
+    second surface, or on its first where the second is on Ground; zero
+    where the point is apart). k is 0 for a Model without contact."""
+    q, u = jnp.asarray(q, state.q.dtype), jnp.asarray(u, state.u.dtype)
+    sources = [e for e in model.force_elements if hasattr(e, "contact_forces")]
+    sources += [] if model.soft_constraints is None else [model.soft_constraints]
+
+    def at(qk, uk):
+        s = model.realize(state.with_q(qk).with_u(uk), Stage.Velocity)
+        location, force = [jnp.zeros((0, 3), q.dtype)], [jnp.zeros((0, 3), q.dtype)]
+        for source in sources:
+            c = source.contact_forces(model, s)
+            on_ground = np.array([source.surfaces[i].body == 0 for i in c.surface2], bool)
+            location.append(c.location)
+            force.append(jnp.where(on_ground[:, None], -c.force, c.force))
+        return jnp.concatenate(location), jnp.concatenate(force)
+
+    flat = jax.jit(jax.vmap(at))(q.reshape(-1, q.shape[-1]), u.reshape(-1, u.shape[-1]))
+    return tuple(np.asarray(a).reshape(*q.shape[:-1], *a.shape[1:]) for a in flat)
+
+
 def up_direction(model) -> np.ndarray:
     """The unit vector against the Model's uniform gravity (z when it has none)."""
     for element in model.force_elements:

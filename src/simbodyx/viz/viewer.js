@@ -32,6 +32,24 @@ sun.castShadow = true;
 sun.shadow.mapSize.set(2048, 2048);
 scene.add(sun, sun.target);
 
+// A plane's grid: one cell of data.grid metres, repeated (the material's
+// colour tints it).
+const gridTexture = (() => {
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = 128;
+  const context = canvas.getContext("2d");
+  context.fillStyle = "#ffffff";
+  context.fillRect(0, 0, 128, 128);
+  context.strokeStyle = "#9aa0aa";
+  context.lineWidth = 3;
+  context.strokeRect(0, 0, 128, 128);
+  const texture = new THREE.CanvasTexture(canvas);
+  texture.wrapS = texture.wrapT = THREE.RepeatWrapping;
+  texture.anisotropy = renderer.capabilities.getMaxAnisotropy();
+  texture.colorSpace = THREE.SRGBColorSpace;
+  return texture;
+})();
+
 // A shape's geometry in its own frame S (three.js's cylinders and capsules
 // run along y; simbodyx's along z).
 function geometryOf(shape) {
@@ -72,11 +90,10 @@ function meshOf(shape, opacity) {
   mesh.matrixAutoUpdate = false;
   mesh.matrix.fromArray(shape.X_BS).transpose(); // row-major 4x4 in, column-major in three.js
   if (shape.kind === "plane") {
-    const size = Math.min(mesh.geometry.parameters.width, 40 * data.grid);
-    const grid = new THREE.GridHelper(size, Math.round(size / data.grid), 0x50586a, 0x6a7284);
-    grid.rotateX(Math.PI / 2);
-    grid.position.z = 2e-3 * data.grid;
-    mesh.add(grid);
+    const { width, height } = mesh.geometry.parameters;
+    material.map = gridTexture.clone();
+    material.map.repeat.set(width / data.grid, height / data.grid);
+    material.map.needsUpdate = true;
   }
   return mesh;
 }
@@ -115,6 +132,47 @@ for (let i = 0; i < nInstances; i++) {
   bodies.push(groups);
 }
 
+// Contact points and their forces (in metres already): a dot and an arrow
+// per candidate point, shown where the force is not zero.
+const contacts = [];
+if (data.contacts && data.contacts.count > 0) {
+  const points = decode(data.contacts.points, Float32Array), forces = decode(data.contacts.forces, Float32Array);
+  const dotGeometry = new THREE.SphereGeometry(data.contacts.radius, 12, 8);
+  const dotMaterial = new THREE.MeshBasicMaterial({ color: 0xe03020, depthTest: false });
+  for (let i = 0; i < nInstances; i++) {
+    const instance = bodies[i][0].parent, marks = [];
+    for (let c = 0; c < data.contacts.count; c++) {
+      const dot = new THREE.Mesh(dotGeometry, dotMaterial);
+      dot.userData.kind = "contact";
+      const arrow = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 1, 0xe03020);
+      for (const part of [arrow.line, arrow.cone]) part.material.depthTest = false; // seen through the bodies
+      arrow.cone.userData.kind = "arrow";
+      dot.renderOrder = arrow.renderOrder = arrow.line.renderOrder = arrow.cone.renderOrder = 10;
+      instance.add(dot, arrow);
+      marks.push([dot, arrow]);
+    }
+    contacts.push(marks);
+  }
+  contacts.update = (k) => {
+    const n = data.contacts.count, direction = new THREE.Vector3();
+    for (let i = 0; i < nInstances; i++) {
+      for (let c = 0; c < n; c++) {
+        const o = ((i * nFrames + k) * n + c) * 3, [dot, arrow] = contacts[i][c];
+        direction.set(forces[o], forces[o + 1], forces[o + 2]);
+        const length = direction.length();
+        dot.visible = arrow.visible = length > 0;
+        if (length > 0) {
+          dot.position.set(points[o], points[o + 1], points[o + 2]);
+          arrow.position.copy(dot.position);
+          arrow.setDirection(direction.divideScalar(length));
+          arrow.setLength(length, Math.min(0.3 * length, 4 * data.contacts.radius), Math.min(0.2 * length,
+            2.5 * data.contacts.radius));
+        }
+      }
+    }
+  };
+}
+
 let frame = 0;
 function setFrame(k) {
   frame = Math.max(0, Math.min(nFrames - 1, k));
@@ -125,6 +183,7 @@ function setFrame(k) {
       bodies[i][b].quaternion.set(poses[o + 3], poses[o + 4], poses[o + 5], poses[o + 6]);
     }
   }
+  if (contacts.update) contacts.update(frame);
   slider.value = frame;
   clock.textContent = `t = ${data.times[frame].toFixed(3)} s`;
   scene.updateMatrixWorld(true);
@@ -200,7 +259,7 @@ renderer.render(scene, camera);
 requestAnimationFrame(tick);
 // For scripts driving the page (simbodyx.viz.video, the tests).
 window.simbodyx = {
-  THREE, scene, camera, renderer, bodies, frameCount: nFrames,
+  THREE, scene, camera, renderer, bodies, contacts, frameCount: nFrames,
   setFrame(k) { playing = false; setFrame(k); renderer.render(scene, camera); },
   ready: true,
 };
