@@ -98,7 +98,7 @@ def test_stills_and_videos_show_the_robot(ant, tmp_path):
     viewer = ant[4]
     still = sx.viz.image(viewer, tmp_path / "ant.png", frame=1, width=320, height=240)
     assert still.shape == (240, 320, 3) and iio.imread(tmp_path / "ant.png").shape[:2] == (240, 320)
-    assert _orange(still) > 0.01 and still.std() > 10  # the robot, not a blank canvas
+    assert _orange(still) > 0.004 and still.std() > 10  # the robots, not a blank canvas
     gif = sx.viz.video(viewer, tmp_path / "ant.gif", fps=20, width=160, height=120)
     assert iio.imread(gif).shape == (3, 120, 160, 3)  # 0 to 0.1 s at 20 frames per second
     mp4 = sx.viz.video(viewer, tmp_path / "ant.mp4", fps=40, width=160, height=120)

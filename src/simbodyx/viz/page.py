@@ -103,7 +103,7 @@ class Viewer:
 
 def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, package_dirs=(),
          layout: str = "grid", spacing: float | None = None, opacity: float | None = None,
-         frames: bool = False, stations=(), skeleton: bool | None = None, contacts: bool = False,
+         frames: bool = False, stations=(), visuals=(), skeleton: bool | None = None, contacts: bool = False,
          force_scale: float | None = None, autoplay: bool = True, height: int = 480,
          background: str = "#f4f6f8") -> Viewer:
     """A 3-D viewer of ``model`` at ``state`` or along a trajectory.
@@ -131,16 +131,19 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
             overlaid).
         frames: Draw each body's frame (x red, y green, z blue).
         stations: Points to mark: pairs (MobilizedBody or index, p_BS (3,)
-            in B, m).
-        skeleton: Draw each body as lines joint to joint (the shapes of
-            ``sx.viz.plot``); by default only where a body has no shape.
+            in B, m); the skeleton joins them to their body's origin.
+        visuals: More shapes to draw (``sx.viz.Visual``s: a body index,
+            a kind, sizes, a pose in the body, a colour).
+        skeleton: Draw each body as a ball at its origin and lines joint
+            to joint and to its stations (``sx.viz.plot``'s drawing); by
+            default only for the bodies with no shape.
         contacts: Mark the touching contact points of the Model's contact
             force elements and soft constraints, with each one's force as
             an arrow (on the moving body), at each frame's q and u (u: a
             Trajectory's, else the State's).
         force_scale: The arrows' length per force (m/N); by default a
             large force (the 95th percentile of the trajectory's) is drawn
-            0.3 times the scene's size.
+            half the mechanism's size.
         autoplay: Start playing when the page opens.
         height: The inline view's height in a notebook (pixels).
         background: The page's background colour (CSS).
@@ -159,13 +162,14 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
     poses = scenes.body_poses(model, state, q)  # (instances, frames, nb, 7)
     shapes = (scenes.robot_visuals(robot, collision, package_dirs=package_dirs) if robot is not None
               else [scenes.surface_visual(s) for s in scenes.contact_surfaces(model)])
+    shapes += list(visuals)
+    stations = [(int(getattr(b, "index", b)), np.asarray(p, float)) for b, p in stations]
+    size = _size(model, poses, shapes, stations)
     positions = poses[..., 1:, :3].reshape(-1, 3)
-    extent = float(np.ptp(positions, axis=0).max()) if positions.size else 1.0
-    shape_size = max([max(v.size, default=0.0) for v in shapes if v.kind != "plane"], default=0.0)
-    extent = max(extent + 2 * shape_size, 0.2)
+    extent = (float(np.ptp(positions, axis=0).max()) if positions.size else 0.0) + 2 * size  # the motion's
     drawn = {v.body for v in shapes}
     if skeleton or (skeleton is None and len(drawn - {0}) < model.topology.num_bodies - 1):
-        shapes += [v for v in scenes.bones(model, 0.02 * extent) if skeleton or v.body not in drawn]
+        shapes += [v for v in scenes.bones(model, 0.015 * size, stations) if skeleton or v.body not in drawn]
     up = scenes.up_direction(model)
     offsets = _offsets(len(q), layout, spacing or 1.5 * extent, up)
     payload = {
@@ -173,16 +177,16 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
         "names": ["Ground"] + [f"body {b}" for b in range(1, poses.shape[2])],
         "poses": _b64(poses, np.float32), "offsets": offsets.tolist(), "up": up.tolist(),
         "opacity": float(opacity if opacity is not None else (0.35 if layout == "overlay" and len(q) > 1 else 1.0)),
-        "shapes": [_shape(v) for v in shapes], "frames": bool(frames), "triad": 0.15 * extent,
-        "stations": [[int(getattr(b, "index", b)), [float(x) for x in p]] for b, p in stations],
-        "marker": 0.02 * extent, "extent": 20 * extent + float(np.abs(offsets).max(initial=0)) * 2,
-        "grid": _grid_pitch(extent), "autoplay": bool(autoplay), "background": background,
-        "contacts": _contacts(model, state, q, u, force_scale, extent) if contacts else None,
+        "shapes": [_shape(v) for v in shapes], "frames": bool(frames), "triad": 0.3 * size,
+        "stations": [[b, p.tolist()] for b, p in stations],
+        "marker": 0.035 * size, "extent": 20 * extent + float(np.abs(offsets).max(initial=0)) * 2,
+        "grid": _grid_pitch(size), "autoplay": bool(autoplay), "background": background,
+        "contacts": _contacts(model, state, q, u, force_scale, size) if contacts else None,
     }
     return Viewer(payload, height)
 
 
-def _contacts(model, state, q, u, force_scale, extent) -> dict:
+def _contacts(model, state, q, u, force_scale, size) -> dict:
     """The page's contact arrows: points (instances, frames, k, 3) and
     forces scaled to metres (zero where a point is apart: not drawn)."""
     if u is None:
@@ -190,9 +194,9 @@ def _contacts(model, state, q, u, force_scale, extent) -> dict:
     points, forces = scenes.contact_points(model, state, q, u)
     sizes = np.linalg.norm(forces, axis=-1)
     typical = float(np.percentile(sizes[sizes > 0], 95)) if np.any(sizes > 0) else 0.0  # not an impact's spike
-    scale = force_scale if force_scale is not None else (0.3 * extent / typical if typical > 0 else 0.0)
+    scale = force_scale if force_scale is not None else (0.5 * size / typical if typical > 0 else 0.0)
     return {"count": int(points.shape[2]), "points": _b64(points, np.float32),
-            "forces": _b64(forces * scale, np.float32), "radius": 0.012 * extent}
+            "forces": _b64(forces * scale, np.float32), "radius": 0.02 * size}
 
 
 def _shape(v: scenes.Visual) -> dict:
@@ -216,6 +220,18 @@ def _offsets(count: int, layout: str, spacing: float, up) -> np.ndarray:
     return spacing * (column[:, None] * a + row[:, None] * b)
 
 
-def _grid_pitch(extent: float) -> float:
-    """A floor grid's pitch (m): the power of ten at or below the scene's extent."""
-    return float(10.0 ** np.floor(np.log10(extent)))
+def _size(model, poses, shapes, stations) -> float:
+    """The mechanism's own size (m), for the skeleton's thickness, markers
+    and the grid: the spread of its bodies at the first frame, its joints'
+    offsets, its stations' and shapes' reach."""
+    params = model.params
+    first = poses[0, 0, :, :3]
+    lengths = [float(np.ptp(first, axis=0).max()), *np.linalg.norm(np.asarray(params.X_BM.p), axis=-1),
+               *np.linalg.norm(np.asarray(params.X_PF.p), axis=-1), *(float(np.linalg.norm(p)) for _, p in stations),
+               *(2 * max(v.size, default=0.0) for v in shapes if v.kind != "plane")]
+    return max(lengths + [0.1])
+
+
+def _grid_pitch(size: float) -> float:
+    """A floor grid's pitch (m): the power of ten at or below the mechanism's size."""
+    return float(10.0 ** np.floor(np.log10(size)))

@@ -164,24 +164,31 @@ def robot_visuals(robot, collision: bool = False, groups=MUJOCO_GROUPS, package_
     return visuals
 
 
-def bones(model, radius: float) -> list:
-    """Each body's skeleton as thin cylinders fixed to it: from its origin
-    Bo to its outboard frame M's origin, and from Bo to each child's inboard
-    frame F's origin (the lines ``sx.viz.plot`` draws)."""
+def segment(body: int, a, b, radius: float, name: str = "bone") -> Visual | None:
+    """A thin cylinder fixed to ``body`` from point a to point b (in B, m);
+    None when they coincide."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    length = float(np.linalg.norm(b - a))
+    if length < 1e-9:
+        return None
+    z = (b - a) / length
+    x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
+    x /= np.linalg.norm(x)
+    return Visual(body, "cylinder", (radius, length / 2), _pose(np.stack([x, np.cross(z, x), z], axis=1),
+                                                               (a + b) / 2), name=name)
+
+
+def bones(model, radius: float, stations=()) -> list:
+    """Each body's skeleton, as ``sx.viz.plot`` draws it, in shapes fixed to
+    the bodies: a ball at each body's origin Bo, cylinders from Bo to its
+    outboard frame M's origin, from Bo to each child's inboard frame F's
+    origin, and from Bo to each station (pairs (body index, p_BS))."""
     params, parent = model.params, np.asarray(model.topology.parent)
-    segments = [(b, np.zeros(3), np.asarray(params.X_BM.p[b])) for b in range(1, len(parent))]
-    segments += [(int(parent[b]), np.zeros(3), np.asarray(params.X_PF.p[b])) for b in range(1, len(parent))]
-    visuals = []
-    for body, a, b in segments:
-        length = float(np.linalg.norm(b - a))
-        if length < 1e-9:
-            continue
-        z = (b - a) / length
-        x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
-        x /= np.linalg.norm(x)
-        R = np.stack([x, np.cross(z, x), z], axis=1)
-        visuals.append(Visual(body, "cylinder", (radius, length / 2), _pose(R, (a + b) / 2), name="bone"))
-    return visuals
+    segments = [(b, np.asarray(params.X_BM.p[b])) for b in range(1, len(parent))]
+    segments += [(int(parent[b]), np.asarray(params.X_PF.p[b])) for b in range(1, len(parent))]
+    segments += [(int(b), p) for b, p in stations]
+    visuals = [Visual(b, "sphere", (2 * radius,), _pose(), name="joint") for b in range(1, len(parent))]
+    return visuals + [v for b, p in segments if (v := segment(b, np.zeros(3), p, radius)) is not None]
 
 
 def body_poses(model, state, q) -> np.ndarray:

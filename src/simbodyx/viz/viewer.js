@@ -190,7 +190,7 @@ function setFrame(k) {
 }
 
 // Camera: looking at the first frame's moving shapes from a raised diagonal.
-const camera = new THREE.PerspectiveCamera(45, root.clientWidth / root.clientHeight, 0.01 * data.extent, 50 * data.extent);
+const camera = new THREE.PerspectiveCamera(45, root.clientWidth / root.clientHeight, 0.01, 100);
 camera.up.copy(up);
 const controls = new OrbitControls(camera, renderer.domElement);
 function frameCamera() {
@@ -198,11 +198,23 @@ function frameCamera() {
   for (const groups of bodies) for (const g of groups) g.traverse((o) => {
     if (o.isMesh && o.userData.kind !== "plane") box.expandByObject(o);
   });
+  const point = new THREE.Vector3(); // and every body's origin over the whole trajectory
+  for (let i = 0; i < nInstances; i++) {
+    for (let k = 0; k < nFrames; k++) {
+      for (let b = 1; b < nBodies; b++) {
+        const o = ((i * nFrames + k) * nBodies + b) * 7;
+        box.expandByPoint(point.set(poses[o], poses[o + 1], poses[o + 2]).add(bodies[i][0].parent.position));
+      }
+    }
+  }
   const center = box.isEmpty() ? new THREE.Vector3() : box.getCenter(new THREE.Vector3());
   const radius = box.isEmpty() ? 1 : Math.max(box.getSize(new THREE.Vector3()).length() / 2, 0.05);
   const side = Math.abs(up.z) > 0.9 ? new THREE.Vector3(1, -1.6, 0) : new THREE.Vector3(1.6, 0, 1);
   const direction = side.addScaledVector(up, 0.8).normalize();
   camera.position.copy(center).addScaledVector(direction, 2.6 * radius);
+  camera.near = 0.01 * radius;
+  camera.far = 10 * radius + 2 * data.extent;
+  camera.updateProjectionMatrix();
   controls.target.copy(center);
   sun.position.copy(center).addScaledVector(up, 5 * radius).addScaledVector(direction, 2 * radius);
   sun.target.position.copy(center);
