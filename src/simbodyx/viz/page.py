@@ -177,7 +177,7 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
         "names": ["Ground"] + [f"body {b}" for b in range(1, poses.shape[2])],
         "poses": _b64(poses, np.float32), "offsets": offsets.tolist(), "up": up.tolist(),
         "opacity": float(opacity if opacity is not None else (0.35 if layout == "overlay" and len(q) > 1 else 1.0)),
-        "shapes": [_shape(v) for v in shapes], "frames": bool(frames), "triad": 0.3 * size,
+        "shapes": [_shape(v, up) for v in shapes], "frames": bool(frames), "triad": 0.3 * size,
         "stations": [[b, p.tolist()] for b, p in stations],
         "marker": 0.035 * size, "extent": 20 * extent + float(np.abs(offsets).max(initial=0)) * 2,
         "grid": _grid_pitch(size), "autoplay": bool(autoplay), "background": background,
@@ -199,9 +199,13 @@ def _contacts(model, state, q, u, force_scale, size) -> dict:
             "forces": _b64(forces * scale, np.float32), "radius": 0.02 * size}
 
 
-def _shape(v: scenes.Visual) -> dict:
+def _shape(v: scenes.Visual, up) -> dict:
+    """A Visual as the page takes it; ``shared``: a floor (a plane on Ground
+    facing up), drawn once under every instance of a grid."""
+    X = np.asarray(v.X_BS, float)
     out = {"body": v.body, "kind": v.kind, "size": [float(s) for s in v.size], "rgba": [float(c) for c in v.rgba],
-           "X_BS": np.asarray(v.X_BS, float).ravel().tolist(), "name": v.name}
+           "X_BS": X.ravel().tolist(), "name": v.name,
+           "shared": bool(v.body == 0 and v.kind == "plane" and abs(X[:3, 2] @ up) > 1 - 1e-9)}
     if v.mesh is not None:
         out["vertices"], out["faces"] = _b64(v.mesh[0], np.float32), _b64(v.mesh[1], np.uint32)
     return out

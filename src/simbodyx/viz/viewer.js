@@ -98,8 +98,8 @@ function meshOf(shape, opacity) {
   return mesh;
 }
 
-// Ground's unbounded shapes once; every other shape once per instance, in a
-// Group per body whose local pose is X_GB, under the instance's offset.
+// A floor once; every other shape once per instance, in a Group per body
+// whose local pose is X_GB, under the instance's offset.
 const planes = new THREE.Group();
 scene.add(planes);
 const bodies = [];
@@ -115,11 +115,11 @@ for (let i = 0; i < nInstances; i++) {
     groups.push(group);
   }
   for (const shape of data.shapes) {
-    if (shape.body === 0 && shape.kind === "plane") {
+    if (shape.shared) {
       if (i === 0) planes.add(meshOf(shape, 1));
       continue;
     }
-    groups[shape.body].add(meshOf(shape, data.opacity));
+    groups[shape.body].add(meshOf(shape, shape.body === 0 ? 1 : data.opacity));
   }
   for (const [b, p] of data.stations) {
     const dot = new THREE.Mesh(new THREE.SphereGeometry(data.marker, 12, 8),
