@@ -105,7 +105,7 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
          layout: str = "grid", spacing: float | None = None, opacity: float | None = None,
          frames: bool = False, stations=(), visuals=(), skeleton: bool | None = None, contacts: bool = False,
          force_scale: float | None = None, autoplay: bool = True, height: int = 480,
-         background: str = "#f4f6f8") -> Viewer:
+         background: str = "#f4f6f8", title: str = "simbodyx") -> Viewer:
     """A 3-D viewer of ``model`` at ``state`` or along a trajectory.
 
     Args:
@@ -147,6 +147,7 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
         autoplay: Start playing when the page opens.
         height: The inline view's height in a notebook (pixels).
         background: The page's background colour (CSS).
+        title: The page's title.
 
     Returns:
         A Viewer: ``save(path)`` writes the HTML page; a notebook cell
@@ -183,7 +184,7 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
         "grid": _grid_pitch(size), "autoplay": bool(autoplay), "background": background,
         "contacts": _contacts(model, state, q, u, force_scale, size) if contacts else None,
     }
-    return Viewer(payload, height)
+    return Viewer(payload, height, title)
 
 
 def _contacts(model, state, q, u, force_scale, size) -> dict:
