@@ -126,3 +126,17 @@ def test_bad_options_are_refused(pendulum):
         sx.integrate.rollout(model, state, 1e-3, 10, progress="yes")
     with pytest.raises(ValueError, match="updates must be a positive int"):
         sx.integrate.rollout(model, state, 1e-3, 10, progress=sx.Progress(updates=0))
+
+
+def test_batched_moves_a_bar_per_chunk(bars, pendulum):
+    model, state = pendulum
+
+    def final_angle(q):
+        return sx.integrate.rollout(model, state.with_q(q), 1e-3, 50, energy=False)[0].q
+
+    starts = jnp.linspace(0.1, 1.0, 10)[:, None]
+    run = jax.jit(sx.parallel.batched(final_angle, chunk_size=4, devices=jax.devices()[:1], progress=True))
+    np.testing.assert_allclose(run(starts), jax.vmap(final_angle)(starts), rtol=1e-13)
+    (bar,) = bars
+    _finished(bar, 3, "batched", "chunk")  # two chunks of 4 and the remaining 2
+    assert bar.positions == [1, 2, 3]

@@ -41,9 +41,12 @@ from __future__ import annotations
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from simbodyx.progress import progress_of, report
 
 #: States per chunk in :func:`batched`: for the suite's chain7 and humanoid
 #: forward dynamics, chunks of 64-256 were within noise of each other and 32
@@ -154,7 +157,7 @@ def gather(tree):
     return multihost_utils.process_allgather(tree, tiled=True)
 
 
-def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
+def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None, progress=False):
     """``jax.vmap(fun, in_axes)`` over axis 0, split over devices and run in chunks.
 
     Each device computes its share of the batch in a loop over chunks of
@@ -168,6 +171,10 @@ def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
             the argument is shared, not batched).
         chunk_size: States per chunk; None: one ``vmap`` per device's share.
         devices: The devices to split over; None: ``jax.devices()``.
+        progress: Show a progress bar of the chunks done (True, or an
+            ``sx.Progress``; with several devices, the chunks of one
+            device's share), moved by a host callback per chunk; False adds
+            nothing to the program.
 
     Returns:
         The batched function: its results are batched along axis 0 (sharded
@@ -181,6 +188,7 @@ def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
     devices = list(jax.devices() if devices is None else devices)
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"batched: chunk_size must be a positive integer or None, got {chunk_size!r}")
+    progress = progress_of(progress, "batched", "chunk")
 
     def run(*args):
         axes = (in_axes,) * len(args) if not isinstance(in_axes, (tuple, list)) else tuple(in_axes)
@@ -202,7 +210,9 @@ def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
             xs = tuple(share_args[i] for i in mapped)
             if chunk_size is None:
                 return jax.vmap(one)(xs)
-            return jax.lax.map(one, xs, batch_size=chunk_size)
+            if progress is None:
+                return jax.lax.map(one, xs, batch_size=chunk_size)
+            return _chunks_reported(one, xs, chunk_size, progress)
 
         if len(devices) == 1 or batch % len(devices):
             return share(*args)
@@ -214,3 +224,26 @@ def batched(fun, in_axes=0, chunk_size: int | None = CHUNK_SIZE, devices=None):
                              check_vma=False)(*args)
 
     return run
+
+
+def _chunks_reported(one, xs, chunk_size: int, progress):
+    """``jax.lax.map(one, xs, batch_size=chunk_size)``, reporting each
+    chunk done to ``progress``: a loop over the whole chunks, then the
+    remainder."""
+    size = jax.tree.leaves(xs)[0].shape[0]
+    whole, rest = divmod(size, chunk_size)
+    total = whole + (rest > 0)
+
+    def chunk(done, chunk_xs):
+        out = jax.vmap(one)(chunk_xs)
+        report(progress, done + 1, total)
+        return done + 1, out
+
+    head = jax.tree.map(lambda x: x[:whole * chunk_size].reshape(whole, chunk_size, *x.shape[1:]), xs)
+    done, out = jax.lax.scan(chunk, jnp.zeros((), jnp.int32), head)
+    out = jax.tree.map(lambda y: y.reshape(whole * chunk_size, *y.shape[2:]), out)
+    if rest:
+        tail = jax.vmap(one)(jax.tree.map(lambda x: x[whole * chunk_size:], xs))
+        report(progress, done + 1, total)  # the loop's count: reported after the loop's own reports
+        out = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), out, tail)
+    return out
