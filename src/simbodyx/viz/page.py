@@ -179,6 +179,7 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
         "poses": _b64(poses, np.float32), "offsets": offsets.tolist(), "up": up.tolist(),
         "opacity": float(opacity if opacity is not None else (0.35 if layout == "overlay" and len(q) > 1 else 1.0)),
         "shapes": [_shape(v, up) for v in shapes], "frames": bool(frames), "triad": 0.3 * size,
+        "reach": _reach(poses.shape[2], shapes, stations),
         "stations": [[b, p.tolist()] for b, p in stations],
         "marker": 0.035 * size, "extent": 20 * extent + float(np.abs(offsets).max(initial=0)) * 2,
         "grid": _grid_pitch(size), "autoplay": bool(autoplay), "background": background,
@@ -223,6 +224,20 @@ def _offsets(count: int, layout: str, spacing: float, up) -> np.ndarray:
     k = np.arange(count)
     row, column = k // side - (side - 1) / 2, k % side - (side - 1) / 2
     return spacing * (column[:, None] * a + row[:, None] * b)
+
+
+def _reach(count: int, shapes, stations) -> list:
+    """How far each body's drawing reaches from its origin (m), for the
+    camera's framing (a floor excluded)."""
+    reach = np.zeros(count)
+    for v in shapes:
+        if v.kind != "plane":
+            extent = (np.abs(v.mesh[0]).max() * np.sqrt(3) if v.mesh is not None and len(v.mesh[0]) else
+                      np.linalg.norm(v.size) if v.size else 0.0)
+            reach[v.body] = max(reach[v.body], np.linalg.norm(np.asarray(v.X_BS)[:3, 3]) + extent)
+    for b, p in stations:
+        reach[b] = max(reach[b], np.linalg.norm(p))
+    return reach.tolist()
 
 
 def _size(model, poses, shapes, stations) -> float:

@@ -198,12 +198,13 @@ function frameCamera() {
   for (const groups of bodies) for (const g of groups) g.traverse((o) => {
     if (o.isMesh && o.userData.kind !== "plane") box.expandByObject(o);
   });
-  const point = new THREE.Vector3(); // and every body's origin over the whole trajectory
-  for (let i = 0; i < nInstances; i++) {
+  const point = new THREE.Vector3(), around = new THREE.Box3(), span = new THREE.Vector3();
+  for (let i = 0; i < nInstances; i++) { // and every body's drawing over the whole trajectory
     for (let k = 0; k < nFrames; k++) {
       for (let b = 1; b < nBodies; b++) {
         const o = ((i * nFrames + k) * nBodies + b) * 7;
-        box.expandByPoint(point.set(poses[o], poses[o + 1], poses[o + 2]).add(bodies[i][0].parent.position));
+        point.set(poses[o], poses[o + 1], poses[o + 2]).add(bodies[i][0].parent.position);
+        box.union(around.setFromCenterAndSize(point, span.setScalar(2 * data.reach[b])));
       }
     }
   }
