@@ -174,8 +174,8 @@ def segment(body: int, a, b, radius: float, name: str = "bone") -> Visual | None
     z = (b - a) / length
     x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
     x /= np.linalg.norm(x)
-    return Visual(body, "cylinder", (radius, length / 2), _pose(np.stack([x, np.cross(z, x), z], axis=1),
-                                                               (a + b) / 2), name=name)
+    X = _pose(np.stack([x, np.cross(z, x), z], axis=1), (a + b) / 2)
+    return Visual(body, "cylinder", (radius, length / 2), X, name=name)
 
 
 def bones(model, radius: float, stations=()) -> list:
