@@ -198,6 +198,14 @@ def test_progress_rows_time_both():
     assert [r["batch"] for r in rows] == [1, 4] and all(r["off_ms"] > 0 and r["on_ms"] > 0 for r in rows)
 
 
+def test_viewer_rows_build_each_scene():
+    """benchmarks/viewer.py without the browser: each scene's page builds."""
+    import simbodyx as sx
+
+    rows = _benchmark("viewer").viewer_rows(sx, frames=2, video=False)
+    assert [r["frames"] for r in rows] == [3, 3, 3, 30] and all(r["page_mb"] > 0.69 for r in rows)
+
+
 def test_the_ant_rows_time_simbodyx_and_mujoco_c():
     """benchmarks/contact.py --robots ant at 10-step trajectories, without the
     batched rows (MJX's compile alone takes 20 s): the imported Ant stands
