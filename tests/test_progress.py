@@ -71,8 +71,10 @@ def test_rollout_moves_one_bar_eager_jitted_vmapped_and_differentiated(bars, pen
     assert bar.positions == [1, 100, 200, 300, 400]
 
     def batch(progress):
-        return jax.jit(jax.vmap(lambda q: sx.integrate.rollout(model, state.with_q(q), 1e-3, 400, save_every=4,
-                                                               progress=progress)[1].q))(jnp.linspace(0, 1, 16)[:, None])
+        def angles(q):
+            return sx.integrate.rollout(model, state.with_q(q), 1e-3, 400, save_every=4, progress=progress)[1].q
+
+        return jax.jit(jax.vmap(angles))(jnp.linspace(0, 1, 16)[:, None])
 
     np.testing.assert_array_equal(batch(True), batch(False))  # under jit: the same bits
     assert len(bars) == 2  # one bar for the batch
