@@ -92,6 +92,12 @@ def test_rollout_moves_one_bar_eager_jitted_vmapped_and_differentiated(bars, pen
         _finished(bars[-1], 400, "rollout", "step")
 
 
+def test_a_time_steppers_rollout_moves_its_bar(bars, pendulum):
+    model, state = pendulum
+    sx.integrate.rollout(model, state, 1e-3, 100, method=sx.SemiExplicitEulerTimeStepper(), progress=True)
+    _finished(bars[0], 100, "rollout", "step")
+
+
 def test_off_the_program_has_no_callback(pendulum):
     model, state = pendulum
 

@@ -81,6 +81,22 @@ def test_page_builds_every_shape_where_the_model_puts_it(ant):
             np.testing.assert_allclose(world, expected, atol=1e-5)
 
 
+def test_play_runs_the_frames_and_the_slider_scrubs(ant):
+    model, state = ant[0], ant[1]
+    viewer = sx.viz.view(model, state, np.broadcast_to(np.asarray(state.q), (21, model.topology.nq)),
+                         t=np.linspace(0.0, 2.0, 21), autoplay=False)
+    with browser.opened(viewer) as (page, errors):
+        frame = "Number(document.querySelector('#simbodyx-bar input').value)"
+        assert page.evaluate(frame) == 0 and page.inner_text("#simbodyx-bar button") == "Play"
+        page.click("#simbodyx-bar button")
+        page.wait_for_function(f"{frame} >= 2", timeout=10_000)  # 0.2 s of the trajectory played
+        page.click("#simbodyx-bar button")
+        assert page.inner_text("#simbodyx-bar button") == "Play"
+        page.fill("#simbodyx-bar input", "20")
+        assert page.inner_text("#simbodyx-bar span") == "t = 2.000 s"
+        assert not errors, errors
+
+
 def test_the_inline_form_builds_in_an_iframe(ant):
     viewer = ant[4]
     inline = viewer._repr_html_()
