@@ -216,6 +216,15 @@ class GymnasiumTask(Env):
         other.model = model
         return other
 
+    def astype(self, dtype) -> GymnasiumTask:
+        """The same task computed in ``dtype`` (``jnp.float32`` for GPUs;
+        its observations, rewards and States follow): its Model and initial
+        State cast (``Model.astype``)."""
+        other = copy.copy(self)
+        other.model, other.initial = self.model.astype(dtype), self.initial.astype(dtype)
+        other.mujoco = MuJoCoView(self.robot, other.model, other.initial)
+        return other
+
     @property
     def dt(self) -> float:
         """The environment's step (s): ``frame_skip`` steps of the file's."""
