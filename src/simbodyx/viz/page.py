@@ -125,8 +125,8 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
             ancestors are searched too).
         layout: "grid" (each instance of a batch beside the others) or
             "overlay" (all at the model's own place, see-through).
-        spacing: The grid's pitch (m); by default 1.5 times the largest
-            instance's extent.
+        spacing: The grid's pitch (m); by default 1.5 times the size of
+            the region the trajectories cover.
         opacity: The moving shapes' opacity (by default 1, or 0.35 when
             overlaid).
         frames: Draw each body's frame (x red, y green, z blue).
@@ -175,7 +175,7 @@ def view(model, state, q=None, t=None, *, robot=None, collision: bool = False, p
     offsets = _offsets(len(q), layout, spacing or 1.5 * extent, up)
     payload = {
         "bodies": int(poses.shape[2]), "instances": int(poses.shape[0]), "times": t.tolist(),
-        "names": ["Ground"] + [f"body {b}" for b in range(1, poses.shape[2])],
+        "names": list(model.topology.names),
         "poses": _b64(poses, np.float32), "offsets": offsets.tolist(), "up": up.tolist(),
         "opacity": float(opacity if opacity is not None else (0.35 if layout == "overlay" and len(q) > 1 else 1.0)),
         "shapes": [_shape(v, up) for v in shapes], "frames": bool(frames), "triad": 0.3 * size,
