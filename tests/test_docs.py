@@ -152,7 +152,10 @@ ENTRY_POINTS = ("io.mjcf.load_mjcf", "io.urdf.load_urdf", "integrate.rollout", "
                 "integrate.stable_step", "realize.realize", "simulation.simulate", "optimize.minimize",
                 "parallel.batched", "parallel.shard_batch", "envs.make", "envs.base.State", "envs.base.Randomized",
                 "envs.locomotion.Locomotion", "envs.runners.Ant", "envs.runners.Humanoid", "envs.task.MuJoCoView", "envs.task.GymnasiumTask",
-                "viz.page.view", "viz.browser.image", "viz.browser.video")
+                "viz.page.view", "viz.browser.image", "viz.browser.video", "viz.skeleton.plot",
+                "viz.skeleton.animate", "viz.scene.body_poses", "viz.scene.Visual", "progress.Progress",
+                "integrate.derivatives", "optimize.augmented_lagrangian", "optimize.multiple_shooting",
+                "parallel.use_cpu_cores", "io.urdf.example_robot_data")
 
 
 def test_the_entry_points_document_every_parameter_in_googles_style():

@@ -47,14 +47,22 @@ class Trajectory(Module):
 
 @entry_point(eqx.filter_jit, probe=True)
 def derivatives(model, state: State):
-    """(qdot (nq,), udot (nu,)) at a State: the vector field every integrator
-    steps, ``model.realize(state, Stage.Acceleration)``'s, as one program
-    with only these outputs (the function to call in a loop of your own).
-    Traced (under ``jit``, ``vmap``, ``grad`` or in a loop), small models
-    evaluate it on the scalar path (``simbodyx.scalarize``;
-    ``model.uses_scalar_path()``). A Model with auxiliary states z (a
-    ``Force.Thermostat``) steps them too: :func:`state_rates` gives all
-    three rates."""
+    """The vector field every integrator steps, as one program with only these outputs.
+
+    ``model.realize(state, Stage.Acceleration)``'s qdot and udot: the
+    function to call in a loop of your own. Traced (under ``jit``,
+    ``vmap``, ``grad`` or in a loop), small models evaluate it on the
+    scalar path (``simbodyx.scalarize``; ``model.uses_scalar_path()``). A
+    Model with auxiliary states z (a ``Force.Thermostat``) steps them too:
+    :func:`state_rates` gives all three rates.
+
+    Args:
+        model: The Model.
+        state: The State (any stage).
+
+    Returns:
+        (qdot (nq,), udot (nu,)).
+    """
     s = model.realize(state, Stage.Acceleration)
     return s.velocity.qdot, s.acceleration.udot
 

@@ -118,22 +118,35 @@ def _minimize(loss, optimizer, num_steps, x0, args, progress):
 
 @check_errors()
 def multiple_shooting(model, state, dt, controls, knots, method: str = "rk4", *, checkpoint: bool | int = True):
-    """Direct multiple shooting: (ends (S, nq + nu), defects (S - 1, nq + nu)).
+    """Direct multiple shooting: each segment's end and its defect to the next segment's start.
 
-    ``controls`` (S, K, nu): mobility forces held over each of the K steps of
-    ``method`` (of ``dt`` s) in each of S segments. Segment 0 starts at
-    ``state``; segment k >= 1 starts at time ``state.t + k K dt`` from
-    ``knots[k - 1]`` = (q, u) concatenated, a decision variable of the
-    optimization. ``ends[k]`` is segment k's final (q, u); ``defects[k] =
-    ends[k] - knots[k]`` must vanish for the segments to join into one
+    Segment 0 starts at ``state``; segment k >= 1 starts at time ``state.t
+    + k K dt`` from ``knots[k - 1]``, a decision variable of the
+    optimization. The defects must vanish for the segments to join into one
     trajectory (pass them as equalities to :func:`augmented_lagrangian`).
     The segments run side by side (``jax.vmap``), so a long horizon's
     derivative has S-fold shorter sequential chains than single shooting.
-    Initial knots can come from one rollout of the initial controls
-    (its trajectory rows K, 2K, ...) or an interpolation to the goal.
-    ``checkpoint``: each segment's, as in ``sx.integrate.rollout``.
-    Called eagerly, it is one compiled program, which later calls with the
-    same settings and shapes reuse (as ``rollout``).
+    Initial knots can come from one rollout of the initial controls (its
+    trajectory rows K, 2K, ...) or an interpolation to the goal. Called
+    eagerly, it is one compiled program, which later calls with the same
+    settings and shapes reuse (as ``rollout``).
+
+    Args:
+        model: The Model.
+        state: The first segment's start.
+        dt: The step (s).
+        controls: (S, K, nu) mobility forces (N or N m) held over each of
+            the K steps of each of the S segments.
+        knots: (S - 1, nq + nu): the (q, u) each later segment starts from.
+        method: "euler", "semi_explicit_euler" or "rk4".
+        checkpoint: Each segment's, as in ``sx.integrate.rollout``.
+
+    Returns:
+        (ends, defects): ends (S, nq + nu), each segment's final (q, u);
+            defects (S - 1, nq + nu), ``ends[k] - knots[k]``.
+
+    Raises:
+        ValueError: ``controls`` or ``knots`` of the wrong shape.
     """
     nq, nu = state.topology.nq, state.topology.nu
     controls = jnp.asarray(controls, state.q.dtype)
@@ -189,11 +202,7 @@ class ConstrainedSolution(NamedTuple):
 @check_errors()
 def augmented_lagrangian(problem, x0, optimizer, num_steps: int, num_rounds: int, *args, penalty=10.0,
                          penalty_growth=10.0, max_penalty=1e8, compiler_options=None, progress=False):
-    """(x, ConstrainedSolution): minimize f(x) subject to h(x) = 0 and
-    g(x) <= 0, where ``problem(x, *args)`` returns ``(f, h, g)`` (h and g
-    arrays, or None for none; one function, so a rollout that serves the
-    cost and the constraints runs once), by the Powell-Hestenes-Rockafellar
-    augmented Lagrangian.
+    """Minimize f(x) subject to h(x) = 0 and g(x) <= 0 by the Powell-Hestenes-Rockafellar augmented Lagrangian.
 
     Each of ``num_rounds`` rounds runs ``num_steps`` updates of the optax
     ``optimizer`` (freshly initialized) on
@@ -205,8 +214,36 @@ def augmented_lagrangian(problem, x0, optimizer, num_steps: int, num_rounds: int
     violation did not fall below a quarter of the previous round's. The
     whole solve is one compiled program; ``problem`` and ``optimizer`` are
     part of its identity, and ``jax.vmap`` over ``args`` solves a batch of
-    problems. ``compiler_options`` and ``progress`` (a bar of all rounds'
-    iterations): as for :func:`minimize`.
+    problems.
+
+    Args:
+        problem: ``problem(x, *args) -> (f, h, g)``: the scalar cost, the
+            equalities h and the inequalities g (arrays, or None for none;
+            one function, so a rollout that serves the cost and the
+            constraints runs once).
+        x0: The starting point, any pytree of arrays.
+        optimizer: An ``optax.GradientTransformation``, initialized afresh
+            each round.
+        num_steps: Updates per round.
+        num_rounds: Rounds of multiplier and penalty updates.
+        *args: Further arguments of ``problem``, traced.
+        penalty: The first penalty rho.
+        penalty_growth: rho's factor when a round's violation did not fall
+            below a quarter of the previous round's.
+        max_penalty: rho's cap.
+        compiler_options: XLA's options for the compiled program, as for
+            :func:`minimize`.
+        progress: A progress bar of all rounds' iterations with the latest
+            loss, as for :func:`minimize`.
+
+    Returns:
+        (x, solution): the last iterate and its ``ConstrainedSolution``
+            (each round's losses and violation, the multipliers and the
+            final penalty).
+
+    Raises:
+        ValueError: ``num_steps`` or ``num_rounds`` is not a positive int,
+            or ``problem`` returns neither equalities nor inequalities.
     """
     _check_count("augmented_lagrangian", "num_steps", num_steps)
     _check_count("augmented_lagrangian", "num_rounds", num_rounds)

@@ -63,10 +63,22 @@ def usable_cores() -> int:
 
 
 def use_cpu_cores(n: int | None = None) -> int:
-    """Expose ``n`` CPU devices to JAX (default: :func:`usable_cores`), one per
-    core, for :func:`batched` and :func:`shard_batch`. Sets ``jax_num_cpu_devices``, so it must run
-    before JAX's first computation; afterwards it only succeeds if JAX already
-    has ``n`` CPU devices. Returns ``n``."""
+    """Expose CPU devices to JAX, one per core, for :func:`batched` and :func:`shard_batch`.
+
+    Sets ``jax_num_cpu_devices``, so it must run before JAX's first
+    computation; afterwards it only succeeds if JAX already has ``n`` CPU
+    devices.
+
+    Args:
+        n: How many devices; None: :func:`usable_cores`.
+
+    Returns:
+        The number of CPU devices, ``n``.
+
+    Raises:
+        ValueError: ``n`` is below 1.
+        RuntimeError: JAX already runs with another number of CPU devices.
+    """
     n = usable_cores() if n is None else int(n)
     if n < 1:
         raise ValueError(f"use_cpu_cores: n must be at least 1, got {n}")

@@ -281,9 +281,19 @@ def _floor_contact(system, matter, forces, placed, collisions, contact: UrdfCont
 
 
 def example_robot_data(path: str = "") -> pathlib.Path:
-    """A file or folder under the robots shipped by the ``example-robot-data``
-    package (``pip install example-robot-data``), e.g.
-    ``example_robot_data("panda_description/urdf/panda.urdf")``."""
+    """A file or folder of the robots the ``example-robot-data`` package ships.
+
+    Args:
+        path: Its path under the package's ``robots`` folder, e.g.
+            "panda_description/urdf/panda.urdf"; "" for the folder.
+
+    Returns:
+        The path on this machine.
+
+    Raises:
+        ImportError: example-robot-data is not installed (``simbodyx[robots]``).
+        FileNotFoundError: No such file or folder there.
+    """
     try:
         robots = importlib.metadata.distribution("example-robot-data").locate_file(
             "cmeel.prefix/share/example-robot-data/robots")

@@ -28,14 +28,22 @@ _R_SP_HALFSPACE = np.array([[0.0, 0.0, -1.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]
 
 @dataclasses.dataclass(frozen=True)
 class Visual:
-    """One shape fixed to a body, as the viewer draws it.
+    """One shape fixed to a body, as the viewer draws it, in its own frame S.
 
-    ``kind`` and ``size`` (m): "box" (half lengths along S's x, y, z),
-    "sphere" (radius,), "ellipsoid" (semi-axes), "capsule" and "cylinder"
-    (radius, half length along S's z), "plane" (half extents along S's x
-    and y, 0 for unbounded; the plane z = 0 of S, seen from +z), "mesh"
-    (``mesh`` = (vertices (n, 3) in S, m; faces (k, 3))). ``X_BS`` (4, 4)
-    is S's pose in the body's frame B, ``rgba`` its colour.
+    Attributes:
+        body: The body's index (0: Ground).
+        kind: "box", "sphere", "ellipsoid", "capsule", "cylinder", "plane"
+            or "mesh".
+        size: (m) a box's half lengths along S's x, y, z; a sphere's
+            (radius,); an ellipsoid's semi-axes; a capsule's or cylinder's
+            (radius, half length along S's z); a plane's half extents along
+            S's x and y, 0 for unbounded (the plane z = 0 of S, seen from
+            +z); () for a mesh.
+        X_BS: (4, 4) S's pose in the body's frame B.
+        rgba: Its colour, each in [0, 1].
+        mesh: A mesh's (vertices (n, 3) in S, m; faces (k, 3) vertex
+            indices, counter-clockwise seen from outside); else None.
+        name: A label (the file's geom name).
     """
 
     body: int
@@ -192,9 +200,18 @@ def bones(model, radius: float, stations=()) -> list:
 
 
 def body_poses(model, state, q) -> np.ndarray:
-    """Every body's pose in Ground at each row of q (..., nq): (..., nb, 7)
-    of [p (m), quaternion as x, y, z, w] (three.js's order), in the
-    State's precision (the page stores them as float32)."""
+    """Every body's pose in Ground at each configuration, as the viewer places the bodies.
+
+    Args:
+        model: The Model.
+        state: A State of it, whose other fields fill in each row.
+        q: (..., nq) configurations.
+
+    Returns:
+        (..., nb, 7) numpy: [p (m), quaternion as x, y, z, w (three.js's
+            order)] of each body, Ground's first, in the State's precision
+            (the page stores them as float32): ``get_body_transform``'s.
+    """
     q = jnp.asarray(q, state.q.dtype)
 
     def poses(qk):

@@ -115,8 +115,22 @@ class _Artists:
 
 
 def plot(model, state, stations=(), ax=None, color="tab:gray"):
-    """Draw the mechanism at ``state`` on ``ax`` (a new 3-D Axes when None);
-    returns the Axes."""
+    """Draw the mechanism's skeleton at a State with matplotlib.
+
+    Args:
+        model: The Model.
+        state: The State drawn (realized to Position here).
+        stations: Points drawn as lines from their body's origin: pairs
+            (MobilizedBody or its index, p_BS (3,) in B, m).
+        ax: A matplotlib 3-D Axes; None: a new one.
+        color: The links' colour (matplotlib's).
+
+    Returns:
+        The Axes.
+
+    Raises:
+        ImportError: matplotlib is not installed (``simbodyx[viz]``).
+    """
     frame = Skeleton(*(np.asarray(a) for a in skeleton(model, state, stations)))
     ax = _new_axes(ax, "plot")
     triad = _frame_limits(ax, frame.segments.reshape(-1, 3))
@@ -125,10 +139,28 @@ def plot(model, state, stations=(), ax=None, color="tab:gray"):
 
 
 def animate(model, state, q, stations=(), interval_ms: float = 40.0, ax=None, color="tab:gray"):
-    """A matplotlib ``FuncAnimation`` of the mechanism through the rows of q
-    (n, nq), e.g. a Trajectory's q, one frame per row every ``interval_ms``.
+    """Animate the mechanism's skeleton through a trajectory with matplotlib.
+
     Show it in a notebook with ``IPython.display.HTML(a.to_jshtml())`` or
-    save it with ``a.save("name.gif", writer="pillow")``."""
+    save it with ``a.save("name.gif", writer="pillow")``; ``sx.viz.view``
+    draws the bodies' shapes in 3-D and ``sx.viz.video`` writes mp4.
+
+    Args:
+        model: The Model.
+        state: A State of it, whose other fields fill in each frame.
+        q: (n, nq) configurations, one frame each (a Trajectory's q).
+        stations: Points drawn as lines from their body's origin: pairs
+            (MobilizedBody or its index, p_BS (3,) in B, m).
+        interval_ms: Milliseconds between frames.
+        ax: A matplotlib 3-D Axes; None: a new one.
+        color: The links' colour (matplotlib's).
+
+    Returns:
+        A matplotlib ``FuncAnimation``.
+
+    Raises:
+        ImportError: matplotlib is not installed (``simbodyx[viz]``).
+    """
     frames = Skeleton(*(np.asarray(a) for a in skeleton_of_trajectory(model, state, q, stations)))
     ax = _new_axes(ax, "animate")
     triad = _frame_limits(ax, frames.segments.reshape(-1, 3))
