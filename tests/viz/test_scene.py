@@ -14,6 +14,7 @@ import pytest
 import simbodyx as sx
 from simbodyx.contact.geometry import grid_triangles
 from simbodyx.envs.task import gymnasium_asset
+from simbodyx.spatial.rotation import quaternion_to_matrix
 from simbodyx.viz import scene as scenes
 
 jax.config.update("jax_enable_x64", True)
@@ -33,10 +34,8 @@ def _decoded(payload):
 
 
 def _quaternion_matrix(xyzw):
-    x, y, z, w = xyzw
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    """R of a quaternion in three.js's order (x, y, z, w)."""
+    return np.asarray(quaternion_to_matrix(np.roll(np.asarray(xyzw, float), 1)))
 
 
 @pytest.fixture(scope="module")

@@ -220,8 +220,8 @@ class GymnasiumTask(Env):
         """The same task computed in ``dtype`` (``jnp.float32`` for GPUs;
         its observations, rewards and States follow): its Model and initial
         State cast (``Model.astype``)."""
-        other = copy.copy(self)
-        other.model, other.initial = self.model.astype(dtype), self.initial.astype(dtype)
+        other = self.with_model(self.model.astype(dtype))
+        other.initial = self.initial.astype(dtype)
         other.mujoco = MuJoCoView(self.robot, other.model, other.initial)
         return other
 

@@ -7,6 +7,7 @@ page shows inline in Jupyter."""
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import pathlib
@@ -40,6 +41,7 @@ html, body {{ margin: 0; height: 100%; font: 13px system-ui, sans-serif; }}
 """
 
 
+@functools.cache
 def _vendored(name: str) -> str:
     source = (_HERE / name).read_text()
     assert "</script" not in source.lower(), name  # it sits inside a <script> element

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from simbodyx.contact.geometry import ContactSurface, grid_triangles
+from simbodyx.io.robot import aligning
 from simbodyx.spatial.rotation import matrix_to_quaternion
 from simbodyx.stage import Stage
 
@@ -179,10 +180,7 @@ def segment(body: int, a, b, radius: float, name: str = "bone") -> Visual | None
     length = float(np.linalg.norm(b - a))
     if length < 1e-9:
         return None
-    z = (b - a) / length
-    x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
-    x /= np.linalg.norm(x)
-    X = _pose(np.stack([x, np.cross(z, x), z], axis=1), (a + b) / 2)
+    X = _pose(aligning(np.array([0.0, 0.0, 1.0]), (b - a) / length), (a + b) / 2)  # the cylinder's z along b - a
     return Visual(body, "cylinder", (radius, length / 2), X, name=name)
 
 
